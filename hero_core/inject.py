@@ -1,0 +1,133 @@
+"""Wrap a Llama-family model's blocks for routing, PEFT-style, without touching its weights.
+
+The only module that knows transformers' module names. For each routed block:
+
+* ``post_attention_layernorm`` is wrapped by :class:`HiddenStateTap`, which hands its input hbar_j
+  (the post-attention residual) to the current call;
+* ``mlp`` is wrapped by :class:`RoutedFFN`, which receives u_j = LN_ffn(hbar_j), asks the router for
+  the gate and runs the hard branch on gathered tokens:
+  ``g >= tau: g * FFN(u)``; else ``(1 - g) * Adapter(u)``. The block adds hbar itself.
+
+A forward pre-hook on the decoder stack starts a new :class:`~hero_core.routing.ForwardPass` with the
+call's padding mask. With no routing call active, or in the ``dense`` variant, every wrapper calls its
+base layer unchanged, so the wrapped model computes exactly what the backbone does.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from .routing import current_call
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList:
+    model_type = getattr(model.config, "model_type", None)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise ValueError(f"model type {model_type!r} is not supported; HeRo Lens wraps "
+                         f"{', '.join(SUPPORTED_MODEL_TYPES)} (Llama-style blocks with 'mlp' and "
+                         f"'post_attention_layernorm')")
+    return model.model.layers
+
+
+class HiddenStateTap(nn.Module):
+    """Wraps LN_ffn to hand its input hbar_j to the routed FFN of the same block."""
+
+    def __init__(self, base_layer: nn.Module) -> None:
+        super().__init__()
+        self.base_layer = base_layer
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        call = current_call()
+        if call is not None and call.variant != "dense":
+            call.current.pending_hbar = hidden_states
+        return self.base_layer(hidden_states)
+
+
+class RoutedFFN(nn.Module):
+    """Wraps a block's FFN; ``block`` is the routed-block index j (1-based). Holds no parameters of its own:
+    the router and adapters come from the current call, so one backbone can serve several routers."""
+
+    def __init__(self, base_layer: nn.Module, block: int) -> None:
+        super().__init__()
+        self.base_layer = base_layer
+        self.block = block
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        call = current_call()
+        if call is None or call.variant == "dense":
+            return self.base_layer(u)
+        fwd = call.current
+        hbar, fwd.pending_hbar = fwd.pending_hbar, None
+        if hbar is None:
+            raise RuntimeError("routed FFN reached without its post-attention state; is the model wrapped twice?")
+        router = call.router
+        B, T, D = u.shape
+        router_dtype = router.eta.dtype
+        flat_u = u.reshape(B * T, D)
+        flat_hbar = hbar.reshape(B * T, D).to(router_dtype)
+        if self.block == 1:
+            fwd.path = router.new_path(B * T, call.variant, device=u.device, dtype=router_dtype)
+        decision = router.decide(self.block, flat_hbar, fwd.path, call.variant)
+        gate = decision.gate
+        executed = gate >= call.tau  # (N,) bool
+        active = fwd.active.reshape(-1) if fwd.active is not None else None
+        out = self._branch(flat_u, gate, executed, active, router.adapters[self.block - 1])
+        call.add_record(self.block, decision, executed, fwd.path)
+        return out.view(B, T, D)
+
+    def _branch(self, u: torch.Tensor, gate: torch.Tensor, executed: torch.Tensor,
+                active: torch.Tensor | None, adapter: nn.Module) -> torch.Tensor:
+        """Hard branch with real compute skipping: gather each branch's tokens, run it, scatter back.
+
+        u: (N, D); gate, executed, active: (N,). Padding tokens (active False) run neither branch."""
+        run_ffn = executed if active is None else executed & active
+        run_adapter = ~executed if active is None else ~executed & active
+        n_ffn = int(run_ffn.sum())
+        if n_ffn == u.shape[0]:  # every token executes: no gather needed
+            return gate[:, None].to(u.dtype) * self.base_layer(u)
+        out = torch.zeros_like(u)
+        if n_ffn:
+            idx = run_ffn.nonzero().squeeze(1)
+            out = out.index_copy(0, idx, gate[idx, None].to(u.dtype) * self.base_layer(u[idx]))
+        idx = run_adapter.nonzero().squeeze(1)
+        if idx.numel():
+            adapter_dtype = adapter.w1.weight.dtype
+            skipped = (1 - gate[idx, None]) * adapter(u[idx].to(adapter_dtype))
+            out = out.index_copy(0, idx, skipped.to(u.dtype))
+        return out
+
+
+def _begin_pass_hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
+    call = current_call()
+    if call is None:
+        return
+    input_ids = kwargs.get("input_ids", args[0] if args else None)
+    embeds = kwargs.get("inputs_embeds")
+    shape = tuple(input_ids.shape[:2]) if input_ids is not None else tuple(embeds.shape[:2])
+    mask = kwargs.get("attention_mask")
+    call.begin_pass(shape, mask if isinstance(mask, torch.Tensor) and mask.dim() == 2 else None)
+
+
+def inject(model: nn.Module, routed_layers: list[int]) -> None:
+    """Wrap the routed blocks of ``model`` in place and freeze every backbone parameter."""
+    if getattr(model, "_hero_routed_layers", None) is not None:
+        raise ValueError("this model is already wrapped for routing; load a fresh backbone")
+    layers = decoder_layers(model)
+    if routed_layers[-1] >= len(layers):
+        raise ValueError(f"routed layer {routed_layers[-1]} does not exist: the backbone has {len(layers)} blocks")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for j, index in enumerate(routed_layers, start=1):
+        layer = layers[index]
+        layer.post_attention_layernorm = HiddenStateTap(layer.post_attention_layernorm)
+        layer.mlp = RoutedFFN(layer.mlp, block=j)
+    model.model.register_forward_pre_hook(_begin_pass_hook, with_kwargs=True)
+    model._hero_routed_layers = list(routed_layers)
+
+
+def ffn_modules(model: nn.Module) -> list[nn.Module]:
+    """The (unwrapped) FFN of every block, for accounting and baselines."""
+    return [layer.mlp.base_layer if isinstance(layer.mlp, RoutedFFN) else layer.mlp for layer in decoder_layers(model)]

@@ -1,0 +1,309 @@
+"""HeroModel: a frozen causal LM with HeRo routers, and the public calls that run and record it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from . import checkpoint as ckpt
+from .accounting import ComputeProfile
+from .backbones import Backbone, count_parameters, load_backbone
+from .config import HeroConfig, check_tau, check_variant
+from .inject import decoder_layers, inject
+from .router import HeroRouter
+from .routing import RECORDED_FIELDS, RoutingCall, routing_call
+from .trace import RoutingTrace
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHECKPOINT = "hero-25"
+UNTRAINED = "untrained"
+DEFAULT_MAX_TOKENS = 2048  # prompts are cut here (with a notice) so memory stays bounded
+_CHARS_PER_TOKEN_CAP = 32  # pre-cut absurdly long strings before tokenising them
+
+
+class PromptError(ValueError):
+    """A prompt that cannot be run; the message says why."""
+
+
+@dataclass
+class Encoded:
+    input_ids: torch.Tensor  # (B, T), right-padded
+    attention_mask: torch.Tensor  # (B, T)
+    notices: list[list[str]]  # per prompt
+
+
+def clean_prompt(prompt: object) -> str:
+    if not isinstance(prompt, str):
+        raise PromptError(f"a prompt must be a string, got {type(prompt).__name__}")
+    # Lone surrogates (e.g. from a broken copy-paste) cannot be encoded; replace them visibly.
+    text = prompt.encode("utf-8", "replace").decode("utf-8")
+    if not text.strip():
+        raise PromptError("the prompt is empty: type some text to route")
+    return text
+
+
+def compute_profile(model: nn.Module, router: HeroRouter) -> ComputeProfile:
+    cfg = model.config
+    linear = 0
+    for module in model.modules():
+        if isinstance(module, nn.Linear) and not isinstance(module, HeroRouter):
+            w = module.weight
+            qs = getattr(w, "quant_state", None)
+            linear += int(qs.shape.numel()) if qs is not None else w.numel()
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    counts = router.parameter_counts()
+    return ComputeProfile(total_params=count_parameters(model), ffn_params=3 * cfg.hidden_size * cfg.intermediate_size,
+                          adapter_params=counts["adapter_per_block"], router_params=counts["router_per_block"],
+                          linear_params=linear, n_layers=cfg.num_hidden_layers,
+                          attention_width=cfg.num_attention_heads * head_dim, d_memory=router.config.d_memory)
+
+
+class HeroModel:
+    """A frozen backbone with HeRo routers. Stateless between calls: safe to share across threads."""
+
+    def __init__(self, backbone: Backbone, router: HeroRouter, checkpoint_name: str,
+                 training: dict | None = None) -> None:
+        self.backbone = backbone
+        self.model = backbone.model
+        self.tokenizer = backbone.tokenizer
+        self.router = router.to(backbone.device)
+        self.router.eval()
+        self.checkpoint_name = checkpoint_name
+        self.training_info = training or {}
+        inject(self.model, router.config.routed_layers)
+        self.profile = compute_profile(self.model, self.router)
+
+    @property
+    def config(self) -> HeroConfig:
+        return self.router.config
+
+    @property
+    def device(self) -> torch.device:
+        return self.backbone.device
+
+    @property
+    def max_tokens(self) -> int:
+        return min(DEFAULT_MAX_TOKENS, getattr(self.model.config, "max_position_embeddings", DEFAULT_MAX_TOKENS))
+
+    # -- tokenisation -------------------------------------------------------------------------
+    def format_prompt(self, prompt: str, chat_template: bool = False) -> str:
+        if not chat_template:
+            return prompt
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise PromptError("this tokenizer has no chat template; untick the chat-template option")
+        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def encode(self, prompts: Sequence[str], *, chat_template: bool = False,
+               max_tokens: int | None = None) -> Encoded:
+        limit = max_tokens or self.max_tokens
+        if limit < 1:
+            raise PromptError(f"max_tokens must be at least 1, got {limit}")
+        rows, notices = [], []
+        for prompt in prompts:
+            text = self.format_prompt(clean_prompt(prompt), chat_template)
+            notes = []
+            if len(text) > limit * _CHARS_PER_TOKEN_CAP:
+                text = text[: limit * _CHARS_PER_TOKEN_CAP]
+            ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
+            if len(ids) > limit:
+                notes.append(f"prompt truncated to its first {limit} tokens (it had more)")
+                ids = ids[:limit]
+            if not ids:
+                raise PromptError("the prompt produced no tokens")
+            rows.append(ids)
+            notices.append(notes)
+        width = max(len(r) for r in rows)
+        pad = self.tokenizer.pad_token_id or 0
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, ids in enumerate(rows):  # right padding: real tokens keep positions 0..n-1
+            input_ids[i, : len(ids)] = torch.tensor(ids)
+            mask[i, : len(ids)] = 1
+        return Encoded(input_ids.to(self.device), mask.to(self.device), notices)
+
+    # -- running ------------------------------------------------------------------------------
+    def new_call(self, variant: str, tau: float | None = None, *, record: bool = True,
+                 record_states: bool = False, keep_gates: bool = False) -> RoutingCall:
+        check_variant(variant)
+        return RoutingCall(router=self.router, variant=variant, tau=check_tau(self.config.tau if tau is None else tau),
+                           record=record, record_states=record_states, keep_gates=keep_gates)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, call: RoutingCall,
+                **kwargs) -> torch.Tensor:
+        """Run the backbone under ``call``; returns logits (B, T, V). Gradients flow when enabled."""
+        with routing_call(call):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
+
+    def trace(self, prompt: str | Sequence[str], variant: str = "hero", *, tau: float | None = None,
+              record_states: bool = False, chat_template: bool = False,
+              max_tokens: int | None = None) -> RoutingTrace | list[RoutingTrace]:
+        """Route a prompt (or a list, batched with padding) and record every decision."""
+        single = isinstance(prompt, str)
+        prompts = [prompt] if single else list(prompt)
+        if not prompts:
+            raise PromptError("no prompts given")
+        enc = self.encode(prompts, chat_template=chat_template, max_tokens=max_tokens)
+        call = self.new_call(variant, tau, record_states=record_states)
+        with torch.no_grad():
+            self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
+        traces = [self._assemble(call, b, enc.input_ids[b][enc.attention_mask[b].bool()].tolist(), enc.notices[b])
+                  for b in range(len(prompts))]
+        return traces[0] if single else traces
+
+    def logits(self, prompt: str, variant: str = "hero", *, tau: float | None = None,
+               chat_template: bool = False, max_tokens: int | None = None) -> torch.Tensor:
+        """Next-token logits (T, V), tokenised exactly as :meth:`trace` does."""
+        enc = self.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
+        call = self.new_call(variant, tau, record=False)
+        with torch.no_grad():
+            return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)[0].float()
+
+    def generate(self, prompt: str, max_new_tokens: int = 64, variant: str = "hero", *, tau: float | None = None,
+                 do_sample: bool = False, temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
+                 chat_template: bool = False, record_states: bool = False,
+                 on_token: Callable[[str, int], None] | None = None) -> tuple[str, RoutingTrace]:
+        """Decode with the KV cache, routing every new token. ``on_token(text, n_executed)`` streams.
+
+        Returns the generated text (without the prompt) and the trace over prompt + generated tokens."""
+        from transformers import DynamicCache
+
+        if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+            raise PromptError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
+        if do_sample and not temperature > 0:
+            raise PromptError(f"temperature must be positive when sampling, got {temperature!r}")
+        enc = self.encode([prompt], chat_template=chat_template,
+                          max_tokens=max(1, self.max_tokens - max_new_tokens))
+        generator = torch.Generator(device="cpu").manual_seed(seed) if seed is not None else None
+        call = self.new_call(variant, tau, record_states=record_states)
+        cache = DynamicCache(config=self.model.config)
+        ids = enc.input_ids
+        new_ids: list[int] = []
+        eos = self.tokenizer.eos_token_id
+        with torch.no_grad():
+            logits = self.forward(ids, None, call, cache=cache, use_cache=True)
+            for _ in range(max_new_tokens):
+                next_id = _pick(logits[0, -1].float(), do_sample, temperature, top_p, generator)
+                new_ids.append(next_id)
+                if on_token is not None:
+                    n_exec = int(call.passes[-1].records and sum(bool(r.executed[-1]) for r in call.passes[-1].records)) \
+                        if variant != "dense" else self.config.n_routed
+                    on_token(self.tokenizer.decode([next_id]), n_exec)
+                if next_id == eos or len(new_ids) == max_new_tokens:
+                    break
+                step = torch.tensor([[next_id]], device=self.device)
+                logits = self.forward(step, None, call, cache=cache, use_cache=True)
+        all_ids = ids[0].tolist() + new_ids[:-1] if new_ids else ids[0].tolist()
+        # The last sampled token was never fed back, so it has no routing record: the trace covers the
+        # tokens that went through the model.
+        trace = self._assemble(call, 0, all_ids, enc.notices[0], n_prompt_tokens=ids.shape[1])
+        return self.tokenizer.decode(new_ids, skip_special_tokens=True), trace
+
+    # -- trace assembly -----------------------------------------------------------------------
+    def _assemble(self, call: RoutingCall, batch_index: int, token_ids: list[int], notices: list[str],
+                  n_prompt_tokens: int | None = None) -> RoutingTrace:
+        R = self.config.n_routed
+        per_pass = [_pass_arrays(p, batch_index, R, call.variant, call.record_states) for p in call.passes]
+        arrays = {k: np.concatenate([p[k] for p in per_pass], axis=-1) for k in per_pass[0] if k != "memory_attention"
+                  and k not in _STATE_KEYS}
+        attention = np.concatenate([p["memory_attention"] for p in per_pass], axis=0)
+        states = None
+        if call.record_states and call.variant != "dense":
+            states = {k: np.concatenate([p[k] for p in per_pass], axis=1) for k in _STATE_KEYS}
+        T = len(token_ids)
+        return RoutingTrace(
+            backbone=self.backbone.name + (" (nf4)" if self.backbone.quantization else ""),
+            checkpoint=self.checkpoint_name, variant=call.variant, tau=call.tau,
+            tokens=[self.tokenizer.decode([i]) for i in token_ids], token_ids=list(token_ids),
+            routed_layers=list(self.config.routed_layers),
+            gate=arrays["gate"][:, :T], executed=arrays["executed"][:, :T],
+            history_logit=arrays["history_logit"][:, :T], local_logit=arrays["local_logit"][:, :T],
+            p_hist=arrays["p_hist"][:, :T], m_hist=arrays["m_hist"][:, :T], nu=arrays["novelty"][:, :T],
+            memory_attention=attention[:T], forgetting=self.router.forgetting().detach().cpu().double().numpy(),
+            profile=self.profile, n_prompt_tokens=n_prompt_tokens, notices=list(notices),
+            states={k: v[:, :T] for k, v in states.items()} if states else None)
+
+
+_STATE_KEYS = ("router_state", "memory_context", "memory_state_norm")
+
+
+def _pass_arrays(fwd, batch_index: int, R: int, variant: str, record_states: bool) -> dict[str, np.ndarray]:
+    """One forward pass's records for one batch row, restricted to its real tokens: (R, T_b) arrays."""
+    B, T = fwd.shape
+    keep = fwd.active[batch_index].cpu().numpy() if fwd.active is not None else np.ones(T, dtype=bool)
+    n = int(keep.sum())
+    rows = slice(batch_index * T, (batch_index + 1) * T)
+    if variant == "dense" or not fwd.records:
+        ones, zeros = np.ones((R, n)), np.zeros((R, n))
+        return {"gate": ones, "executed": np.ones((R, n), dtype=bool), "history_logit": zeros,
+                "local_logit": zeros, "p_hist": ones, "m_hist": ones, "novelty": zeros,
+                "memory_attention": np.zeros((n, R, R))}
+    out = {name: torch.stack([r.fields[name][rows] for r in fwd.records]).cpu().double().numpy()[:, keep]
+           for name in RECORDED_FIELDS}
+    out["executed"] = torch.stack([r.executed[rows] for r in fwd.records]).cpu().numpy()[:, keep]
+    attention = np.zeros((n, R, R))
+    for j, record in enumerate(fwd.records):
+        if j:
+            attention[:, j, :j] = record.memory_weights[rows].cpu().double().numpy()[keep]
+    out["memory_attention"] = attention
+    if record_states:
+        out["router_state"] = torch.stack([r.state[rows] for r in fwd.records]).cpu().double().numpy()[:, keep]
+        out["memory_context"] = torch.stack([r.context[rows] for r in fwd.records]).cpu().double().numpy()[:, keep]
+        norms = [r.state_norm[rows] if r.state_norm is not None else torch.zeros(T) for r in fwd.records]
+        out["memory_state_norm"] = torch.stack(norms).cpu().double().numpy()[:, keep]
+    return out
+
+
+def _pick(logits: torch.Tensor, do_sample: bool, temperature: float, top_p: float,
+          generator: torch.Generator | None) -> int:
+    if not do_sample:
+        return int(logits.argmax())
+    probs = torch.softmax(logits.cpu() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(descending=True)
+        cut = sorted_p.cumsum(0) - sorted_p > top_p
+        sorted_p[cut] = 0.0
+        probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
+    return int(torch.multinomial(probs / probs.sum(), 1, generator=generator))
+
+
+def default_routed_layers(n_layers: int) -> list[int]:
+    return list(range(n_layers))
+
+
+def fresh_router(backbone: Backbone, variant: str = "hero", routed_layers: list[int] | None = None,
+                 **overrides) -> HeroRouter:
+    cfg = backbone.model.config
+    layers = routed_layers if routed_layers is not None else default_routed_layers(len(decoder_layers(backbone.model)))
+    config = HeroConfig(routed_layers=layers, d_model=cfg.hidden_size, d_ffn=cfg.intermediate_size,
+                        variant=variant, **overrides)
+    return HeroRouter(config)
+
+
+def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os.PathLike | None = None,
+              quantization: str | None = None, device: str = "auto", seed: int = 0) -> HeroModel:
+    """Load a backbone (embedded SmolLM2-135M-Instruct by default) with a router checkpoint.
+
+    ``checkpoint`` is a bundled name (``hero-25``, ``hero-40``, ``local-25``, ``local-40``), a checkpoint
+    directory, or None for the bundled default; when no trained checkpoint fits, fresh (untrained)
+    routers are used and a warning says so.
+    """
+    bb = load_backbone(backbone, quantization=quantization, device=device)
+    if checkpoint is None:
+        if DEFAULT_CHECKPOINT in ckpt.bundled_names():
+            found = ckpt.read_checkpoint(DEFAULT_CHECKPOINT)
+            if found.fingerprint == bb.fingerprint:
+                return HeroModel(bb, ckpt.build_router(found), found.name, found.training)
+        log.warning("no trained checkpoint for %s: using fresh, untrained routers (gates start near 1)", bb.name)
+        torch.manual_seed(seed)
+        return HeroModel(bb, fresh_router(bb), UNTRAINED)
+    found = ckpt.read_checkpoint(checkpoint)
+    ckpt.check_backbone(found, bb.fingerprint, bb.name)
+    return HeroModel(bb, ckpt.build_router(found), found.name, found.training)

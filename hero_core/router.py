@@ -1,0 +1,212 @@
+"""The HeRo router: state encoder, depth memory, history head, local head and per-block adapters.
+
+Glossary (DESIGN §1 -> code). j is the 1-based index of a routed block, R their number.
+    hbar_j             post-attention residual state           ``hbar``          (N, d)
+    u_j = LN_ffn(hbar) FFN input                               ``u``             (N, d)
+    delta_j            hbar_j - hbar_{j-1}                     ``delta``         (N, d)
+    r, q_rem, d, gamma, p_hist_{j-1}, m_hist_{j-1}  path features   ``path``    (N, 6)
+    z_h = W_hu SiLU(W_hd RMSNorm(hbar))                        ``StateEncoder``  (N, d_h)
+    z_a = FFN_path(path)                                       ``PathEncoder``   (N, d_a)
+    s_j = [z_h ; z_a]                                          ``state``         (N, d_s)
+    q, k, v = W_q s, W_k s, W_v s                              ``to_q/to_k/to_v``
+    c_j                                                        ``context``       (N, d_m)
+    nu = 1 - cos(W_n s, W_c c)                                 ``novelty``       (N,)
+    a = f_theta([s; c; nu])  history logit                     ``history_head``  (N,)
+    b = f_psi(hbar)          local logit                       ``local_head``    (N,)
+    g = sigmoid(a + b)       gate                              ``gate``          (N,)
+    p_hist = sigmoid(a / T_hist),  m_hist <- m_hist * p_hist
+    rho_j = sigmoid(eta_j)   forgetting factor                 ``eta``           (R,)
+    Adapter(u) = W_2 SiLU(W_1 u)                               ``Adapter``
+
+Shared across routed blocks: encoders, memory projections, both heads. Per block: adapter and eta.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import HeroConfig
+from .memory import DepthMemory
+
+N_PATH_FEATURES = 6
+# Which path features each variant keeps: no_pos drops r, q_rem, d, gamma and keeps p_hist, m_hist.
+_POSITIONAL_FEATURES = slice(0, 4)
+
+
+def _mlp(d_in: int, d_hidden: int, d_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(d_in, d_hidden), nn.SiLU(), nn.Linear(d_hidden, d_out))
+
+
+class StateEncoder(nn.Module):
+    """z_h = W_hu SiLU(W_hd RMSNorm(hbar)): a small summary of the hidden state."""
+
+    def __init__(self, d_model: int, d_encoder: int, d_out: int) -> None:
+        super().__init__()
+        self.norm = nn.RMSNorm(d_model)
+        self.down = nn.Linear(d_model, d_encoder, bias=False)  # W_hd
+        self.up = nn.Linear(d_encoder, d_out, bias=False)  # W_hu
+
+    def forward(self, hbar: torch.Tensor) -> torch.Tensor:
+        return self.up(F.silu(self.down(self.norm(hbar))))
+
+
+class LocalHead(nn.Module):
+    """b = f_psi(hbar). The RMSNorm is our choice: residual norms grow ~10x across depth, and one
+    shared head must read every block. Its output bias starts high so the gate starts near 1."""
+
+    def __init__(self, d_model: int, d_hidden: int, bias_init: float) -> None:
+        super().__init__()
+        self.norm = nn.RMSNorm(d_model)
+        self.mlp = _mlp(d_model, d_hidden, 1)
+        nn.init.zeros_(self.mlp[2].weight)
+        nn.init.constant_(self.mlp[2].bias, bias_init)
+
+    def forward(self, hbar: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.norm(hbar)).squeeze(-1)
+
+
+class Adapter(nn.Module):
+    """Adapter(u) = W_2 SiLU(W_1 u), the cheap branch a skipped token takes. W_2 starts at zero so a
+    skipped FFN initially contributes nothing (plain skip)."""
+
+    def __init__(self, d_model: int, rank: int) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(d_model, rank, bias=False)
+        self.w2 = nn.Linear(rank, d_model, bias=False)
+        nn.init.zeros_(self.w2.weight)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(u)))
+
+
+@dataclass
+class PathState:
+    """What one forward pass carries from one routed block to the next, per token (never stored on a
+    module). Created by :meth:`HeroRouter.new_path`."""
+
+    memory: DepthMemory | None
+    hbar_prev: torch.Tensor | None = None  # hbar_{j-1}: (N, d)
+    delta_prev: torch.Tensor | None = None  # delta_{j-1}: (N, d)
+    p_hist: torch.Tensor | None = None  # p_hist_{j-1}: (N,)
+    m_hist: torch.Tensor | None = None  # m_hist_{j-1}: (N,)
+
+
+@dataclass
+class Decision:
+    """The router's output at one routed block, per token (all (N,) unless noted)."""
+
+    gate: torch.Tensor  # g
+    history_logit: torch.Tensor  # a
+    local_logit: torch.Tensor  # b
+    p_hist: torch.Tensor
+    m_hist: torch.Tensor
+    novelty: torch.Tensor  # nu
+    memory_weights: torch.Tensor  # alpha_{j, i<j}: (N, j-1)
+    state: torch.Tensor  # s_j: (N, d_s)
+    context: torch.Tensor  # c_j: (N, d_m)
+
+
+class HeroRouter(nn.Module):
+    """All trainable HeRo parameters for one backbone. Holds no per-call state."""
+
+    def __init__(self, config: HeroConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        self.state_encoder = StateEncoder(c.d_model, c.d_encoder, c.d_hidden_state)
+        self.path_encoder = _mlp(N_PATH_FEATURES, c.d_path_hidden, c.d_aux)  # FFN_path
+        self.to_q = nn.Linear(c.d_state, c.d_memory, bias=False)
+        self.to_k = nn.Linear(c.d_state, c.d_memory, bias=False)
+        self.to_v = nn.Linear(c.d_state, c.d_memory, bias=False)
+        self.novelty_state = nn.Linear(c.d_state, c.d_memory, bias=False)  # W_n
+        self.novelty_context = nn.Linear(c.d_memory, c.d_memory, bias=False)  # W_c
+        self.history_head = _mlp(c.d_state + c.d_memory + 1, c.head_hidden, 1)  # f_theta
+        nn.init.zeros_(self.history_head[2].weight)  # a = 0 at init: training starts from the local gate
+        nn.init.zeros_(self.history_head[2].bias)
+        self.local_head = LocalHead(c.d_model, c.head_hidden, c.gate_bias_init)  # f_psi
+        rho = torch.full((c.n_routed,), c.rho_init)
+        self.eta = nn.Parameter(torch.log(rho / (1 - rho)))  # rho_j = sigmoid(eta_j)
+        self.adapters = nn.ModuleList(Adapter(c.d_model, c.adapter_rank) for _ in range(c.n_routed))
+
+    # -- per-call state -------------------------------------------------------------------------
+    def new_path(self, n_tokens: int, variant: str, *, device, dtype) -> PathState:
+        needs_memory = variant in ("hero", "no_aux", "no_pos")
+        memory = DepthMemory(n_tokens, self.config.d_memory, self.config.eps, device=device, dtype=dtype) \
+            if needs_memory else None
+        return PathState(memory=memory)
+
+    def forgetting(self) -> torch.Tensor:
+        """rho_j for every routed block: (R,)."""
+        return torch.sigmoid(self.eta)
+
+    # -- one routed block -----------------------------------------------------------------------
+    def path_features(self, j: int, hbar: torch.Tensor, path: PathState) -> torch.Tensor:
+        """The six scalars [r, q_rem, d, gamma, p_hist_{j-1}, m_hist_{j-1}] for block j: (N, 6).
+
+        d enters as log1p(||delta||) (our choice): raw norms range over two orders of magnitude."""
+        R = self.config.n_routed
+        n = hbar.shape[0]
+        delta = hbar - path.hbar_prev if path.hbar_prev is not None else torch.zeros_like(hbar)
+        dist = delta.norm(dim=-1)
+        if j >= 3:
+            gamma = F.cosine_similarity(delta, path.delta_prev, dim=-1, eps=self.config.eps)
+        else:
+            gamma = hbar.new_zeros(n)
+        ones = hbar.new_ones(n)
+        p_prev = path.p_hist if path.p_hist is not None else ones
+        m_prev = path.m_hist if path.m_hist is not None else ones
+        path.hbar_prev, path.delta_prev = hbar, delta
+        return torch.stack([ones * (j / R), ones * ((R - j) / R), torch.log1p(dist), gamma, p_prev, m_prev], -1)
+
+    def decide(self, j: int, hbar: torch.Tensor, path: PathState, variant: str) -> Decision:
+        """Gate of routed block j (1-based) for N tokens with post-attention states hbar (N, d)."""
+        c = self.config
+        features = self.path_features(j, hbar, path)
+        if variant == "no_pos":
+            features = features.clone()
+            features[:, _POSITIONAL_FEATURES] = 0.0
+        z_h = self.state_encoder(hbar)
+        z_a = self.path_encoder(features)
+        if variant == "no_aux":
+            z_a = torch.zeros_like(z_a)
+        state = torch.cat([z_h, z_a], dim=-1)  # s_j: (N, d_s)
+        n = hbar.shape[0]
+
+        if path.memory is not None:  # read before write
+            context, weights = path.memory.read(self.to_q(state))
+            path.memory.write(self.to_k(state), self.to_v(state), self.forgetting()[j - 1])
+            if j == 1:
+                novelty = hbar.new_zeros(n)
+            else:
+                novelty = 1 - F.cosine_similarity(self.novelty_state(state), self.novelty_context(context),
+                                                  dim=-1, eps=c.eps)
+        else:
+            context = hbar.new_zeros(n, c.d_memory)
+            weights = hbar.new_zeros(n, j - 1)
+            novelty = hbar.new_zeros(n)
+
+        if variant == "no_history":
+            history_logit = hbar.new_zeros(n)
+        else:
+            history_logit = self.history_head(torch.cat([state, context, novelty[:, None]], -1)).squeeze(-1)
+        local_logit = self.local_head(hbar)
+        gate = torch.sigmoid(history_logit + local_logit)
+        p_hist = torch.sigmoid(history_logit / c.t_hist)
+        m_hist = (path.m_hist if path.m_hist is not None else torch.ones_like(p_hist)) * p_hist
+        path.p_hist, path.m_hist = p_hist, m_hist
+        return Decision(gate, history_logit, local_logit, p_hist, m_hist, novelty, weights, state, context)
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Parameters used per token per routed block, for the net-skip accounting."""
+        count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+        shared = sum(count(m) for m in (self.state_encoder, self.path_encoder, self.to_q, self.to_k, self.to_v,
+                                         self.novelty_state, self.novelty_context, self.history_head,
+                                         self.local_head))
+        adapter = count(self.adapters[0])
+        return {"router_per_block": shared, "adapter_per_block": adapter,
+                "total": count(self)}
+

@@ -1,0 +1,107 @@
+"""Per-call routing state, passed to the wrapped blocks through a ``ContextVar``.
+
+Streamlit serves every session from its own thread on one shared model, so nothing about a call may
+live on a module or a global: :func:`routing_call` sets a fresh :class:`RoutingCall` for the duration
+of one API call and resets it in ``finally`` (the pattern transformers uses for its output capture).
+Threads start with an empty context, so concurrent calls never see each other's state.
+
+A call spans one or more *forward passes* (one for a trace, one per decode step for generation).
+A pass starts at the first routed block and holds the depth memory of its tokens; records of every
+routed block are appended to the pass and turned into a :class:`~hero_core.trace.RoutingTrace` later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import torch
+
+from .router import Decision, HeroRouter, PathState
+
+_CURRENT_CALL: contextvars.ContextVar["RoutingCall | None"] = contextvars.ContextVar("hero_routing_call",
+                                                                                      default=None)
+
+# Per-block fields copied into a trace, in the order of the trace schema.
+RECORDED_FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "novelty")
+
+
+@dataclass
+class BlockRecord:
+    """What one routed block decided for the tokens of one pass (detached; (N,) unless noted)."""
+
+    executed: torch.Tensor  # bool
+    fields: dict[str, torch.Tensor]
+    memory_weights: torch.Tensor  # (N, j-1)
+    state: torch.Tensor | None = None  # s_j (N, d_s), only with record_states
+    context: torch.Tensor | None = None  # c_j (N, d_m), only with record_states
+    state_norm: torch.Tensor | None = None  # ||S_j||_F (N,), only with record_states
+
+
+@dataclass
+class ForwardPass:
+    """One forward pass of the backbone: its token mask, depth memory and block records."""
+
+    active: torch.Tensor | None  # (B, T) bool: real (non-padding) tokens; None = all real
+    shape: tuple[int, int]  # (B, T)
+    path: PathState | None = None
+    pending_hbar: torch.Tensor | None = None  # hbar_j handed from the norm tap to the FFN wrapper
+    records: list[BlockRecord] = field(default_factory=list)
+    gates: list[torch.Tensor] = field(default_factory=list)  # g with grad, for the usage loss
+
+
+@dataclass
+class RoutingCall:
+    router: HeroRouter
+    variant: str
+    tau: float
+    record: bool = True  # keep per-block records for a trace
+    record_states: bool = False  # also keep s_j, c_j and ||S||
+    keep_gates: bool = False  # keep gates with their graph (training)
+    passes: list[ForwardPass] = field(default_factory=list)
+
+    @property
+    def current(self) -> ForwardPass:
+        if not self.passes:
+            raise RuntimeError("routed block reached before the backbone's forward pre-hook ran")
+        return self.passes[-1]
+
+    def begin_pass(self, input_shape: tuple[int, int], attention_mask: torch.Tensor | None) -> None:
+        active = None
+        if attention_mask is not None:
+            mask = attention_mask[:, -input_shape[1]:].bool()  # with a KV cache the mask covers the past too
+            if not bool(mask.all()):
+                active = mask
+        self.passes.append(ForwardPass(active=active, shape=input_shape))
+
+    def add_record(self, j: int, decision: Decision, executed: torch.Tensor, path: PathState) -> None:
+        p = self.current
+        if self.keep_gates:
+            p.gates.append(decision.gate)
+        if not self.record:
+            return
+        values = {"gate": decision.gate, "history_logit": decision.history_logit,
+                  "local_logit": decision.local_logit, "p_hist": decision.p_hist, "m_hist": decision.m_hist,
+                  "novelty": decision.novelty}
+        record = BlockRecord(executed=executed, fields={k: v.detach() for k, v in values.items()},
+                             memory_weights=decision.memory_weights.detach())
+        if self.record_states:
+            record.state = decision.state.detach()
+            record.context = decision.context.detach()
+            record.state_norm = path.memory.state_norm().detach() if path.memory is not None else None
+        p.records.append(record)
+
+
+def current_call() -> RoutingCall | None:
+    return _CURRENT_CALL.get()
+
+
+@contextlib.contextmanager
+def routing_call(call: RoutingCall) -> Iterator[RoutingCall]:
+    token = _CURRENT_CALL.set(call)
+    try:
+        yield call
+    finally:
+        _CURRENT_CALL.reset(token)

@@ -1,0 +1,48 @@
+"""A tiny random Llama with the embedded tokenizer, for fast tests and the app's test mode.
+
+Set ``HERO_LENS_TINY=1`` to make :func:`hero_core.load_hero` callers in the app use it. Weights are
+random (seeded), so its text is gibberish; its routing machinery is exactly the real one.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .backbones import Backbone, embedded_model_dir, resolve_device
+from .model import HeroModel, fresh_router
+
+TINY_NAME = "tiny-random-llama"
+
+
+def tiny_backbone(*, seed: int = 0, n_layers: int = 4, hidden: int = 64, intermediate: int = 128,
+                  device: str = "cpu") -> Backbone:
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=intermediate,
+                         num_hidden_layers=n_layers, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=2048, tie_word_embeddings=True,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    dev = resolve_device(device)
+    return Backbone(model=model.to(dev), tokenizer=tokenizer, name=TINY_NAME, quantization=None, device=dev)
+
+
+def tiny_hero(*, seed: int = 0, variant: str = "hero", gate_bias_init: float = 0.0, **kwargs) -> HeroModel:
+    """Tiny backbone with random routers. ``gate_bias_init=0`` puts gates around 0.5, so both branches
+    are exercised (a trained-looking mix of executed and skipped FFNs)."""
+    backbone = tiny_backbone(seed=seed, **kwargs)
+    torch.manual_seed(seed + 1)
+    router = fresh_router(backbone, variant=variant, gate_bias_init=gate_bias_init)
+    # Randomise the zero-initialised parts so history, memory and adapters all matter in tests.
+    with torch.no_grad():
+        for module in (router.history_head[2], router.local_head.mlp[2]):
+            torch.nn.init.normal_(module.weight, std=0.5)
+        for adapter in router.adapters:
+            torch.nn.init.normal_(adapter.w2.weight, std=0.05)
+    return HeroModel(backbone, router, "tiny-random")
