@@ -1,0 +1,328 @@
+"""Train HeRo routers and adapters on a frozen backbone (``python -m hero_core train``).
+
+Objective (DESIGN §1): ``L = L_target + alpha * L_skip`` with ``L_skip = mean_tokens (sum_j g_j)^2``.
+
+* ``L_target`` defaults to **self-distillation**: cross-entropy against the dense model's own next-token
+  distribution (its top-k, renormalised; k = 32 keeps >= 95 % of the mass on this data), precomputed
+  once per data set and shared by every run. ``--target lm`` uses the data's next tokens instead.
+* ``alpha`` is set by a **budget controller**: after every step, ``log alpha`` moves by
+  ``gain * (target_skip - realised_skip)`` (realised = the hard param skip of that batch), so a run
+  settles at its target param skip instead of needing a hand-tuned alpha per budget.
+
+Only router and adapter parameters train. The loop runs on CPU or one GPU, and unchanged under
+``accelerate launch`` on several (gradients are averaged across processes explicitly, because the
+router is called through the routing context rather than through a DDP-wrapped forward).
+State (router, optimiser, step, alpha, RNG) is saved every ``--save-every`` steps, atomically, and a
+rerun of the same command resumes from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import checkpoint as ckpt
+from .config import TRAINABLE_VARIANTS, check_variant
+from .model import HeroModel, fresh_router, load_hero
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    out: str  # checkpoint directory written at the end (and run state kept in out/_state)
+    variant: str = "hero"
+    target_skip: float = 0.25  # param skip (paper definition) the controller steers to
+    steps: int = 300
+    batch_size: int = 4
+    seq_len: int = 128
+    lr: float = 1e-3  # DESIGN §7 calibration: 1e-4 barely moves the gates in a CPU-sized run
+    weight_decay: float = 0.01
+    warmup: float = 0.03
+    clip: float = 1.0
+    alpha_init: float = 1e-3  # paper's alpha; the controller adapts it
+    controller_gain: float = 0.5  # d log(alpha) per unit of skip error per step: 10x in ~18 steps at 25 % error
+    alpha_max: float = 0.1
+    target: str = "distill"  # distill | lm
+    topk: int = 32
+    data_mix: dict = field(default_factory=lambda: {"chat": 1.0, "code": 1.0, "reasoning": 1.0})
+    seed: int = 0
+    save_every: int = 25
+    routed_layers: list[int] | None = None
+    storage_dtype: str = "float16"  # bundled checkpoints stay < 10 MB
+    bf16: bool = False  # autocast the backbone in bf16 (GPUs); CPU default stays fp32
+
+    def __post_init__(self) -> None:
+        check_variant(self.variant, allow_dense=False)
+        if not 0.0 <= self.target_skip < 1.0:
+            raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
+        if self.target not in ("distill", "lm"):
+            raise ValueError("target must be 'distill' or 'lm'")
+        for name in ("steps", "batch_size", "seq_len", "topk", "save_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive")
+
+
+# -- data --------------------------------------------------------------------------------------------
+def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
+    """(n_blocks, seq_len) token ids drawn from the train split of every domain, mixed by cfg.data_mix."""
+    from .data import domain_texts, token_blocks
+
+    weights = {d: w for d, w in cfg.data_mix.items() if w > 0}
+    total = sum(weights.values())
+    per_domain: list[list[int]] = []
+    for domain, w in weights.items():
+        want = max(1, round(n_blocks * w / total))
+        n_texts = {"chat": min(120, max(8, want // 2)), "code": max(8, want // 3), "reasoning": want * 2}[domain]
+        texts = domain_texts(domain, "train", n_texts, hero=hero, seed=cfg.seed)
+        blocks = token_blocks(texts, hero.tokenizer, cfg.seq_len)
+        if not blocks:
+            raise ValueError(f"no {cfg.seq_len}-token blocks in the {domain} data")
+        per_domain.extend(blocks[i % len(blocks)] for i in range(want))
+    random.Random(cfg.seed).shuffle(per_domain)
+    return torch.tensor(per_domain[:n_blocks], dtype=torch.long)
+
+
+def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path:
+    from .backbones import cache_dir
+
+    mix = "-".join(f"{k}{v:g}" for k, v in sorted(cfg.data_mix.items()))
+    return cache_dir() / "teacher" / f"{hero.backbone.name}-L{cfg.seq_len}-n{n_blocks}-k{cfg.topk}-s{cfg.seed}-{mix}.safetensors"
+
+
+def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, progress: bool = True) -> dict:
+    """Dense model's top-k next-token log-probs for every block, computed once and cached (safetensors)."""
+    from safetensors.torch import load_file, save_file
+    from tqdm import tqdm
+
+    path = teacher_cache_path(hero, cfg, len(blocks))
+    if path.is_file():
+        cached = load_file(path)
+        if torch.equal(cached["blocks"], blocks):
+            return cached
+    indices, logprobs = [], []
+    call = hero.new_call("dense", record=False)
+    with torch.no_grad():
+        for start in tqdm(range(0, len(blocks), 8), desc="dense teacher", disable=not progress):
+            batch = blocks[start: start + 8].to(hero.device)
+            logits = hero.forward(batch, None, call, use_cache=False).float()
+            top = F.log_softmax(logits, -1).topk(cfg.topk, dim=-1)
+            indices.append(top.indices.int().cpu())
+            logprobs.append(top.values.half().cpu())
+            call.passes.clear()
+    out = {"blocks": blocks, "indices": torch.cat(indices), "logprobs": torch.cat(logprobs)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    save_file(out, tmp)
+    os.replace(tmp, path)
+    return out
+
+
+# -- loss --------------------------------------------------------------------------------------------
+def distill_loss(logits: torch.Tensor, indices: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the routed model against the dense top-k distribution (renormalised).
+
+    Equals KL(dense_topk || routed) up to the teacher's (constant) entropy."""
+    p = torch.softmax(logprobs.float(), -1)  # renormalise the top-k mass
+    logq = F.log_softmax(logits.float(), -1).gather(-1, indices.long())
+    return -(p * logq).sum(-1).mean()
+
+
+def usage_penalty(gates: list[torch.Tensor]) -> torch.Tensor:
+    """L_skip = mean over tokens of (sum_j g_j)^2."""
+    return torch.stack(gates, 0).sum(0).pow(2).mean()
+
+
+# -- state ---------------------------------------------------------------------------------------------
+def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: float) -> None:
+    from safetensors.torch import save_file
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    tensors = {f"router.{k}": v.detach().cpu().contiguous() for k, v in hero.router.state_dict().items()}
+    names = {id(p): n for n, p in hero.router.named_parameters()}
+    opt_meta = {}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            st = optimizer.state.get(p, {})
+            for key, value in st.items():
+                if torch.is_tensor(value):
+                    tensors[f"opt.{names[id(p)]}.{key}"] = value.detach().cpu().contiguous()
+            opt_meta[names[id(p)]] = {k: float(v) for k, v in st.items() if not torch.is_tensor(v)}
+    meta = {"step": step, "alpha": alpha, "python_rng": repr(random.getstate()), "opt_meta": opt_meta}
+    tmp = state_dir / "state.safetensors.tmp"
+    save_file(tensors, tmp)
+    os.replace(tmp, state_dir / "state.safetensors")
+    tmp_json = state_dir / "state.json.tmp"
+    tmp_json.write_text(json.dumps(meta))
+    os.replace(tmp_json, state_dir / "state.json")
+
+
+def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float] | None:
+    from safetensors.torch import load_file
+
+    if not (state_dir / "state.json").is_file():
+        return None
+    meta = json.loads((state_dir / "state.json").read_text())
+    tensors = load_file(state_dir / "state.safetensors")
+    hero.router.load_state_dict({k[len("router."):]: v for k, v in tensors.items() if k.startswith("router.")})
+    for name, p in hero.router.named_parameters():
+        st = {key.split(".")[-1]: v.to(p.device) for key, v in tensors.items()
+              if key.startswith(f"opt.{name}.") and key.count(".") == name.count(".") + 2}
+        st.update({k: torch.tensor(v) if k == "step" else v for k, v in meta["opt_meta"].get(name, {}).items()})
+        if st:
+            optimizer.state[p] = st
+    return int(meta["step"]), float(meta["alpha"])
+
+
+# -- the loop ------------------------------------------------------------------------------------------
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    warm = max(1, int(cfg.warmup * cfg.steps))
+    if step < warm:
+        return cfg.lr * (step + 1) / warm
+    progress = (step - warm) / max(1, cfg.steps - warm)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))  # cosine to 10 %
+
+
+def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = True,
+          stop_after: int | None = None) -> Path:
+    """Train and write the checkpoint to ``cfg.out``; returns its directory.
+
+    ``stop_after`` ends the process's work early (tests of resume); the saved state lets a rerun finish."""
+    from accelerate import Accelerator
+    from tqdm import tqdm
+
+    accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no")
+    torch.manual_seed(cfg.seed)
+    random.seed(cfg.seed)
+    if hero is None:
+        hero = load_hero(device=str(accelerator.device.type))
+    out = Path(cfg.out)
+    state_dir = out / "_state"
+    # Fresh router of the requested variant on this backbone (the bundled default is never fine-tuned).
+    injected = hero.model._hero_routed_layers
+    if cfg.routed_layers is not None and list(cfg.routed_layers) != injected:
+        raise ValueError(f"routed_layers {cfg.routed_layers} differ from the wrapped model's {injected}")
+    router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected)
+    router.config.extra = {"train_config": asdict(cfg)}
+    hero.router = router.to(hero.device)
+    from .model import compute_profile
+
+    hero.profile = compute_profile(hero.model, hero.router)
+    hero.checkpoint_name = out.name
+
+    n_blocks = cfg.steps * cfg.batch_size
+    blocks = training_blocks(hero, cfg, n_blocks)
+    targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
+
+    optimizer = torch.optim.AdamW(hero.router.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    start, alpha = 0, cfg.alpha_init
+    resumed = _load_state(state_dir, hero, optimizer)
+    if resumed:
+        start, alpha = resumed
+        log.info("resuming %s at step %d", out, start)
+    log_path = out / "train_log.jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    if start == 0:
+        log_path.write_text("")
+    total_params = hero.profile.total_params
+    ffn_params = hero.profile.ffn_params
+    hero.router.train()
+    bar = tqdm(range(start, cfg.steps), desc=f"train {out.name}", disable=not progress or not accelerator.is_main_process,
+               initial=start, total=cfg.steps)
+    rank, world = accelerator.process_index, accelerator.num_processes
+    for step in bar:
+        t0 = time.perf_counter()
+        rows = torch.arange(step * cfg.batch_size, (step + 1) * cfg.batch_size)
+        rows = rows[rank::world] if world > 1 else rows
+        batch = blocks[rows].to(hero.device)
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        call = hero.new_call(cfg.variant, record=True, keep_gates=True)
+        with accelerator.autocast():
+            logits = hero.forward(batch, None, call, use_cache=False)
+        if targets is not None:
+            loss_target = distill_loss(logits[:, :-1], targets["indices"][rows][:, :-1].to(hero.device),
+                                       targets["logprobs"][rows][:, :-1].to(hero.device))
+        else:
+            loss_target = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch[:, 1:].flatten())
+        gates = call.passes[-1].gates
+        l_skip = usage_penalty(gates)
+        loss = loss_target + alpha * l_skip
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if world > 1:  # the router is not DDP-wrapped: average its gradients by hand
+            for p in hero.router.parameters():
+                if p.grad is not None:
+                    p.grad = accelerator.reduce(p.grad, reduction="mean")
+        grad_norm = torch.nn.utils.clip_grad_norm_(hero.router.parameters(), cfg.clip)
+        optimizer.step()
+
+        executed = torch.stack([r.executed for r in call.passes[-1].records])  # (R, N)
+        skipped = (~executed).float().sum(0)
+        realised = float((skipped * ffn_params / total_params).mean())
+        alpha = float(min(cfg.alpha_max, max(1e-6, alpha * math.exp(cfg.controller_gain * (cfg.target_skip - realised)))))
+        dt = time.perf_counter() - t0
+        row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
+               "alpha": alpha, "param_skip": realised, "mean_gate": torch.stack(gates).mean().item(),
+               "grad_norm": float(grad_norm), "lr": lr_at(step, cfg), "tokens_per_s": batch.numel() / dt}
+        if accelerator.is_main_process:
+            with log_path.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            bar.set_postfix(skip=f"{100 * realised:.1f}%", kd=f"{float(loss_target):.3f}", alpha=f"{alpha:.2e}")
+        done = step + 1
+        if accelerator.is_main_process and (done % cfg.save_every == 0 or done == cfg.steps):
+            _save_state(state_dir, hero, optimizer, done, alpha)
+        if stop_after is not None and done >= stop_after:
+            return out
+    hero.router.eval()
+    if accelerator.is_main_process:
+        summary = {"train_config": asdict(cfg), "steps_done": cfg.steps,
+                   "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {}}
+        ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
+                             storage_dtype=cfg.storage_dtype)
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="checkpoint directory to write")
+    p.add_argument("--variant", default="hero", choices=TRAINABLE_VARIANTS)
+    p.add_argument("--target-skip", type=float, default=0.25, help="param skip the budget controller steers to")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--alpha-init", type=float, default=1e-3)
+    p.add_argument("--controller-gain", type=float, default=0.5)
+    p.add_argument("--target", choices=["distill", "lm"], default="distill")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--save-every", type=int, default=25)
+    p.add_argument("--routed-layers", default=None, help="e.g. '0-29' or '1,3,5-9' (default: all blocks)")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs)")
+    p.add_argument("--backbone", default=None)
+    p.add_argument("--device", default="auto")
+
+
+def run_cli(args) -> int:
+    from .backbones import load_backbone
+    from .config import parse_layers
+
+    backbone = load_backbone(args.backbone, device=args.device)
+    layers = parse_layers(args.routed_layers, backbone.model.config.num_hidden_layers) if args.routed_layers else None
+    hero = HeroModel(backbone, fresh_router(backbone, routed_layers=layers), "training")
+    cfg = TrainConfig(out=args.out, variant=args.variant, target_skip=args.target_skip, steps=args.steps,
+                      batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr, alpha_init=args.alpha_init,
+                      controller_gain=args.controller_gain, target=args.target, seed=args.seed,
+                      save_every=args.save_every, routed_layers=layers, bf16=args.bf16)
+    out = train(cfg, hero)
+    print(f"checkpoint written to {out}")
+    return 0

@@ -1,0 +1,59 @@
+"""Reproduce the bundled checkpoints: ``make checkpoints`` (or ``python scripts/make_checkpoints.py``).
+
+Trains hero-25, local-25, hero-40 and local-40 on the embedded SmolLM2-135M-Instruct with one recipe
+(self-distillation, budget controller, 500 steps of 4 x 128 tokens) and records the wall and CPU time
+of each run in its checkpoint's ``hero_config.json`` (training.timing). Runs resume if interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hero_core.backbones import load_backbone  # noqa: E402
+from hero_core.checkpoint import BUNDLED_DIR, CONFIG_FILE  # noqa: E402
+from hero_core.model import HeroModel, fresh_router  # noqa: E402
+from hero_core.train import TrainConfig, train  # noqa: E402
+
+RUNS = {  # name: (variant, target param skip)
+    "hero-25": ("hero", 0.25),
+    "local-25": ("no_history", 0.25),
+    "hero-40": ("hero", 0.40),
+    "local-40": ("no_history", 0.40),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", default=list(RUNS), help="subset of runs")
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--out-dir", type=Path, default=BUNDLED_DIR)
+    args = parser.parse_args()
+    backbone = load_backbone(device="auto")
+    hero = HeroModel(backbone, fresh_router(backbone), "training")
+    for name in args.only:
+        variant, skip = RUNS[name]
+        out = args.out_dir / name
+        cfg = TrainConfig(out=str(out), variant=variant, target_skip=skip, steps=args.steps)
+        wall, cpu = time.perf_counter(), time.process_time()
+        train(cfg, hero)
+        timing = {"wall_s": round(time.perf_counter() - wall, 1), "cpu_s": round(time.process_time() - cpu, 1),
+                  "device": str(backbone.device)}
+        meta_path = out / CONFIG_FILE
+        meta = json.loads(meta_path.read_text())
+        meta["training"]["timing"] = timing
+        meta_path.write_text(json.dumps(meta, sort_keys=True, indent=2))
+        shutil.rmtree(out / "_state", ignore_errors=True)
+        print(f"{name}: {timing}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

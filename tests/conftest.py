@@ -1,0 +1,36 @@
+import os
+
+import pytest
+import torch
+
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    from hero_core.tiny import tiny_hero
+
+    return tiny_hero(seed=0)
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    """The embedded SmolLM2-135M-Instruct with fresh routers whose gates are spread around tau."""
+    from hero_core.backbones import load_backbone
+    from hero_core.model import HeroModel, fresh_router
+
+    backbone = load_backbone(device="cpu")
+    torch.manual_seed(0)
+    router = fresh_router(backbone, gate_bias_init=0.0)
+    with torch.no_grad():
+        torch.nn.init.normal_(router.local_head.mlp[2].weight, std=0.3)
+        torch.nn.init.normal_(router.history_head[2].weight, std=0.3)
+    return HeroModel(backbone, router, "test-random")
+
+
+@pytest.fixture(scope="session")
+def embedded_backbone_reference():
+    """A second, never-wrapped copy of the embedded backbone."""
+    from hero_core.backbones import load_backbone
+
+    return load_backbone(device="cpu")
