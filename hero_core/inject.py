@@ -73,6 +73,8 @@ class RoutedFFN(nn.Module):
         decision = router.decide(self.block, flat_hbar, fwd.path, call.variant)
         gate = decision.gate
         executed = gate >= call.tau  # (N,) bool
+        if call.policy is not None:
+            executed, gate = call.policy(self.block, gate, fwd)
         active = fwd.active.reshape(-1) if fwd.active is not None else None
         out = self._branch(flat_u, gate, executed, active, router.adapters[self.block - 1])
         call.add_record(self.block, decision, executed, fwd.path)

@@ -131,10 +131,10 @@ class HeroModel:
 
     # -- running ------------------------------------------------------------------------------
     def new_call(self, variant: str, tau: float | None = None, *, record: bool = True,
-                 record_states: bool = False, keep_gates: bool = False) -> RoutingCall:
+                 record_states: bool = False, keep_gates: bool = False, policy=None) -> RoutingCall:
         check_variant(variant)
         return RoutingCall(router=self.router, variant=variant, tau=check_tau(self.config.tau if tau is None else tau),
-                           record=record, record_states=record_states, keep_gates=keep_gates)
+                           record=record, record_states=record_states, keep_gates=keep_gates, policy=policy)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, call: RoutingCall,
                 **kwargs) -> torch.Tensor:
@@ -143,15 +143,17 @@ class HeroModel:
             return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
 
     def trace(self, prompt: str | Sequence[str], variant: str = "hero", *, tau: float | None = None,
-              record_states: bool = False, chat_template: bool = False,
-              max_tokens: int | None = None) -> RoutingTrace | list[RoutingTrace]:
-        """Route a prompt (or a list, batched with padding) and record every decision."""
+              record_states: bool = False, chat_template: bool = False, max_tokens: int | None = None,
+              policy=None) -> RoutingTrace | list[RoutingTrace]:
+        """Route a prompt (or a list, batched with padding) and record every decision.
+
+        ``policy`` (see :mod:`hero_core.baselines`) replaces the router's hard decision."""
         single = isinstance(prompt, str)
         prompts = [prompt] if single else list(prompt)
         if not prompts:
             raise PromptError("no prompts given")
         enc = self.encode(prompts, chat_template=chat_template, max_tokens=max_tokens)
-        call = self.new_call(variant, tau, record_states=record_states)
+        call = self.new_call(variant, tau, record_states=record_states, policy=policy)
         with torch.no_grad():
             self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
         traces = [self._assemble(call, b, enc.input_ids[b][enc.attention_mask[b].bool()].tolist(), enc.notices[b])
@@ -159,10 +161,10 @@ class HeroModel:
         return traces[0] if single else traces
 
     def logits(self, prompt: str, variant: str = "hero", *, tau: float | None = None,
-               chat_template: bool = False, max_tokens: int | None = None) -> torch.Tensor:
+               chat_template: bool = False, max_tokens: int | None = None, policy=None) -> torch.Tensor:
         """Next-token logits (T, V), tokenised exactly as :meth:`trace` does."""
         enc = self.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
-        call = self.new_call(variant, tau, record=False)
+        call = self.new_call(variant, tau, record=False, policy=policy)
         with torch.no_grad():
             return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)[0].float()
 

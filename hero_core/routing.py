@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
@@ -60,6 +60,9 @@ class RoutingCall:
     record: bool = True  # keep per-block records for a trace
     record_states: bool = False  # also keep s_j, c_j and ||S||
     keep_gates: bool = False  # keep gates with their graph (training)
+    # Baselines override the router's hard decision: policy(block, gate (N,), pass) -> (executed (N,), gate (N,)).
+    # The returned gate scales the branches as usual (g * FFN, (1 - g) * Adapter).
+    policy: Callable[[int, torch.Tensor, "ForwardPass"], tuple[torch.Tensor, torch.Tensor]] | None = None
     passes: list[ForwardPass] = field(default_factory=list)
 
     @property

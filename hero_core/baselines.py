@@ -1,0 +1,125 @@
+"""Baselines at a matched param skip, as routing policies over a trained HeRo model.
+
+A policy replaces the router's hard decision at every routed block: ``policy(block, gate, pass)``
+returns ``(executed, gate)``, and the block computes ``g * FFN(u)`` for executed tokens and
+``(1 - g) * Adapter(u)`` for the others, exactly as HeRo does.
+
+* :func:`static_pruning` (ShortGPT-style): the same FFNs are dropped for every token, chosen by a
+  calibration importance score, the FFN's *block influence* ``1 - cos(hbar, hbar + FFN(u))`` averaged over
+  calibration tokens (ShortGPT's BI metric, applied to the FFN sub-layer). Dropped FFNs contribute
+  nothing (g = 1 on every token, so the adapter term vanishes); kept ones run unscaled.
+* :func:`random_skipping`: every (token, block) skips with the same probability, taking the trained
+  adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs.
+* :func:`expert_choice` (MoD-style): at every block, the top ``capacity`` share of each sequence's tokens
+  by router gate run the FFN (scaled by g), the rest take the adapter. Note it looks at the whole
+  sequence, so it is not causal: a decode-time version would need MoD's auxiliary predictor.
+* ``dense`` and the trained ``no_history`` checkpoints are the other baselines (variants/checkpoints).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .model import HeroModel
+
+Policy = "Callable[[int, torch.Tensor, ForwardPass], tuple[torch.Tensor, torch.Tensor]]"
+
+
+def skipped_ffns_for(hero: HeroModel, param_skip: float) -> float:
+    """Skipped FFNs per token that give ``param_skip`` under the paper's definition."""
+    return param_skip * hero.profile.total_params / hero.profile.ffn_params
+
+
+def static_pruning(dropped_blocks: set[int]):
+    """Drop the FFNs of these routed blocks (1-based j) for every token."""
+    def policy(block, gate, fwd):
+        keep = block not in dropped_blocks
+        return torch.full_like(gate, keep, dtype=torch.bool), torch.ones_like(gate)
+    return policy
+
+
+def block_influence(hero: HeroModel, texts: list[str]) -> list[float]:
+    """ShortGPT's block influence of every routed FFN on calibration texts: 1 - cos(hbar, hbar + FFN(u))."""
+    import torch.nn.functional as F
+
+    from .inject import decoder_layers
+
+    layers = decoder_layers(hero.model)
+    scores = [0.0] * hero.config.n_routed
+    counts = [0] * hero.config.n_routed
+    handles = []
+    for j, index in enumerate(hero.config.routed_layers):
+        layer = layers[index]
+        stash: dict = {}
+
+        def grab_in(module, args, stash=stash):
+            stash["hbar"] = args[0]
+
+        def grab_out(module, args, output, j=j, stash=stash):
+            hbar = stash.pop("hbar")
+            cos = F.cosine_similarity(hbar.float(), (hbar + output).float(), dim=-1)
+            scores[j] += float((1 - cos).sum())
+            counts[j] += cos.numel()
+
+        handles.append(layer.post_attention_layernorm.register_forward_pre_hook(grab_in))
+        handles.append(layer.mlp.register_forward_hook(grab_out))
+    try:
+        for text in texts:
+            hero.logits(text, variant="dense")
+    finally:
+        for h in handles:
+            h.remove()
+    return [s / max(1, c) for s, c in zip(scores, counts)]
+
+
+def least_influential(influence: list[float], n_drop: int) -> set[int]:
+    order = sorted(range(len(influence)), key=lambda j: influence[j])
+    return {j + 1 for j in order[:n_drop]}
+
+
+def random_skipping(skip_probability: float, seed: int = 0):
+    """Each (token, block) skips with ``skip_probability``; seeded, so a run is reproducible."""
+    if not 0.0 <= skip_probability <= 1.0:
+        raise ValueError(f"skip_probability must be in [0, 1], got {skip_probability}")
+    generator = torch.Generator().manual_seed(seed)
+
+    def policy(block, gate, fwd):
+        skip = torch.rand(gate.shape[0], generator=generator) < skip_probability
+        executed = (~skip).to(gate.device)
+        return executed, executed.to(gate.dtype)
+    return policy
+
+
+def expert_choice(capacity: float):
+    """Top ``capacity`` share of each sequence's tokens (by router gate) execute each block's FFN."""
+    if not 0.0 < capacity <= 1.0:
+        raise ValueError(f"capacity must be in (0, 1], got {capacity}")
+
+    def policy(block, gate, fwd):
+        B, T = fwd.shape
+        scores = gate.view(B, T)
+        if fwd.active is not None:
+            scores = scores.masked_fill(~fwd.active, -1.0)
+            lengths = fwd.active.sum(1)
+        else:
+            lengths = torch.full((B,), T, device=gate.device)
+        executed = torch.zeros(B, T, dtype=torch.bool, device=gate.device)
+        for b in range(B):
+            k = max(1, math.ceil(capacity * int(lengths[b])))
+            executed[b, scores[b].topk(k).indices] = True
+        return executed.view(-1), gate
+    return policy
+
+
+def matched_policies(hero: HeroModel, param_skip: float, calibration_texts: list[str], seed: int = 0) -> dict:
+    """Every policy baseline at the given param skip (paper definition), keyed by name."""
+    R = hero.config.n_routed
+    n_skip = skipped_ffns_for(hero, param_skip)
+    influence = block_influence(hero, calibration_texts)
+    return {
+        "static_pruning": static_pruning(least_influential(influence, round(n_skip))),
+        "random_skip": random_skipping(n_skip / R, seed=seed),
+        "expert_choice": expert_choice(1.0 - n_skip / R),
+    }
