@@ -1,0 +1,138 @@
+"""Cached model calls: one model per :class:`ModelSpec` (``st.cache_resource``), one result per
+(prompt, settings) (``st.cache_data``, as plain serialisable dicts rebuilt into traces).
+
+Models are shared by every session; they hold no per-call state (hero_core passes it through a
+ContextVar), so concurrent sessions are safe.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from hero_core import RoutingTrace, load_hero
+from hero_core.attribution import Attribution, explain
+from hero_core.model import HeroModel
+from hero_core.quality import compare_to_dense
+
+from .settings import DEFAULT_CHECKPOINT, ModelSpec, Settings
+
+log = logging.getLogger(__name__)
+WARMUP_PROMPT = "Warm up the kernels."
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One routed run of a prompt: the model, the variant and threshold, and the prompt itself."""
+
+    model: ModelSpec
+    variant: str
+    tau: float
+    prompt: str
+    chat_template: bool = False
+    max_tokens: int = 512
+    label: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings, prompt: str, chat_template: bool, **changes) -> "RunSpec":
+        fields = {"model": settings.model, "variant": settings.variant, "tau": settings.tau, "prompt": prompt,
+                  "chat_template": chat_template, "max_tokens": settings.max_tokens} | changes
+        return cls(**fields)
+
+    def args(self) -> tuple:
+        return (*self.model.as_args(), self.prompt, self.variant, self.tau, self.chat_template, self.max_tokens)
+
+
+def _tiny_model(precision: str, device: str) -> HeroModel:
+    from hero_core.tiny import tiny_backbone, tiny_hero
+
+    hero = tiny_hero(device=device)
+    if precision != "nf4":
+        return hero
+    # The same tiny weights, saved and re-loaded in 4-bit through the normal loader.
+    from hero_core.backbones import load_backbone
+
+    folder = Path(tempfile.mkdtemp(prefix="hero-lens-")) / "tiny-random-llama"
+    fresh = tiny_backbone()  # un-wrapped copy of the same seeded weights
+    fresh.model.save_pretrained(folder)
+    fresh.tokenizer.save_pretrained(folder)
+    backbone = load_backbone(folder, quantization="nf4", device=device)
+    return HeroModel(backbone, copy.deepcopy(hero.router), hero.checkpoint_name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _load(backbone: str, precision: str, device: str, checkpoint: str, tiny: bool) -> HeroModel:
+    if tiny:
+        hero = _tiny_model(precision, device)
+    else:
+        hero = load_hero(None if checkpoint == DEFAULT_CHECKPOINT else checkpoint, backbone=backbone or None,
+                         quantization="nf4" if precision == "nf4" else None, device=device)
+    hero.trace(WARMUP_PROMPT)  # the first forward pays one-off costs; pay them inside the loading spinner
+    return hero
+
+
+def load_model(spec: ModelSpec) -> HeroModel:
+    """The model for ``spec`` (cached); raises ValueError subclasses with a readable message."""
+    with st.spinner(f"Loading {spec.describe()} …"):
+        return _load(*spec.as_args())
+
+
+def _model(args: tuple) -> HeroModel:
+    return _load(*args[:5])
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _trace_dict(backbone, precision, device, checkpoint, tiny, prompt, variant, tau, chat_template,
+                max_tokens) -> dict:
+    hero = _load(backbone, precision, device, checkpoint, tiny)
+    return hero.trace(prompt, variant=variant, tau=tau, chat_template=chat_template,
+                      max_tokens=max_tokens).to_dict()
+
+
+def get_trace(run: RunSpec) -> RoutingTrace:
+    load_model(run.model)
+    with st.spinner("Routing the prompt …"):
+        return RoutingTrace.from_dict(_trace_dict(*run.args()))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _quality_dict(run_args: tuple, reference_args: tuple) -> dict:
+    """Quality of a routed run against the dense model ``reference_args`` (a ModelSpec's args), same tokens."""
+    hero, ref = _model(run_args), _model(reference_args)
+    prompt, variant, tau, chat, max_tokens = run_args[5:]
+    routed = hero.logits(prompt, variant=variant, tau=tau, chat_template=chat, max_tokens=max_tokens)
+    dense = ref.logits(prompt, variant="dense", chat_template=chat, max_tokens=max_tokens)
+    ids = hero.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
+    ref_ids = ref.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
+    if not torch.equal(ids, ref_ids):
+        raise ValueError("the runs tokenise the prompt differently, so their quality cannot be compared token by "
+                         "token: compare runs on the same backbone")
+    return compare_to_dense(dense.cpu(), routed.cpu(), ids)
+
+
+def get_quality(run: RunSpec, reference: ModelSpec) -> dict:
+    load_model(run.model)
+    load_model(reference)
+    with st.spinner("Scoring against the dense model …"):
+        return _quality_dict(run.args(), reference.as_args())
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_steps: int, baseline: str) -> dict:
+    hero = _model(run_args)
+    prompt, variant, tau, chat, max_tokens = run_args[5:]
+    return explain(hero, prompt, token, block, variant=variant, tau=tau, chat_template=chat, method=method,
+                   n_steps=n_steps, baseline=baseline, max_tokens=max_tokens).to_dict()
+
+
+def get_attribution(run: RunSpec, token: int, block: int, *, method: str, n_steps: int,
+                    baseline: str) -> Attribution:
+    load_model(run.model)
+    with st.spinner(f"Attributing the decision ({method.replace('_', ' ')}) …"):
+        return Attribution.from_dict(_attribution_dict(run.args(), token, block, method, n_steps, baseline))

@@ -1,0 +1,110 @@
+"""The sidebar: which model, checkpoint, variant and threshold every page uses.
+
+Settings live in widget state (keys ``sb_*``), rendered by ``main.py`` on every run so they persist
+across pages; :func:`current` rebuilds the frozen :class:`Settings` from them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from hero_core.checkpoint import bundled_names
+from hero_core.config import INFERENCE_VARIANTS
+
+TINY_ENV = "HERO_LENS_TINY"
+DEFAULT_CHECKPOINT = "default"
+CUSTOM_CHECKPOINT = "directory…"
+PRECISIONS = {"full": "full precision", "nf4": "4-bit NF4"}
+DEVICES = ("auto", "cpu", "cuda")
+DEFAULT_TAU = 0.5
+DEFAULT_MAX_TOKENS = 512  # interactive cap; longer prompts are cut with a notice
+VARIANT_HELP = {"hero": "full HeRo: local + history heads", "no_history": "local router only (a = 0)",
+                "no_memread": "history head without the memory read", "no_aux": "no path encoder",
+                "no_pos": "no positional path features", "dense": "every FFN runs, no router"}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What identifies one loaded model: one cached instance per spec."""
+
+    backbone: str = ""  # "" = the embedded SmolLM2-135M-Instruct; else a local HF directory
+    precision: str = "full"  # "full" | "nf4"
+    device: str = "auto"
+    checkpoint: str = DEFAULT_CHECKPOINT  # "default", a bundled name or a checkpoint directory
+    tiny: bool = False  # HERO_LENS_TINY=1: a tiny random model for tests
+
+    @property
+    def quantization(self) -> str | None:
+        return "nf4" if self.precision == "nf4" else None
+
+    def describe(self) -> str:
+        backbone = "tiny random Llama" if self.tiny else (self.backbone or "embedded SmolLM2-135M-Instruct")
+        return f"{backbone} · {PRECISIONS[self.precision]} · {self.device} · checkpoint {self.checkpoint}"
+
+    def as_args(self) -> tuple[str, str, str, str, bool]:
+        return (self.backbone, self.precision, self.device, self.checkpoint, self.tiny)
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: ModelSpec
+    variant: str = "hero"
+    tau: float = DEFAULT_TAU
+    max_tokens: int = DEFAULT_MAX_TOKENS
+
+    def with_model(self, **changes) -> "Settings":
+        return replace(self, model=replace(self.model, **changes))
+
+
+def tiny_mode() -> bool:
+    return os.environ.get(TINY_ENV) == "1"
+
+
+def checkpoint_options(tiny: bool) -> list[str]:
+    if tiny:
+        return [DEFAULT_CHECKPOINT]
+    return [DEFAULT_CHECKPOINT, *bundled_names(), CUSTOM_CHECKPOINT]
+
+
+def render_sidebar() -> Settings:
+    """Draw the shared settings in the sidebar and return them."""
+    tiny = tiny_mode()
+    sb = st.sidebar
+    sb.subheader("Model")
+    if tiny:
+        sb.caption(f"Test mode ({TINY_ENV}=1): a tiny random 4-layer Llama; its text is gibberish.")
+    kind = sb.radio("Backbone", ["embedded", "local directory"], key="sb_backbone_kind", horizontal=True,
+                    help="Embedded: SmolLM2-135M-Instruct shipped with HeRo Lens. Or any local Hugging Face "
+                         "model directory (Llama-style, safetensors).", disabled=tiny)
+    backbone = ""
+    if kind == "local directory" and not tiny:
+        backbone = sb.text_input("Model directory", key="sb_backbone_path", placeholder="/path/to/hf_model").strip()
+    precision = sb.selectbox("Precision", list(PRECISIONS), format_func=PRECISIONS.get, key="sb_precision")
+    device = sb.selectbox("Device", DEVICES, key="sb_device")
+    choice = sb.selectbox("Checkpoint", checkpoint_options(tiny), key="sb_checkpoint",
+                          help="Router checkpoint. 'default' is the bundled hero-25 when it fits the backbone, "
+                               "else fresh untrained routers.")
+    checkpoint = choice
+    if choice == CUSTOM_CHECKPOINT:
+        checkpoint = sb.text_input("Checkpoint directory", key="sb_checkpoint_path",
+                                   placeholder="/path/to/checkpoint").strip() or DEFAULT_CHECKPOINT
+    sb.subheader("Routing")
+    variant = sb.selectbox("Variant", INFERENCE_VARIANTS, key="sb_variant",
+                           format_func=lambda v: f"{v} — {VARIANT_HELP[v]}")
+    tau = sb.slider("τ (what-if threshold)", 0.01, 0.99, DEFAULT_TAU, 0.01, key="sb_tau",
+                    help="An FFN runs when its gate g ≥ τ. The checkpoints use 0.5; move it to see what a "
+                         "different threshold would do (every block is re-run, so later gates change too).")
+    with sb.expander("Advanced"):
+        max_tokens = st.number_input("Max prompt tokens", 16, 2048, DEFAULT_MAX_TOKENS, 16, key="sb_max_tokens",
+                                     help="Longer prompts are truncated, with a notice.")
+    return Settings(ModelSpec(backbone=backbone, precision=precision, device=device, checkpoint=checkpoint,
+                              tiny=tiny), variant=variant, tau=float(tau), max_tokens=int(max_tokens))
+
+
+def current() -> Settings:
+    """The settings chosen in the sidebar (defaults before the sidebar first ran)."""
+    found = st.session_state.get("sb_settings")
+    return found if isinstance(found, Settings) else Settings(ModelSpec(tiny=tiny_mode()))

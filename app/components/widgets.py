@@ -1,0 +1,166 @@
+"""Widgets shared by the pages: the prompt box, the clickable skip map, token and block pickers.
+
+State shared across pages lives under non-widget keys (``shared_prompt``, ``shared_chat``,
+``shared_cell``): Streamlit drops a widget's state when its page is not shown, so each page's widgets
+are re-seeded from these when they reappear.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from hero_core import RoutingTrace
+from hero_core.figures import compute_legend_html, skip_heatmap, token_compute_html, token_label
+
+EXAMPLES = {
+    "reasoning": ("Tom has 3 boxes with 12 apples each. He gives away 7 apples and eats 2. "
+                  "How many apples are left? Let's think step by step: 3 * 12 = 36, 36 - 7 = 29, 29 - 2 = 27. "
+                  "So the answer is 27."),
+    "code": ("def fibonacci(n: int) -> int:\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
+             "    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"),
+    "chat": ("Hi! I'm planning a weekend trip to the mountains. Could you suggest three things "
+             "I should pack, and explain briefly why each one matters?"),
+}
+DEFAULT_EXAMPLE = "reasoning"
+SHARED_PROMPT = "shared_prompt"
+SHARED_CHAT = "shared_chat"
+SHARED_CELL = "shared_cell"  # {"token": t, "block": j (0-based)}
+URL_PROMPT = "prompt"  # ?prompt=... pre-fills the prompt (used by links and the browser test)
+MAX_PROMPT_CHARS = 100_000
+
+
+def _seed_shared() -> None:
+    if SHARED_PROMPT not in st.session_state:
+        from_url = st.query_params.get(URL_PROMPT)
+        st.session_state[SHARED_PROMPT] = from_url if from_url else EXAMPLES[DEFAULT_EXAMPLE]
+    st.session_state.setdefault(SHARED_CHAT, False)
+
+
+def _sync(prefix: str) -> None:
+    st.session_state[SHARED_PROMPT] = st.session_state[f"{prefix}_prompt"]
+    st.session_state[SHARED_CHAT] = st.session_state[f"{prefix}_chat"]
+
+
+def _use_example(prefix: str) -> None:
+    choice = st.session_state[f"{prefix}_example"]
+    if choice in EXAMPLES:
+        st.session_state[f"{prefix}_prompt"] = EXAMPLES[choice]
+        st.session_state[SHARED_PROMPT] = EXAMPLES[choice]
+    st.session_state[f"{prefix}_example"] = "—"
+
+
+def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110) -> tuple[str, bool]:
+    """The prompt box with example prompts and the chat-template toggle; shared across pages."""
+    _seed_shared()
+    key, chat_key, example_key = f"{prefix}_prompt", f"{prefix}_chat", f"{prefix}_example"
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state[SHARED_PROMPT]
+    if chat_key not in st.session_state:
+        st.session_state[chat_key] = st.session_state[SHARED_CHAT]
+    st.session_state.setdefault(example_key, "—")
+    left, mid, right = st.columns([5, 2, 2], vertical_alignment="bottom")
+    prompt = left.text_area(label, key=key, height=height, max_chars=MAX_PROMPT_CHARS, on_change=_sync,
+                            args=(prefix,), help="Press Ctrl+Enter (or click outside) to route it.")
+    mid.selectbox("Example prompts", ["—", *EXAMPLES], key=example_key, on_change=_use_example, args=(prefix,))
+    chat = right.toggle("Chat template", key=chat_key, on_change=_sync, args=(prefix,),
+                        help="Wrap the prompt as a user turn in the model's chat template.")
+    return prompt, chat
+
+
+def show_notices(trace: RoutingTrace) -> None:
+    for notice in trace.notices:
+        st.warning(f"Notice: {notice}")
+
+
+def show_metrics(trace: RoutingTrace) -> None:
+    s = trace.summary()
+    cols = st.columns(5)
+    cols[0].metric("Param skip", f"{s['param_skip']:.1%}", help="The paper's metric: parameters not used per "
+                   "token (skipped FFNs), over all parameters, averaged over tokens.")
+    cols[1].metric("Net param skip", f"{s['net_param_skip']:.1%}", help="Param skip minus the adapters and "
+                   "router work actually done.")
+    cols[2].metric("FLOPs saved", f"{s['flop_share_saved']:.1%}", help="Share of the dense model's FLOPs not "
+                   "spent, net of adapter, router and memory-read FLOPs.")
+    cols[3].metric("FFNs per token", f"{s['ffn_executed_per_token']:.1f} / {trace.n_routed}")
+    cols[4].metric("Tokens", f"{trace.n_tokens}")
+
+
+def show_token_compute(trace: RoutingTrace) -> None:
+    st.html(token_compute_html(trace.tokens, trace.executed_per_token(), trace.n_routed,
+                               n_prompt_tokens=trace.n_prompt_tokens)
+            + compute_legend_html(trace.n_routed))
+
+
+# -- cell selection ----------------------------------------------------------------------------------
+def cell_from_selection(selection: Any, n_tokens: int, n_blocks: int) -> tuple[int, int] | None:
+    """(token, 0-based block) of the first clicked skip-map point, or None. Pure: tested without Streamlit."""
+    try:
+        points = selection["selection"]["points"]
+    except (KeyError, TypeError):
+        return None
+    for point in points or []:
+        x, y = point.get("x"), point.get("y")
+        if x is None or y is None:
+            continue
+        token, block = int(round(float(x))), int(round(float(y))) - 1
+        if 0 <= token < n_tokens and 0 <= block < n_blocks:
+            return token, block
+    return None
+
+
+def current_cell(trace: RoutingTrace) -> tuple[int, int]:
+    """The shared selected cell, clamped to this trace (default: last token, middle block)."""
+    cell = st.session_state.get(SHARED_CELL) or {}
+    token = cell.get("token", trace.n_tokens - 1)
+    block = cell.get("block", trace.n_routed // 2)
+    return min(max(int(token), 0), trace.n_tokens - 1), min(max(int(block), 0), trace.n_routed - 1)
+
+
+def set_cell(token: int, block: int) -> None:
+    st.session_state[SHARED_CELL] = {"token": int(token), "block": int(block)}
+
+
+def _on_map_click(chart_key: str, n_tokens: int, n_blocks: int, prefix: str) -> None:
+    cell = cell_from_selection(st.session_state.get(chart_key), n_tokens, n_blocks)
+    if cell is None:
+        return
+    set_cell(*cell)
+    # Move this page's pickers to the clicked cell (allowed: callbacks run before the widgets).
+    st.session_state[f"{prefix}_token"] = cell[0]
+    st.session_state[f"{prefix}_block"] = cell[1]
+
+
+def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int, int] | None = None,
+                       title: str | None = None) -> go.Figure:
+    """The skip map; clicking a cell selects that (token, block) on every page."""
+    fig = skip_heatmap(trace, selected=selected, title=title)
+    chart_key = f"{prefix}_map"
+    st.plotly_chart(fig, key=chart_key, selection_mode="points", config={"displaylogo": False},
+                    on_select=partial(_on_map_click, chart_key, trace.n_tokens, trace.n_routed, prefix))
+    return fig
+
+
+def token_picker(trace: RoutingTrace, *, prefix: str, label: str = "Token") -> int:
+    key = f"{prefix}_token"
+    default, _ = current_cell(trace)
+    if key not in st.session_state or not 0 <= st.session_state[key] < trace.n_tokens:
+        st.session_state[key] = default
+    token = st.selectbox(label, range(trace.n_tokens), key=key,
+                         format_func=lambda t: f"{t}: {token_label(trace.tokens[t], 24)}",
+                         on_change=lambda: set_cell(st.session_state[key], current_cell(trace)[1]))
+    return int(token)
+
+
+def block_picker(trace: RoutingTrace, *, prefix: str, label: str = "Routed layer") -> int:
+    key = f"{prefix}_block"
+    _, default = current_cell(trace)
+    if key not in st.session_state or not 0 <= st.session_state[key] < trace.n_routed:
+        st.session_state[key] = default
+    block = st.selectbox(label, range(trace.n_routed), key=key,
+                         format_func=lambda j: f"L{trace.routed_layers[j]} (block {j + 1})",
+                         on_change=lambda: set_cell(current_cell(trace)[0], st.session_state[key]))
+    return int(block)

@@ -1,0 +1,50 @@
+"""HeRo Lens: see which FFNs each token skips, why, and what the depth memory changes.
+
+Run with ``streamlit run app/main.py`` (``make run``). Set ``HERO_LENS_TINY=1`` for the tiny random
+test model. This script draws the shared sidebar, picks the page and turns user errors into messages.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from components import settings as app_settings
+from components.runtime import load_model
+
+log = logging.getLogger("hero_lens.app")
+
+PAGES = [
+    ("views/explorer.py", "Route explorer", ":material/grid_on:", "explorer"),
+    ("views/memory.py", "Memory view", ":material/memory:", "memory"),
+    ("views/compare.py", "Compare runs", ":material/compare:", "compare"),
+    ("views/generate.py", "Generate", ":material/edit_note:", "generate"),
+    ("views/why.py", "Why this decision?", ":material/help:", "why"),
+    ("views/learn.py", "Learn: dynamic depth", ":material/school:", "learn"),
+]
+
+
+def main() -> None:
+    st.set_page_config(page_title="HeRo Lens", page_icon=":material/route:", layout="wide")
+    page = st.navigation([st.Page(path, title=title, icon=icon, url_path=url, default=i == 0)
+                          for i, (path, title, icon, url) in enumerate(PAGES)])
+    settings = app_settings.render_sidebar()
+    st.session_state["sb_settings"] = settings
+    try:
+        hero = load_model(settings.model)
+        st.sidebar.caption(f"Loaded **{hero.backbone.name}**{' (NF4)' if hero.backbone.quantization else ''} · "
+                           f"checkpoint **{hero.checkpoint_name}** · {hero.config.n_routed} routed layers · "
+                           f"{hero.device}")
+        if hero.checkpoint_name == "untrained":
+            st.sidebar.warning("No trained checkpoint fits this backbone: the routers are untrained, so gates "
+                               "sit near 1 and every FFN runs.")
+        page.run()
+    except ValueError as err:  # every user error in hero_core is a ValueError with a readable message
+        st.error(str(err))
+    except Exception as err:  # noqa: BLE001 - never show a traceback; log it for the operator
+        log.exception("unexpected error in the HeRo Lens app")
+        st.error(f"Something went wrong ({type(err).__name__}: {err}). The details are in the server log.")
+
+
+main()

@@ -1,0 +1,45 @@
+"""Compare runs: the same prompt under several variants, checkpoints or precisions, side by side."""
+
+import streamlit as st
+
+from components import settings as app_settings
+from components.compare import build_runs, run_table
+from components.exports import export_panel
+from components.runtime import get_quality, get_trace
+from components.widgets import prompt_input, show_notices
+from hero_core.figures import compute_bars, flip_map, layer_divergence, layer_skip_bars, quality_lines, skip_heatmaps
+
+P = "compare"
+
+st.title("Compare runs")
+st.caption("Runs of the same prompt on synchronised axes: where decisions flip, which layers diverge, and what "
+           "each run costs in quality (against the dense model) and compute.")
+settings = app_settings.current()
+prompt, chat = prompt_input(P)
+runs = build_runs(settings, prompt, chat, prefix=P)
+if len(runs) < 2:
+    st.info("Choose at least two runs to compare.")
+    st.stop()
+
+traces = [get_trace(run) for run in runs]
+labels = [run.label for run in runs]
+show_notices(traces[0])
+reference = runs[0].model  # quality is measured against the dense model of the first run's backbone
+qualities = [get_quality(run, reference) for run in runs]
+st.dataframe(run_table(traces, qualities, labels), hide_index=True)
+
+figures = {"skip maps": skip_heatmaps(traces, labels)}
+st.plotly_chart(figures["skip maps"], key=f"{P}_maps")
+for i in range(1, len(runs)):
+    name = f"flips {labels[0]} vs {labels[i]}"
+    figures[name] = flip_map(traces[0], traces[i], (labels[0], labels[i]))
+    st.plotly_chart(figures[name], key=f"{P}_flip_{i}")
+figures["layer divergence"] = layer_divergence(traces, labels)
+st.plotly_chart(figures["layer divergence"], key=f"{P}_divergence")
+figures["layer skip rates"] = layer_skip_bars(traces, labels)
+st.plotly_chart(figures["layer skip rates"], key=f"{P}_layers")
+figures["quality"] = quality_lines(qualities, labels, traces[0].tokens)
+st.plotly_chart(figures["quality"], key=f"{P}_quality")
+figures["compute"] = compute_bars(traces, labels)
+st.plotly_chart(figures["compute"], key=f"{P}_compute")
+export_panel(traces[0], figures, key=f"{P}_export", context=f"{P}-" + "-vs-".join(labels))

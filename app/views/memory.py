@@ -1,0 +1,40 @@
+"""Memory view: one token's depth memory — what each routed block read from the blocks before it."""
+
+import streamlit as st
+
+from components import settings as app_settings
+from components.exports import export_panel
+from components.runtime import RunSpec, get_trace
+from components.widgets import clickable_skip_map, prompt_input, show_notices, token_picker
+from hero_core.figures import forgetting_bars, mean_memory_map, memory_map, token_label, trajectories
+
+P = "memory"
+MEMORY_VARIANTS = ("hero", "no_aux", "no_pos")  # the variants that read a depth memory
+
+st.title("Memory view")
+st.caption("At routed block j a token reads its depth memory: c_j = Σ_{i<j} α_{j,i} v_i, a weighted average of "
+           "what the earlier blocks wrote, each write decayed by the forgetting factors ρ of the blocks after it.")
+settings = app_settings.current()
+prompt, chat = prompt_input(P)
+trace = get_trace(RunSpec.from_settings(settings, prompt, chat))
+show_notices(trace)
+if trace.variant not in MEMORY_VARIANTS:
+    st.info(f"The **{trace.variant}** variant does not read a depth memory, so its maps are empty. "
+            f"Choose hero, no_aux or no_pos in the sidebar.")
+
+with st.expander("Skip map (click a cell to pick its token)", expanded=False):
+    figures = {"skip map": clickable_skip_map(trace, prefix=P)}
+token = token_picker(trace, prefix=P)
+figures["memory map"] = memory_map(trace, token)
+figures["mean memory map"] = mean_memory_map(trace)
+left, right = st.columns(2)
+left.plotly_chart(figures["memory map"], key=f"{P}_token_map")
+right.plotly_chart(figures["mean memory map"], key=f"{P}_mean_map")
+st.caption(f"Row j of a map is the read at block j: how much of each earlier block's value the token "
+           f"“{token_label(trace.tokens[token], 24)}” drew on (rows sum to 1 from block 2 on).")
+
+figures["trajectories"] = trajectories(trace, token)
+st.plotly_chart(figures["trajectories"], key=f"{P}_trajectories")
+figures["forgetting factors"] = forgetting_bars(trace)
+st.plotly_chart(figures["forgetting factors"], key=f"{P}_forgetting")
+export_panel(trace, figures, key=f"{P}_export", context=f"{P}-token{token}")

@@ -1,0 +1,82 @@
+"""Why this decision? The exact split of one gate into local and history logits, and which input
+tokens moved it (integrated gradients, or token ablation where gradients are unavailable)."""
+
+import streamlit as st
+
+from components import settings as app_settings
+from components.exports import export_panel
+from components.runtime import RunSpec, get_attribution, get_trace
+from components.widgets import block_picker, clickable_skip_map, prompt_input, show_notices, token_picker
+from hero_core.attribution import BASELINES
+from hero_core.figures import attribution_bars, attribution_html, decision_bars, decision_split, token_label
+
+P = "why"
+METHOD_LABELS = {"auto": "auto (gradients unless 4-bit)", "integrated_gradients": "integrated gradients",
+                 "ablation": "token ablation (no gradients)"}
+
+st.title("Why this decision?")
+st.caption("The gate is g = σ(a + b): b is the local head's view of the token's current hidden state, a the history "
+           "head's view of its path through depth (router state + memory read). The FFN runs when a + b ≥ logit(τ).")
+settings = app_settings.current()
+if settings.variant == "dense":
+    st.info("The dense variant runs no router: choose a routed variant in the sidebar.")
+    st.stop()
+prompt, chat = prompt_input(P)
+run = RunSpec.from_settings(settings, prompt, chat)
+trace = get_trace(run)
+show_notices(trace)
+
+with st.expander("Skip map (click a cell to pick it)", expanded=False):
+    figures = {"skip map": clickable_skip_map(trace, prefix=P)}
+cols = st.columns(2)
+with cols[0]:
+    token = token_picker(trace, prefix=P)
+with cols[1]:
+    block = block_picker(trace, prefix=P)
+
+split = decision_split(trace, token, block)
+st.subheader(f"The decision: token {token} “{token_label(trace.tokens[token], 24)}” at L{split['layer']}")
+m = st.columns(5)
+m[0].metric("local logit b", f"{split['local_logit']:+.3f}")
+m[1].metric("history logit a", f"{split['history_logit']:+.3f}")
+m[2].metric("a + b", f"{split['gate_logit']:+.3f}", help=f"logit(τ) = {split['tau_logit']:+.3f}")
+m[3].metric("gate g", f"{split['gate']:.4f}", f"{split['margin']:+.4f} vs τ", delta_color="off")
+m[4].metric("FFN", "executed" if split["executed"] else "skipped")
+figures["decision"] = decision_bars(split)
+st.plotly_chart(figures["decision"], key=f"{P}_decision")
+if trace.variant == "no_history":
+    st.caption("no_history: a = 0, the local head decides alone.")
+elif split["history_flips"]:
+    st.success(f"History decides here: the local logit alone would have "
+               f"{'run' if split['local_only_executed'] else 'skipped'} the FFN; a = {split['history_logit']:+.3f} "
+               f"flips it.")
+else:
+    st.caption("History does not flip this decision: b alone is on the same side of logit(τ).")
+
+st.subheader("Which input tokens moved a + b?")
+cols = st.columns(3)
+method = cols[0].radio("Method", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key=f"{P}_method")
+n_steps = cols[1].slider("Integration steps", 8, 128, 32, 8, key=f"{P}_steps",
+                         disabled=method == "ablation")
+baseline = cols[2].selectbox("Baseline", BASELINES, key=f"{P}_baseline",
+                             help="What a token is replaced by: the pad token's embedding, or zeros.")
+attribution = get_attribution(run, token, block, method=method, n_steps=n_steps, baseline=baseline)
+for notice in attribution.notices:
+    st.warning(notice)
+title = (f"{METHOD_LABELS[attribution.method].split(' (')[0]}: contribution of each token to a + b "
+         f"at token {token}, L{split['layer']}")
+figures["attribution"] = attribution_bars(attribution.tokens, attribution.scores, title=title)
+st.plotly_chart(figures["attribution"], key=f"{P}_attribution")
+st.html(attribution_html(attribution.tokens, attribution.scores))
+total = float(attribution.scores.sum())
+change = attribution.gate_logit - attribution.baseline_logit
+if attribution.method == "integrated_gradients":
+    st.markdown(f"Completeness: Σ attributions = {total:+.4f}; a + b at the input minus at the baseline = "
+                f"{change:+.4f}; gap {attribution.delta:+.4f}.")
+    if abs(attribution.delta) > 0.05 * abs(change) + 0.01:
+        st.info("The gap is large: a routed block below this one flips its hard decision on the way from the "
+                "baseline to the input, a jump the gradients cannot see. Token ablation measures jumps directly.")
+else:
+    st.markdown(f"Token ablation: each bar is a + b minus a + b with that token's embedding replaced by the "
+                f"{attribution.baseline} baseline (sum {total:+.4f}; all tokens replaced: {change:+.4f}).")
+export_panel(trace, figures, key=f"{P}_export", context=f"{P}-token{token}-L{split['layer']}")
