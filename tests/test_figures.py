@@ -1,0 +1,206 @@
+"""hero_core.figures: every figure's data is the trace's own arrays, on the shared axes."""
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from hero_core import figures as F
+
+PROMPT = "The cat sat on the mat because it was tired. <b>Tags</b> & \"quotes\"\n\tand a tab."
+
+
+@pytest.fixture(scope="module")
+def traces(tiny):
+    return {v: tiny.trace(PROMPT, variant=v) for v in ("hero", "no_history", "dense")}
+
+
+@pytest.fixture(scope="module")
+def trace(traces):
+    return traces["hero"]
+
+
+def spec(fig) -> dict:
+    """The figure as the browser gets it (plain JSON: arrays decoded as lists)."""
+    return json.loads(fig.to_json())
+
+
+def values(obj):
+    """A plotly JSON array (plain list or typed-array {dtype, bdata}) as a numpy array."""
+    if isinstance(obj, dict) and "bdata" in obj:
+        import base64
+
+        data = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+        if "shape" in obj:
+            shape = obj["shape"]
+            shape = [int(n) for n in shape.split(",")] if isinstance(shape, str) else shape
+            return data.reshape(shape)
+        return data
+    return np.asarray(obj)
+
+
+def test_trace_has_both_decisions(trace):
+    # The tiny model's gates straddle tau, so the figures below see executed and skipped cells.
+    assert trace.executed.any() and (~trace.executed).any()
+
+
+def test_skip_heatmap_cells_are_the_trace(trace):
+    fig = spec(F.skip_heatmap(trace))
+    cells = next(d for d in fig["data"] if d.get("name") == F.CELLS_NAME)
+    R, T = trace.n_routed, trace.n_tokens
+    x, y = values(cells["x"]), values(cells["y"])
+    assert x.shape == y.shape == (R * T,)
+    np.testing.assert_array_equal(x, np.tile(np.arange(T), R))
+    np.testing.assert_array_equal(y, np.repeat(np.arange(1, R + 1), T))
+    np.testing.assert_array_equal(values(cells["marker"]["color"]), trace.gate.reshape(-1))
+    symbols = np.asarray(cells["marker"]["symbol"])
+    np.testing.assert_array_equal(symbols == F.EXECUTED_SYMBOL, trace.executed.reshape(-1))
+    np.testing.assert_array_equal(symbols == F.SKIPPED_SYMBOL, ~trace.executed.reshape(-1))
+    custom = np.asarray(cells["customdata"], dtype=object)
+    np.testing.assert_allclose(custom[:, 2].astype(float), trace.history_logit.reshape(-1))
+    np.testing.assert_allclose(custom[:, 3].astype(float), trace.local_logit.reshape(-1))
+    np.testing.assert_allclose(custom[:, 4].astype(float), trace.margin().reshape(-1))
+    assert cells["type"] == "scatter"  # not heatmap: Streamlit selections need scatter points
+    assert fig["layout"]["xaxis"]["tickvals"] == list(range(T))
+    assert len(fig["layout"]["xaxis"]["ticktext"]) == T
+    assert fig["layout"]["yaxis"]["ticktext"] == [f"L{layer}" for layer in trace.routed_layers]
+
+
+def test_skip_heatmap_escapes_and_marks_selection(trace):
+    fig = spec(F.skip_heatmap(trace, selected=(3, 1)))
+    text = json.dumps(fig)
+    assert "<b>Tags" not in text.replace("<b>%{customdata", "")  # token text is escaped, markup is ours only
+    ring = next(d for d in fig["data"] if d.get("name") == "selected")
+    assert values(ring["x"]).tolist() == [3] and values(ring["y"]).tolist() == [2]
+
+
+def test_token_label():
+    assert F.token_label("\n") == "↵"
+    assert F.token_label("   ") == "␣␣␣"
+    assert F.token_label("") == "∅"
+    assert F.token_label("abcdefghijklmnop", 6) == "abcde…"
+
+
+def test_executed_counts_and_layer_bars(traces, trace):
+    counts = spec(F.executed_counts(trace))["data"][0]
+    np.testing.assert_array_equal(values(counts["y"]), trace.executed_per_token())
+    np.testing.assert_array_equal(values(counts["x"]), np.arange(trace.n_tokens))
+    bars = spec(F.layer_skip_bars([traces["hero"], traces["no_history"]], ["hero", "local"]))["data"]
+    assert [b["name"] for b in bars] == ["hero", "local"]
+    for bar, t in zip(bars, (traces["hero"], traces["no_history"])):
+        assert bar["x"] == [f"L{layer}" for layer in t.routed_layers]
+        np.testing.assert_allclose(values(bar["y"]), t.layer_skip_rates())
+
+
+def test_compute_bars_match_summary(traces):
+    data = spec(F.compute_bars([traces["hero"], traces["dense"]], ["hero", "dense"]))["data"]
+    for bar, name in zip(data, ("hero", "dense")):
+        summary = traces[name].summary()
+        np.testing.assert_allclose(values(bar["y"]), [summary[k] for k in F.SUMMARY_LABELS])
+    assert np.all(values(data[1]["y"])[[0, 3]] == 0)  # dense skips nothing
+
+
+def test_token_compute_html_escapes_and_counts(trace):
+    out = F.token_compute_html(trace.tokens, trace.executed_per_token(), trace.n_routed, n_prompt_tokens=5)
+    assert "<b>" not in out and "&lt;" in out  # token text is escaped
+    assert out.count('class="hero-token"') == trace.n_tokens
+    found = [int(v) for v in re.findall(r'data-ffn="(\d+)"', out)]
+    assert found == trace.executed_per_token().tolist()
+    assert out.count("text-decoration:underline") == trace.n_tokens - 5
+    with pytest.raises(ValueError):
+        F.token_compute_html(["a"], [1, 2], 4)
+
+
+def test_memory_maps(trace):
+    t = 5
+    R = trace.n_routed
+    z = values(spec(F.memory_map(trace, t))["data"][0]["z"]).astype(float)
+    assert z.shape == (R, R)
+    lower = np.tril_indices(R, -1)
+    np.testing.assert_allclose(z[lower], trace.memory_attention[t][lower])
+    assert np.all(np.isnan(z[np.triu_indices(R)]))
+    rows = trace.memory_attention[t].sum(axis=1)
+    np.testing.assert_allclose(rows[1:], 1.0, atol=1e-4)  # every read from block 2 on is a weighted average
+    mean = values(spec(F.mean_memory_map(trace))["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(mean[lower], trace.mean_memory_attention()[lower])
+    fill = values(spec(F.memory_fill(trace, t, 2))["data"][0]["z"]).astype(float)
+    assert np.all(np.isnan(fill[2:])) and fill[1, 0] == pytest.approx(trace.memory_attention[t, 1, 0])
+    with pytest.raises(ValueError, match="out of range"):
+        F.memory_map(trace, trace.n_tokens)
+    with pytest.raises(ValueError, match="depth"):
+        F.memory_fill(trace, t, R + 1)
+
+
+def test_forgetting_and_trajectories(trace):
+    rho = spec(F.forgetting_bars(trace))["data"][0]
+    np.testing.assert_allclose(values(rho["y"]), trace.forgetting)
+    t = 4
+    data = spec(F.trajectories(trace, t))["data"]
+    assert len(data) == len(F.TRAJECTORY_FIELDS)
+    for line, (field, _) in zip(data, F.TRAJECTORY_FIELDS):
+        np.testing.assert_array_equal(values(line["x"]), np.arange(1, trace.n_routed + 1))
+        np.testing.assert_allclose(values(line["y"]), getattr(trace, field)[:, t])
+
+
+def test_flip_map_and_divergence(traces):
+    a, b = traces["hero"], traces["no_history"]
+    codes = F.flip_codes(a, b)
+    assert codes.shape == a.executed.shape
+    np.testing.assert_array_equal(codes >= 2, a.executed != b.executed)
+    np.testing.assert_array_equal(codes == 2, a.executed & ~b.executed)
+    z = values(spec(F.flip_map(a, b, ("hero", "local")))["data"][0]["z"])
+    np.testing.assert_array_equal(z, codes)
+    div = spec(F.layer_divergence([a, b], ["hero", "local"]))["data"]
+    np.testing.assert_allclose(values(div[0]["y"]), (a.executed != b.executed).mean(axis=1))
+    np.testing.assert_allclose(values(div[1]["y"]), np.abs(a.gate - b.gate).mean(axis=1))
+
+
+def test_comparisons_need_the_same_tokens(tiny, trace):
+    other = tiny.trace("A different prompt.")
+    with pytest.raises(ValueError, match="same tokens"):
+        F.flip_map(trace, other)
+    with pytest.raises(ValueError, match="same tokens"):
+        F.skip_heatmaps([trace, other], ["a", "b"])
+
+
+def test_skip_heatmaps_share_axes(traces):
+    fig = spec(F.skip_heatmaps([traces["hero"], traces["no_history"]], ["hero", "local"]))
+    cells = [d for d in fig["data"] if d.get("name") == F.CELLS_NAME]
+    assert len(cells) == 2
+    np.testing.assert_array_equal(values(cells[1]["marker"]["color"]), traces["no_history"].gate.reshape(-1))
+    assert fig["layout"]["xaxis"]["matches"] == "x2" or fig["layout"]["xaxis2"].get("matches") == "x"
+
+
+def test_quality_lines(tiny, trace):
+    from hero_core.quality import compare_to_dense
+
+    ids = torch.tensor(trace.token_ids)
+    q = compare_to_dense(tiny.logits(PROMPT, variant="dense"), tiny.logits(PROMPT, variant="hero"), ids)
+    data = spec(F.quality_lines([q], ["hero"], trace.tokens))["data"]
+    np.testing.assert_allclose(values(data[0]["y"]), q["nll"], rtol=1e-6)
+    np.testing.assert_allclose(values(data[1]["y"]), q["kl"], rtol=1e-6, atol=1e-9)
+    assert len(values(data[0]["y"])) == trace.n_tokens - 1
+
+
+def test_decision_split_is_exact(trace):
+    for t in range(trace.n_tokens):
+        for j in range(trace.n_routed):
+            s = F.decision_split(trace, t, j)
+            assert s["gate_logit"] == pytest.approx(trace.history_logit[j, t] + trace.local_logit[j, t])
+            assert 1 / (1 + math.exp(-s["gate_logit"])) == pytest.approx(s["gate"], abs=1e-6)
+            assert s["executed"] == bool(trace.executed[j, t])
+            assert s["history_flips"] == (s["executed"] != (trace.local_logit[j, t] >= s["tau_logit"]))
+    bars = spec(F.decision_bars(F.decision_split(trace, 2, 1)))["data"][0]
+    np.testing.assert_allclose(values(bars["x"]), [trace.local_logit[1, 2], trace.history_logit[1, 2],
+                                                   trace.local_logit[1, 2] + trace.history_logit[1, 2]])
+
+
+def test_figure_html_is_offline(trace):
+    page = F.figure_html(F.skip_heatmap(trace), "a <title>")
+    assert page.startswith("<!doctype html>") and "<title>a &lt;title&gt;</title>" in page
+    assert re.search(r"<script[^>]*\bsrc=", page) is None  # nothing is fetched
+    assert "cdn.plot.ly/plotly" not in page
+    assert len(page) > 1_000_000  # plotly.js itself is inlined
