@@ -83,7 +83,7 @@ def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.T
     per_domain: list[list[int]] = []
     for domain, w in weights.items():
         want = max(1, round(n_blocks * w / total))
-        n_texts = {"chat": min(120, max(8, want // 2)), "code": max(8, want // 3), "reasoning": want * 2}[domain]
+        n_texts = {"chat": min(60, max(8, want // 2)), "code": max(8, want // 3), "reasoning": want * 2}[domain]
         texts = domain_texts(domain, "train", n_texts, hero=hero, seed=cfg.seed)
         blocks = token_blocks(texts, hero.tokenizer, cfg.seq_len)
         if not blocks:
@@ -278,7 +278,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         if accelerator.is_main_process:
             with log_path.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            bar.set_postfix(skip=f"{100 * realised:.1f}%", kd=f"{float(loss_target):.3f}", alpha=f"{alpha:.2e}")
+            bar.set_postfix(skip=f"{100 * realised:.1f}%", kd=f"{row['loss_target']:.3f}", alpha=f"{alpha:.2e}")
         done = step + 1
         if accelerator.is_main_process and (done % cfg.save_every == 0 or done == cfg.steps):
             _save_state(state_dir, hero, optimizer, done, alpha)
