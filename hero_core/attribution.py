@@ -34,7 +34,7 @@ from .config import check_tau, check_variant
 from .routing import RoutingCall
 
 METHODS = ("auto", "integrated_gradients", "ablation")
-BASELINES = ("zeros", "pad")
+BASELINES = ("pad", "zeros")  # default first: the pad embedding avoids RMSNorm's steep region near 0
 
 
 class AttributionError(ValueError):

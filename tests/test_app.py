@@ -1,0 +1,418 @@
+"""The Streamlit app, headless (streamlit.testing AppTest), on the tiny model (HERO_LENS_TINY=1).
+
+Each page is driven through its widgets and its figures are checked against traces computed directly
+with hero_core: the chart the user sees must carry the trace's own numbers on the right axes.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hero_core.figures import CELLS_NAME, flip_codes
+
+APP = Path(__file__).resolve().parents[1] / "app"
+MAIN = str(APP / "main.py")
+sys.path.insert(0, str(APP))  # the app's own helpers (components.*) for the pure-function tests
+
+from components.exports import safe_filename, slug, trace_csv, trace_json  # noqa: E402
+from components.widgets import EXAMPLES, cell_from_selection  # noqa: E402
+
+TIMEOUT = 180
+DEFAULT_PROMPT = EXAMPLES["reasoning"]
+
+
+@pytest.fixture
+def app(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HERO_LENS_TINY", "1")
+
+    def start(page: str | None = None, **query):
+        at = AppTest.from_file(MAIN, default_timeout=TIMEOUT)
+        at.query_params.update(query)
+        at.run()
+        if page:
+            at.switch_page(f"views/{page}.py").run()
+        assert_clean(at)
+        return at
+
+    return start
+
+
+def assert_clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def charts(at) -> dict[str, dict]:
+    """Plotly charts on the page by title (the figure JSON Streamlit sends to the browser)."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = spec["layout"].get("title", {}).get("text", "")
+        out[title] = spec
+    return out
+
+
+def chart(at, prefix: str) -> dict:
+    found = [spec for title, spec in charts(at).items() if title.startswith(prefix)]
+    assert found, f"no chart titled {prefix!r}; have {list(charts(at))}"
+    return found[0]
+
+
+def values(obj) -> np.ndarray:
+    if isinstance(obj, dict) and "bdata" in obj:
+        import base64
+
+        data = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+        shape = obj.get("shape")
+        if shape is not None:
+            data = data.reshape([int(n) for n in shape.split(",")] if isinstance(shape, str) else shape)
+        return data
+    return np.asarray(obj)
+
+
+def cells(spec: dict, index: int = 0) -> dict:
+    return [d for d in spec["data"] if d.get("name") == CELLS_NAME][index]
+
+
+def assert_skip_map_is(spec: dict, trace, index: int = 0) -> None:
+    c = cells(spec, index)
+    R, T = trace.n_routed, trace.n_tokens
+    np.testing.assert_array_equal(values(c["x"]), np.tile(np.arange(T), R))
+    np.testing.assert_array_equal(values(c["y"]), np.repeat(np.arange(1, R + 1), T))
+    np.testing.assert_allclose(values(c["marker"]["color"]), trace.gate.reshape(-1), rtol=1e-6, atol=1e-7)
+    symbols = np.asarray(c["marker"]["symbol"])
+    np.testing.assert_array_equal(symbols == "square", trace.executed.reshape(-1))
+
+
+# -- explorer -------------------------------------------------------------------------------------------
+def test_opens_on_explorer_with_figures_of_the_trace(app, tiny):
+    at = app()
+    assert at.text_area(key="explorer_prompt").value == DEFAULT_PROMPT
+    expected = tiny.trace(DEFAULT_PROMPT, max_tokens=512)
+    spec = chart(at, "Skip map · hero · τ = 0.5")
+    assert_skip_map_is(spec, expected)
+    assert len(spec["layout"]["xaxis"]["tickvals"]) <= expected.n_tokens
+    assert spec["layout"]["yaxis"]["ticktext"] == [f"L{layer}" for layer in expected.routed_layers]
+    counts = chart(at, "FFNs executed per token")["data"][0]
+    np.testing.assert_array_equal(values(counts["y"]), expected.executed_per_token())
+    layers = chart(at, "Skip rate per routed layer")["data"][0]
+    np.testing.assert_allclose(values(layers["y"]), expected.layer_skip_rates())
+    metrics = {m.label: m.value for m in at.metric}
+    summary = expected.summary()
+    assert metrics["Param skip"] == f"{summary['param_skip']:.1%}"
+    assert metrics["FLOPs saved"] == f"{summary['flop_share_saved']:.1%}"
+    assert metrics["Tokens"] == str(expected.n_tokens)
+    html = at.get("html")[0].proto.body
+    assert html.count('class="hero-token"') == expected.n_tokens
+    assert [d.label for d in at.get("download_button")][:2] == ["Trace (JSON)", "Tidy table (CSV)"]
+
+
+def test_prompt_from_url_and_examples(app, tiny):
+    at = app(prompt="Hello from the address bar")
+    assert at.text_area(key="explorer_prompt").value == "Hello from the address bar"
+    expected = tiny.trace("Hello from the address bar")
+    assert_skip_map_is(chart(at, "Skip map"), expected)
+    at.selectbox(key="explorer_example").select("code").run()
+    assert at.text_area(key="explorer_prompt").value == EXAMPLES["code"]
+    assert_skip_map_is(chart(at, "Skip map"), tiny.trace(EXAMPLES["code"]))
+
+
+def test_sidebar_variant_and_tau_rerun_the_trace(app, tiny):
+    at = app()
+    at.selectbox(key="sb_variant").select("no_history")
+    at.slider(key="sb_tau").set_value(0.3).run()
+    assert_clean(at)
+    expected = tiny.trace(DEFAULT_PROMPT, variant="no_history", tau=0.3)
+    assert_skip_map_is(chart(at, "Skip map · no_history · τ = 0.3"), expected)
+    assert np.all(expected.history_logit == 0)
+
+
+def test_chat_template_changes_tokens(app, tiny):
+    at = app()
+    at.toggle(key="explorer_chat").set_value(True).run()
+    assert_clean(at)
+    expected = tiny.trace(DEFAULT_PROMPT, chat_template=True)
+    assert_skip_map_is(chart(at, "Skip map"), expected)
+    assert expected.n_tokens > tiny.trace(DEFAULT_PROMPT).n_tokens
+
+
+@pytest.mark.parametrize("prompt, message", [("", "empty"), ("   \n\t ", "empty")])
+def test_empty_prompt_is_an_error_message(app, prompt, message):
+    at = app()
+    at.text_area(key="explorer_prompt").input(prompt).run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error)
+    assert not at.get("plotly_chart")
+
+
+def test_huge_prompt_is_truncated_with_a_notice(app):
+    at = app()
+    at.number_input(key="sb_max_tokens").set_value(64)
+    at.text_area(key="explorer_prompt").input("word " * 20_000).run()
+    assert_clean(at)
+    assert any("truncated to its first 64 tokens" in w.value for w in at.warning)
+    spec = chart(at, "Skip map")
+    assert len(values(cells(spec)["x"])) == 64 * 4
+
+
+@pytest.mark.parametrize("prompt", ["naïve café — 東京 🚀 مرحبا", "<script>alert(1)</script> & \"", "a\x00b\x1b[31m",
+                                    "e\u0301\u200b\u202e reversed \ufeff", "\n\n\n"])
+def test_odd_characters_route_cleanly(app, prompt):
+    at = app()
+    at.text_area(key="explorer_prompt").input(prompt).run()
+    assert not at.exception
+    if prompt.strip():
+        assert_clean(at)
+        assert chart(at, "Skip map")
+        html = at.get("html")[0].proto.body
+        assert "<script>" not in html
+    else:
+        assert any("empty" in e.value for e in at.error)
+
+
+def test_wrong_backbone_path_is_an_error_message(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT)
+    at.session_state["sb_backbone_kind"] = "local directory"
+    at.session_state["sb_backbone_path"] = "/no/such/model/dir"
+    at.run()
+    assert not at.exception
+    assert any("does not exist" in e.value for e in at.error)
+    at.session_state["sb_backbone_path"] = str(APP)  # a directory, but not a model
+    at.run()
+    assert any("no config.json" in e.value for e in at.error)
+
+
+# -- memory -----------------------------------------------------------------------------------------------
+def test_memory_view_for_a_chosen_token(app, tiny):
+    at = app("memory")
+    at.selectbox(key="memory_token").select(5).run()
+    assert_clean(at)
+    expected = tiny.trace(DEFAULT_PROMPT)
+    R = expected.n_routed
+    lower = np.tril_indices(R, -1)
+    z = values(chart(at, "Memory attention of token 5")["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(z[lower], expected.memory_attention[5][lower], rtol=1e-6)
+    mean = values(chart(at, "Memory attention, mean")["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(mean[lower], expected.mean_memory_attention()[lower], rtol=1e-6)
+    lines = chart(at, "Router trajectories of token 5")["data"]
+    for line, field in zip(lines, ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu")):
+        np.testing.assert_allclose(values(line["y"]), getattr(expected, field)[:, 5], rtol=1e-6, atol=1e-9)
+    rho = chart(at, "Forgetting factor")["data"][0]
+    np.testing.assert_allclose(values(rho["y"]), expected.forgetting)
+
+
+def test_memory_view_explains_variants_without_memory(app):
+    at = app("memory")
+    at.selectbox(key="sb_variant").select("no_memread").run()
+    assert_clean(at)
+    assert any("does not read a depth memory" in i.value for i in at.info)
+
+
+def test_selected_cell_is_shared_across_pages(app):
+    at = app()
+    at.session_state["shared_cell"] = {"token": 3, "block": 2}
+    at.switch_page("views/why.py").run()
+    assert_clean(at)
+    assert at.selectbox(key="why_token").value == 3
+    assert at.selectbox(key="why_block").value == 2
+    at.switch_page("views/memory.py").run()
+    assert at.selectbox(key="memory_token").value == 3
+
+
+def test_clicked_point_to_cell():
+    event = {"selection": {"points": [{"x": 4.0, "y": 3, "curve_number": 0}], "point_indices": [0]}}
+    assert cell_from_selection(event, n_tokens=10, n_blocks=4) == (4, 2)
+    assert cell_from_selection(event, n_tokens=3, n_blocks=4) is None  # stale click outside this trace
+    assert cell_from_selection({"selection": {"points": []}}, 10, 4) is None
+    assert cell_from_selection(None, 10, 4) is None
+    legend_then_cell = {"selection": {"points": [{"x": None, "y": None}, {"x": 1, "y": 1}]}}
+    assert cell_from_selection(legend_then_cell, 10, 4) == (1, 0)
+
+
+# -- compare ----------------------------------------------------------------------------------------------
+def test_compare_variants(app, tiny):
+    at = app("compare")
+    variants = ["hero", "no_history", "no_memread"]
+    assert at.multiselect(key="compare_variants").value == variants
+    expected = [tiny.trace(DEFAULT_PROMPT, variant=v) for v in variants]
+    maps = chart(at, "Skip maps (synchronised axes)")
+    for i, trace in enumerate(expected):
+        assert_skip_map_is(maps, trace, index=i)
+    assert maps["layout"]["xaxis"].get("matches") or maps["layout"]["xaxis2"].get("matches")
+    flips = chart(at, "Decision flips hero vs no_history")
+    np.testing.assert_array_equal(values(flips["data"][0]["z"]), flip_codes(expected[0], expected[1]))
+    divergence = chart(at, "Per-layer divergence")["data"]
+    np.testing.assert_allclose(values(divergence[0]["y"]),
+                               (expected[1].executed != expected[0].executed).mean(axis=1))
+    table = at.dataframe[0].value
+    assert table["run"].tolist() == variants
+    np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
+    quality = chart(at, "Quality against the dense model")["data"]
+    assert len(values(quality[0]["y"])) == expected[0].n_tokens - 1
+
+
+def test_compare_precision_full_vs_nf4(app):
+    pytest.importorskip("bitsandbytes")
+    at = app("compare")
+    at.radio(key="compare_preset").set_value("precision").run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert table["run"].tolist() == ["hero · full", "hero · nf4"]
+    assert len([d for d in chart(at, "Skip maps")["data"] if d.get("name") == CELLS_NAME]) == 2
+
+
+def test_compare_checkpoints_without_bundled_ones_explains(app):
+    at = app("compare")
+    at.radio(key="compare_preset").set_value("checkpoints").run()
+    assert not at.exception
+    assert any("at least two bundled checkpoints" in i.value for i in at.info)
+
+
+# -- generate ---------------------------------------------------------------------------------------------
+def test_generate_streams_and_traces(app, tiny):
+    at = app("generate")
+    at.slider(key="generate_max_new").set_value(12)
+    at.button(key="generate_go").click().run()
+    assert_clean(at)
+    _, expected = tiny.generate(DEFAULT_PROMPT, max_new_tokens=12)
+    routed_html, dense_html = (h.proto.body for h in at.get("html")[:2])
+    assert routed_html.count('class="hero-token"') == 12
+    assert dense_html.count('class="hero-token"') == 12
+    spec = chart(at, "Skip map over prompt + generated tokens")
+    assert_skip_map_is(spec, expected)
+    assert expected.n_prompt_tokens < expected.n_tokens
+    # Each streamed token is shaded by the FFNs run on the token before it (the one that produced it).
+    import re
+
+    streamed = [int(v) for v in re.findall(r'data-ffn="(\d+)"', routed_html)]
+    produced_by = expected.executed_per_token()[expected.n_prompt_tokens - 1:]
+    assert streamed[: len(produced_by)] == produced_by.tolist()
+
+
+def test_generate_sampled_is_seeded(app):
+    at = app("generate")
+    at.slider(key="generate_max_new").set_value(8)
+    at.radio(key="generate_decoding").set_value("sampled").run()
+    at.number_input(key="generate_seed").set_value(7)
+    at.button(key="generate_go").click().run()
+    first = at.get("html")[0].proto.body
+    at.button(key="generate_go").click().run()
+    assert_clean(at)
+    assert at.get("html")[0].proto.body == first
+
+
+# -- why ----------------------------------------------------------------------------------------------------
+def test_why_split_and_attribution(app, tiny):
+    from hero_core.attribution import explain
+
+    at = app("why")
+    at.selectbox(key="why_token").select(6)
+    at.selectbox(key="why_block").select(2).run()
+    assert_clean(at)
+    trace = tiny.trace(DEFAULT_PROMPT)
+    a, b = trace.history_logit[2, 6], trace.local_logit[2, 6]
+    bars = chart(at, "Decision at L2")["data"][0]
+    np.testing.assert_allclose(values(bars["x"]), [b, a, a + b], rtol=1e-6)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["local logit b"] == f"{b:+.3f}" and metrics["history logit a"] == f"{a:+.3f}"
+    expected = explain(tiny, DEFAULT_PROMPT, 6, 2, n_steps=32, baseline="pad")
+    attribution = chart(at, "integrated gradients: contribution")["data"][0]
+    np.testing.assert_allclose(values(attribution["y"]), expected.scores, rtol=1e-4, atol=1e-6)
+    assert len(values(attribution["y"])) == 7  # tokens 0..6: later tokens cannot matter
+
+    at.radio(key="why_method").set_value("ablation").run()
+    assert_clean(at)
+    ablation = chart(at, "token ablation: contribution")["data"][0]
+    np.testing.assert_allclose(values(ablation["y"]),
+                               explain(tiny, DEFAULT_PROMPT, 6, 2, method="ablation").scores, rtol=1e-4, atol=1e-6)
+
+
+def test_why_on_dense_explains(app):
+    at = app("why")
+    at.selectbox(key="sb_variant").select("dense").run()
+    assert not at.exception and not at.error
+    assert any("dense variant runs no router" in i.value for i in at.info)
+
+
+# -- learn ----------------------------------------------------------------------------------------------------
+def test_learn_tour_is_live(app, tiny):
+    at = app("learn")
+    prompt = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
+    base = tiny.trace(prompt, max_tokens=96)
+    assert_skip_map_is(chart(at, "Skip map · hero · τ"), base)
+    at.selectbox(key="learn_token").select(4)
+    at.slider(key="learn_depth").set_value(3).run()
+    assert_clean(at)
+    z = values(chart(at, "Memory after 3 of 4")["data"][0]["z"]).astype(float)
+    assert np.all(np.isnan(z[3:]))
+    np.testing.assert_allclose(z[2, :2], base.memory_attention[4, 2, :2], rtol=1e-6)
+    sweep = chart(at, "Compute as the threshold moves")["data"][0]
+    assert len(values(sweep["y"])) == 9
+    at.toggle(key="learn_history").set_value(False).run()
+    assert_clean(at)
+    local = tiny.trace(prompt, variant="no_history", max_tokens=96)
+    assert_skip_map_is(chart(at, "Skip map · no_history"), local)
+    flips = chart(at, "Decision flips hero vs no_history")
+    np.testing.assert_array_equal(values(flips["data"][0]["z"]), flip_codes(base, local))
+
+
+# -- exports ---------------------------------------------------------------------------------------------------
+def test_export_helpers(tiny):
+    from hero_core import RoutingTrace
+
+    assert safe_filename("hero-lens", "explorer", "../../etc/passwd", ext="html") == \
+        "hero-lens_explorer_etc-passwd.html"
+    assert safe_filename("Ünïcödé 東京 ✓", ext="json") == "unicode.json"
+    assert safe_filename("", ext="csv") == "hero-lens.csv"
+    assert len(safe_filename("x" * 500, ext="html")) <= 101
+    assert slug("***") == "x"
+    trace = tiny.trace("Export me, please.")
+    assert RoutingTrace.from_dict(json.loads(trace_json(trace))).equals(trace)
+    csv = trace_csv(trace).splitlines()
+    assert len(csv) == 1 + trace.n_tokens * trace.n_routed and csv[0].startswith("token_index,token")
+
+
+# -- the embedded model -----------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_explorer_on_the_embedded_model(monkeypatch):
+    """No configuration: the embedded SmolLM2-135M with the default checkpoint; a 128-token prompt."""
+    from streamlit.testing.v1 import AppTest
+
+    from hero_core import load_hero
+
+    monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    at = AppTest.from_file(MAIN, default_timeout=600).run()
+    assert_clean(at)
+    hero = load_hero()
+    prompt = " ".join(["The quick brown fox jumps over the lazy dog."] * 13)
+    at.text_area(key="explorer_prompt").input(prompt)
+    start = time.perf_counter()
+    at.run()
+    seconds = time.perf_counter() - start
+    assert_clean(at)
+    expected = hero.trace(prompt, max_tokens=512)
+    assert expected.n_routed == 30 and expected.n_tokens >= 128
+    assert_skip_map_is(chart(at, "Skip map"), expected)
+    print(f"\nembedded explorer, {expected.n_tokens} tokens, warm model: {seconds:.2f} s")
+
+
+@pytest.mark.slow
+def test_wrong_checkpoint_is_an_error_message(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    at = AppTest.from_file(MAIN, default_timeout=600)
+    at.session_state["sb_checkpoint"] = "directory…"
+    at.session_state["sb_checkpoint_path"] = str(tmp_path)
+    at.run()
+    assert not at.exception
+    assert any("is not a HeRo checkpoint" in e.value for e in at.error)
