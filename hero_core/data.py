@@ -205,6 +205,7 @@ def chat_texts(hero, split: str = "train", max_new_tokens: int = 96, limit: int 
                 text = hero.format_prompt(prompt, chat_template=True) + reply
                 cached[prompt] = text
                 fh.write(json.dumps({"prompt": prompt, "text": text, "max_new_tokens": max_new_tokens}) + "\n")
+                fh.flush()  # an interrupted run keeps what it generated
     return [cached[p] for p in prompts]
 
 

@@ -61,6 +61,8 @@ class TrainConfig:
     routed_layers: list[int] | None = None
     storage_dtype: str = "float16"  # bundled checkpoints stay < 10 MB
     bf16: bool = False  # autocast the backbone in bf16 (GPUs); CPU default stays fp32
+    data_blocks: int = 1600  # size of the (cached) training set in blocks; steps cycle through it
+    init_from: str | None = None  # start from this checkpoint's weights (e.g. a tighter budget from a looser one)
 
     def __post_init__(self) -> None:
         check_variant(self.variant, allow_dense=False)
@@ -68,7 +70,7 @@ class TrainConfig:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
         if self.target not in ("distill", "lm"):
             raise ValueError("target must be 'distill' or 'lm'")
-        for name in ("steps", "batch_size", "seq_len", "topk", "save_every"):
+        for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
 
@@ -214,13 +216,17 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         raise ValueError(f"routed_layers {cfg.routed_layers} differ from the wrapped model's {injected}")
     router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected)
     router.config.extra = {"train_config": asdict(cfg)}
+    if cfg.init_from is not None:
+        start_from = ckpt.read_checkpoint(cfg.init_from)
+        ckpt.check_backbone(start_from, hero.backbone.fingerprint, hero.backbone.name)
+        router.load_state_dict({k: v.float() for k, v in ckpt.build_router(start_from).state_dict().items()})
     hero.router = router.to(hero.device)
     from .model import compute_profile
 
     hero.profile = compute_profile(hero.model, hero.router)
     hero.checkpoint_name = out.name
 
-    n_blocks = cfg.steps * cfg.batch_size
+    n_blocks = cfg.data_blocks
     blocks = training_blocks(hero, cfg, n_blocks)
     targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
 
@@ -242,7 +248,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     rank, world = accelerator.process_index, accelerator.num_processes
     for step in bar:
         t0 = time.perf_counter()
-        rows = torch.arange(step * cfg.batch_size, (step + 1) * cfg.batch_size)
+        rows = torch.arange(step * cfg.batch_size, (step + 1) * cfg.batch_size) % n_blocks
         rows = rows[rank::world] if world > 1 else rows
         batch = blocks[rows].to(hero.device)
         for group in optimizer.param_groups:
@@ -308,6 +314,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--save-every", type=int, default=25)
     p.add_argument("--routed-layers", default=None, help="e.g. '0-29' or '1,3,5-9' (default: all blocks)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs)")
+    p.add_argument("--data-blocks", type=int, default=1600, help="training blocks (cycled through)")
+    p.add_argument("--init-from", default=None, help="checkpoint to start from")
     p.add_argument("--backbone", default=None)
     p.add_argument("--device", default="auto")
 
@@ -322,7 +330,8 @@ def run_cli(args) -> int:
     cfg = TrainConfig(out=args.out, variant=args.variant, target_skip=args.target_skip, steps=args.steps,
                       batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr, alpha_init=args.alpha_init,
                       controller_gain=args.controller_gain, target=args.target, seed=args.seed,
-                      save_every=args.save_every, routed_layers=layers, bf16=args.bf16)
+                      save_every=args.save_every, routed_layers=layers, bf16=args.bf16,
+                      data_blocks=args.data_blocks, init_from=args.init_from)
     out = train(cfg, hero)
     print(f"checkpoint written to {out}")
     return 0

@@ -11,7 +11,7 @@ from hero_core.train import TrainConfig, distill_loss, train, usage_penalty
 
 def _cfg(out, **kw):
     base = dict(out=str(out), steps=6, batch_size=2, seq_len=32, data_mix={"code": 1.0, "reasoning": 1.0},
-                save_every=2, target_skip=0.3, controller_gain=2.0)
+                save_every=2, target_skip=0.3, controller_gain=2.0, data_blocks=12)
     base.update(kw)
     return TrainConfig(**base)
 
