@@ -1,0 +1,256 @@
+"""End to end in a real browser: serve the app (tiny model) and drive Debian's headless Chromium.
+
+Chromium is driven over the DevTools protocol with the ``websockets`` client that Streamlit itself
+depends on, so nothing beyond requirements.txt is needed. The test types a prompt into the page,
+clicks a cell of the skip map, visits every page, checks that the plotted data are the trace's and that
+no exception is shown, and saves screenshots to docs/screenshots/ for the README.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from base64 import b64decode
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN = ROOT / "app" / "main.py"
+SHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--remote-debugging-port=0", "--window-size=1400,1000"]
+URL_PROMPT = "Routing is decided per token: short words may skip layers."
+TYPED_PROMPT = "def add(a, b):\n    return a + b"
+NO_EXCEPTION_JS = ("document.querySelectorAll('[data-testid=\"stException\"]').length === 0 && "
+                   "!document.body.innerText.includes('Traceback')")
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
+        if found:
+            return found
+    pytest.skip("Chromium is not installed (apt-get install chromium; `make test` does it)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client: one flattened session on one page."""
+
+    def __init__(self, ws_url: str) -> None:
+        from websockets.sync.client import connect
+
+        self.ws = connect(ws_url, max_size=None, open_timeout=30)
+        self.next_id = 0
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+
+    def send(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict:
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if method.split(".")[0] not in ("Target",):
+            message["sessionId"] = self.session
+        self.ws.send(json.dumps(message))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply["result"]
+
+    def eval(self, expression: str):
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                "awaitPromise": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression[:80]}: {result['exceptionDetails'].get('text')}")
+        return result["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float = 90.0, what: str = ""):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = self.eval(expression)
+            except RuntimeError:  # the document is being replaced (navigation): try again
+                value = None
+            if value:
+                return value
+            time.sleep(0.4)
+        body = self.eval("document.body ? document.body.innerText.slice(0, 1500) : ''")
+        raise AssertionError(f"timed out waiting for {what or expression}; page text:\n{body}")
+
+    def goto(self, url: str) -> None:
+        self.send("Page.navigate", {"url": url})
+        self.wait_for(f"location.href === {json.dumps(url)} && document.readyState === 'complete'",
+                      what=f"navigation to {url}")
+
+    def screenshot(self, path: Path) -> None:
+        data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b64decode(data))
+
+    def click(self, x: float, y: float) -> None:
+        # Plotly resolves a click to the point under the last hover, so move there first.
+        self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        time.sleep(0.3)
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    env = {**os.environ, "HERO_LENS_TINY": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.port", str(port), "--server.address",
+         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read().decode(errors="replace") if proc.poll() is not None else ""
+                pytest.fail(f"streamlit did not start: {out[-2000:]}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = chromium()
+    profile = Path(tempfile.mkdtemp(prefix="hero-lens-chromium-"))
+    proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.skip("Chromium did not start a DevTools endpoint")
+            time.sleep(0.2)
+        port, path = port_file.read_text().splitlines()[:2]
+        tools = DevTools(f"ws://127.0.0.1:{port}{path}")
+        tools.send("Page.enable")
+        tools.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1600, "deviceScaleFactor": 1,
+                                                          "mobile": False})
+        yield tools
+        tools.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# Streamlit's theme wraps titles in <b>; plotly decodes typed arrays into _fullData.
+FIND_SKIP_MAP_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d => d._fullLayout && "
+                    "d._fullLayout.title.text.replace(/<[^>]*>/g, '').startsWith('Skip map'))")
+SKIP_MAP_JS = (f"(() => {{ const g = {FIND_SKIP_MAP_JS}; if (!g) return null; "
+               "const c = g._fullData.find(t => t.name === 'cells'); if (!c) return null; "
+               "return {n: c.x.length, gate: Array.from(c.marker.color)}; })()")
+
+
+def wait_for_skip_map(tools: DevTools, n_cells: int) -> dict:
+    return tools.wait_for(f"(() => {{ const m = {SKIP_MAP_JS}; return m && m.n === {n_cells} ? m : null; }})()",
+                          what=f"a skip map with {n_cells} cells")
+
+
+def test_prompt_to_figures_in_a_browser(server, browser, tiny):
+    tools = browser
+    # 1. A prompt passed in the address bar.
+    tools.goto(f"{server}/?{urllib.parse.urlencode({'prompt': URL_PROMPT})}")
+    expected = tiny.trace(URL_PROMPT)
+    shown = wait_for_skip_map(tools, expected.n_routed * expected.n_tokens)
+    np.testing.assert_allclose(shown["gate"], expected.gate.reshape(-1), rtol=1e-6)
+    tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 3", what="three charts")
+    assert tools.eval(NO_EXCEPTION_JS)
+
+    # 2. A prompt typed into the text area, submitted with Ctrl+Enter.
+    tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); return true; })()")
+    tools.send("Input.insertText", {"text": TYPED_PROMPT})
+    for kind in ("keyDown", "keyUp"):
+        tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "modifiers": 2,
+                                              "windowsVirtualKeyCode": 13})
+    typed = tiny.trace(TYPED_PROMPT)
+    shown = wait_for_skip_map(tools, typed.n_routed * typed.n_tokens)
+    np.testing.assert_allclose(shown["gate"], typed.gate.reshape(-1), rtol=1e-6)
+    assert tools.eval(NO_EXCEPTION_JS)
+
+    # 3. Click a cell of the skip map: the selection moves to that (token, layer).
+    token, block = 2, 1
+    xy = tools.eval(
+        f"(() => {{ const g = {FIND_SKIP_MAP_JS}; g.scrollIntoView(); const L = g._fullLayout; "
+        f"const r = g.getBoundingClientRect(); return [r.left + L._size.l + L.xaxis.l2p({token}), "
+        f"r.top + L._size.t + L.yaxis.l2p({block + 1})]; }})()")
+    tools.click(*xy)
+    tools.wait_for(f"document.body.innerText.includes('Selected: token {token} ')", timeout=60,
+                   what="the clicked cell to become the selection")
+    tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 3")
+    time.sleep(1.0)  # let plotly finish drawing before the screenshot
+    tools.eval("window.scrollTo(0, 0); document.querySelector('section.main, [data-testid=\"stMain\"]')"
+               "?.scrollTo?.(0, 0); true")
+    tools.screenshot(SHOTS / "explorer.png")
+    assert tools.eval(NO_EXCEPTION_JS)
+
+
+@pytest.mark.parametrize("page, charts, marker", [
+    ("memory", 5, "Memory view"), ("compare", 7, "Compare runs"), ("why", 3, "Why this decision?"),
+    ("learn", 5, "Learn: dynamic depth"),
+])
+def test_every_page_renders(server, browser, page, charts, marker):
+    tools = browser
+    tools.goto(f"{server}/{page}")
+    tools.wait_for(f"document.querySelector('h1')?.innerText.includes({json.dumps(marker)})",
+                   what=f"the {page} page's title")
+    tools.wait_for(f"document.querySelectorAll('.js-plotly-plot').length >= {charts}", timeout=120,
+                   what=f"{charts} charts on {page}")
+    time.sleep(1.0)
+    assert tools.eval(NO_EXCEPTION_JS)
+    tools.screenshot(SHOTS / f"{page}.png")
+
+
+def test_generate_page_streams(server, browser):
+    tools = browser
+    tools.goto(f"{server}/generate")
+    tools.wait_for("[...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Generate')",
+                   what="the Generate button")
+    tools.eval("[...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Generate').click(); true")
+    tools.wait_for("document.body.innerText.includes('Routing over prompt + generated tokens') && "
+                   "document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120, what="generation")
+    assert tools.eval("document.querySelectorAll('.hero-token').length") >= 2 * 40
+    time.sleep(1.0)
+    assert tools.eval(NO_EXCEPTION_JS)
+    tools.screenshot(SHOTS / "generate.png")
