@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 
 import streamlit as st
-
 from components import settings as app_settings
 from components.runtime import load_model
 

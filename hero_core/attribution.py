@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -94,7 +94,7 @@ class Attribution:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Attribution":
+    def from_dict(cls, data: dict) -> Attribution:
         data = dict(data)
         data["scores"] = np.asarray(data["scores"], dtype=np.float64)
         return cls(**data)

@@ -6,7 +6,8 @@ every figure so that side-by-side views line up:
 * x is the token position 0..T-1 (numeric, with the token text as tick labels: repeated tokens must
   not merge as they would on a categorical axis);
 * y is the routed-block index 1..R (tick labels ``L<layer>``, the backbone's layer index);
-* per-cell values are the trace's own arrays, unrounded (hover text rounds for display only).
+* per-cell values are the trace's own arrays, unrounded (hover text rounds for display only);
+* in skip maps every cell is a square coloured by g; a white cross over it means the FFN was skipped.
 
 The skip map is drawn as square ``go.Scatter`` markers, not ``go.Heatmap``: Streamlit's
 ``plotly_chart(on_select=...)`` returns no selection for heatmaps (streamlit issue 8760), and a
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -28,9 +29,11 @@ from .trace import RoutingTrace
 
 GATE_SCALE = "Viridis"  # g in [0, 1]
 COMPUTE_SCALE = "YlOrRd"  # FFNs executed per token: pale = little compute, dark red = dense
-EXECUTED_SYMBOL = "square"
-SKIPPED_SYMBOL = "square-x-open"  # hollow with a cross: the FFN did not run
+EXECUTED_SYMBOL = "square"  # every cell: a square coloured by g
+SKIP_MARK = "x-thin-open"  # drawn over the cells whose FFN did not run
+LEGEND_SKIPPED_SYMBOL = "square-x"
 CELLS_NAME = "cells"  # name of the clickable trace in skip maps
+SKIPPED_NAME = "skipped"  # name of the cross overlay
 FLIP_CODES = {0: "both skipped", 1: "both executed", 2: "only {a} executed", 3: "only {b} executed"}
 FLIP_COLOURS = ("#d9d9d9", "#4c78a8", "#e45756", "#f2a541")
 TRAJECTORY_FIELDS = (("gate", "gate g"), ("history_logit", "history logit a"), ("local_logit", "local logit b"),
@@ -88,39 +91,45 @@ def _check_same_tokens(traces: Sequence[RoutingTrace]) -> None:
 
 # -- skip map ------------------------------------------------------------------------------------
 def _cells(trace: RoutingTrace, *, show_scale: bool = True, size: int | None = None) -> go.Scatter:
-    """One marker per (routed block, token): colour = g, filled = executed, hollow cross = skipped."""
+    """One filled square per (routed block, token), coloured by g; point k is (block k // T, token k % T)."""
     R, T = trace.n_routed, trace.n_tokens
-    tokens = np.tile(np.arange(T), R)  # point k -> token k % T
-    blocks = np.repeat(np.arange(1, R + 1), T)  # point k -> block k // T + 1
+    tokens = np.tile(np.arange(T), R)
+    blocks = np.repeat(np.arange(1, R + 1), T)
     executed = trace.executed.reshape(-1)
     labels = [html.escape(token_label(t, 24)) for t in trace.tokens]
-    layers = np.repeat(np.asarray(trace.routed_layers), T)
-    margin = trace.margin().reshape(-1)
-    custom = np.empty((R * T, 7), dtype=object)
-    custom[:, 0] = np.tile(np.asarray(labels, dtype=object), R)
-    custom[:, 1] = layers
-    custom[:, 2] = trace.history_logit.reshape(-1)
-    custom[:, 3] = trace.local_logit.reshape(-1)
-    custom[:, 4] = margin
-    custom[:, 5] = np.where(executed, "executed", "skipped")
-    custom[:, 6] = tokens
+    status = ("skipped", "executed")
+    hover = [f"<b>{labels[k % T]}</b> → FFN {status[e]}" for k, e in enumerate(executed.tolist())]
+    # Numeric customdata (one float array) and plain strings: plotly deep-copies object arrays element by element.
+    custom = np.stack([np.repeat(np.asarray(trace.routed_layers, dtype=np.float64), T),
+                       trace.history_logit.reshape(-1), trace.local_logit.reshape(-1), trace.margin().reshape(-1),
+                       tokens.astype(np.float64)], axis=-1)  # (R*T, 5): layer, a, b, g - tau, token
     cls = go.Scattergl if R * T > _GL_THRESHOLD else go.Scatter
+    # A scalar symbol: per-point symbol arrays cost plotly ~0.1 ms of validation each (0.5 s at 30 x 130).
     return cls(
-        x=tokens, y=blocks, mode="markers", name=CELLS_NAME, showlegend=False, customdata=custom,
-        marker={"symbol": np.where(executed, EXECUTED_SYMBOL, SKIPPED_SYMBOL), "size": size or _cell_size(T, R),
-                "color": trace.gate.reshape(-1), "colorscale": GATE_SCALE, "cmin": 0.0, "cmax": 1.0,
-                "line": {"width": 1.5}, "showscale": show_scale,
-                "colorbar": {"title": {"text": "g"}, "thickness": 12, "len": 0.8}},
-        hovertemplate=("token %{customdata[6]}: <b>%{customdata[0]}</b><br>layer %{customdata[1]} "
-                       "(block %{y})<br>g = %{marker.color:.4f} → %{customdata[5]}<br>"
-                       "a (history) = %{customdata[2]:.3f}<br>b (local) = %{customdata[3]:.3f}<br>"
-                       "margin g − τ = %{customdata[4]:+.4f}<extra></extra>"))
+        x=tokens, y=blocks, mode="markers", name=CELLS_NAME, showlegend=False, customdata=custom, hovertext=hover,
+        marker={"symbol": EXECUTED_SYMBOL, "size": size or _cell_size(T, R), "color": trace.gate.reshape(-1),
+                "colorscale": GATE_SCALE, "cmin": 0.0, "cmax": 1.0, "line": {"width": 0},
+                "showscale": show_scale, "colorbar": {"title": {"text": "g"}, "thickness": 12, "len": 0.8}},
+        hovertemplate=("token %{x}: %{hovertext}<br>layer %{customdata[0]} (block %{y})<br>"
+                       "g = %{marker.color:.4f}<br>a (history) = %{customdata[1]:.3f}<br>"
+                       "b (local) = %{customdata[2]:.3f}<br>margin g − τ = %{customdata[3]:+.4f}<extra></extra>"))
+
+
+def _skip_marks(trace: RoutingTrace, *, size: int | None = None) -> go.Scatter:
+    """A white cross over every cell whose FFN was skipped (not hoverable: the cell below answers)."""
+    blocks, tokens = np.nonzero(~trace.executed)
+    R, T = trace.n_routed, trace.n_tokens
+    cls = go.Scattergl if R * T > _GL_THRESHOLD else go.Scatter
+    return cls(x=tokens, y=blocks + 1, mode="markers", name=SKIPPED_NAME, showlegend=False, hoverinfo="skip",
+               marker={"symbol": SKIP_MARK, "size": int(0.8 * (size or _cell_size(T, R))),
+                       "line": {"width": 2, "color": "rgba(255,255,255,0.95)"}})
 
 
 def _legend_markers() -> list[go.Scatter]:
     return [go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
-                       marker={"symbol": symbol, "size": 11, "color": "#555", "line": {"width": 1.5}})
-            for name, symbol in (("FFN executed", EXECUTED_SYMBOL), ("FFN skipped", SKIPPED_SYMBOL))]
+                       marker={"symbol": symbol, "size": 12, "color": "#666",
+                               "line": {"width": 2, "color": "white"}})
+            for name, symbol in (("FFN executed", EXECUTED_SYMBOL), ("FFN skipped", LEGEND_SKIPPED_SYMBOL))]
 
 
 def _prompt_boundary(fig: go.Figure, trace: RoutingTrace, **where) -> None:
@@ -132,11 +141,11 @@ def _prompt_boundary(fig: go.Figure, trace: RoutingTrace, **where) -> None:
 
 def skip_heatmap(trace: RoutingTrace, *, selected: tuple[int, int] | None = None,
                  title: str | None = None) -> go.Figure:
-    """Routed layer x token map of the gates: colour g, filled square = FFN ran, hollow cross = skipped.
+    """Routed layer x token map of the gates: colour g; a white cross marks a skipped FFN.
 
     ``selected`` = (token, block index 0-based) draws a ring around that cell."""
     R, T = trace.n_routed, trace.n_tokens
-    fig = go.Figure([_cells(trace), *_legend_markers()])
+    fig = go.Figure([_cells(trace), _skip_marks(trace), *_legend_markers()])
     if selected is not None:
         t, j = selected
         fig.add_trace(go.Scatter(x=[t], y=[j + 1], mode="markers", name="selected", hoverinfo="skip",
@@ -161,6 +170,7 @@ def skip_heatmaps(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> go.F
                         subplot_titles=[html.escape(label) for label in labels])
     for row, trace in enumerate(traces, start=1):
         fig.add_trace(_cells(trace, show_scale=row == 1), row=row, col=1)
+        fig.add_trace(_skip_marks(trace), row=row, col=1)
         fig.update_yaxes(_block_axis(trace), row=row, col=1)
         fig.update_xaxes(_token_axis(first.tokens) | {"title": {"text": "token" if row == len(traces) else ""}},
                          row=row, col=1)
@@ -207,7 +217,7 @@ def token_compute_html(tokens: Sequence[str], counts: Sequence[float], max_count
     if len(tokens) != len(counts):
         raise ValueError(f"{len(tokens)} tokens but {len(counts)} counts")
     spans = []
-    for i, (token, count) in enumerate(zip(tokens, counts)):
+    for i, (token, count) in enumerate(zip(tokens, counts, strict=True)):
         bg = compute_colour(count, max_count)
         text = html.escape(token).replace("\n", "↵<br>").replace("\t", "⇥") or "∅"
         generated = n_prompt_tokens is not None and i >= n_prompt_tokens
@@ -222,8 +232,8 @@ def token_compute_html(tokens: Sequence[str], counts: Sequence[float], max_count
 def compute_legend_html(max_count: int) -> str:
     """A small colour key for :func:`token_compute_html`."""
     stops = [0, max_count // 2, max_count] if max_count > 1 else [0, max_count]
-    cells = "".join(f'<span style="background:{compute_colour(c, max_count)};color:{_text_colour(compute_colour(c, max_count))};'
-                    f'padding:1px 6px;margin-right:2px;border-radius:2px">{c}</span>' for c in stops)
+    cells = "".join(f'<span style="background:{bg};color:{_text_colour(bg)};padding:1px 6px;margin-right:2px;'
+                    f'border-radius:2px">{c}</span>' for c, bg in ((c, compute_colour(c, max_count)) for c in stops))
     return f'<div style="font-size:0.8rem">FFNs executed per token: {cells} (of {max_count})</div>'
 
 
@@ -231,7 +241,7 @@ def layer_skip_bars(traces: Sequence[RoutingTrace], labels: Sequence[str] | None
     """Share of tokens that skipped each routed layer's FFN, one bar group per run."""
     labels = list(labels) if labels is not None else [t.variant for t in traces]
     fig = go.Figure()
-    for trace, label in zip(traces, labels):
+    for trace, label in zip(traces, labels, strict=True):
         fig.add_trace(go.Bar(x=block_labels(trace), y=trace.layer_skip_rates(), name=html.escape(label),
                              hovertemplate="%{x}: %{y:.1%} of tokens skipped<extra>" + html.escape(label)
                              + "</extra>"))
@@ -250,7 +260,7 @@ def compute_bars(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> go.Fi
     """Headline compute figures of several runs (fractions, shown as %)."""
     fig = go.Figure()
     keys = list(SUMMARY_LABELS)
-    for trace, label in zip(traces, labels):
+    for trace, label in zip(traces, labels, strict=True):
         summary = trace.summary()
         fig.add_trace(go.Bar(x=[SUMMARY_LABELS[k] for k in keys], y=[summary[k] for k in keys],
                              name=html.escape(label), hovertemplate="%{x}: %{y:.2%}<extra>" + html.escape(label)
@@ -391,7 +401,7 @@ def layer_divergence(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> g
     fig = make_subplots(rows=1, cols=2, subplot_titles=["decision flip rate vs " + html.escape(labels[0]),
                                                         "mean |Δg| vs " + html.escape(labels[0])])
     x = block_labels(ref)
-    for trace, label in zip(traces[1:], labels[1:]):
+    for trace, label in zip(traces[1:], labels[1:], strict=True):
         flips = (trace.executed != ref.executed).mean(axis=1)
         dg = np.abs(trace.gate - ref.gate).mean(axis=1)
         name = html.escape(label)
@@ -413,7 +423,7 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=["NLL of the next token (nats)", "KL(dense ‖ routed) (nats)"])
     first = True
-    for quality, label in zip(qualities, labels):
+    for quality, label in zip(qualities, labels, strict=True):
         name = html.escape(label)
         nll = np.asarray(quality["nll"])
         fig.add_trace(go.Scatter(x=np.arange(len(nll)), y=nll, mode="lines", name=name, legendgroup=name,
@@ -488,7 +498,7 @@ def attribution_html(tokens: Sequence[str], scores: Sequence[float]) -> str:
     scores = np.asarray(scores, dtype=np.float64)
     scale = float(np.max(np.abs(scores))) if scores.size else 0.0
     spans = []
-    for i, (token, score) in enumerate(zip(tokens, scores)):
+    for i, (token, score) in enumerate(zip(tokens, scores, strict=True)):
         share = 0.0 if scale == 0 else abs(score) / scale
         rgb = "84,162,75" if score >= 0 else "228,87,86"
         text = html.escape(token).replace("\n", "↵<br>") or "∅"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hero_core.figures import CELLS_NAME, flip_codes
+from hero_core.figures import CELLS_NAME, SKIPPED_NAME, flip_codes
 
 APP = Path(__file__).resolve().parents[1] / "app"
 MAIN = str(APP / "main.py")
@@ -86,8 +86,10 @@ def assert_skip_map_is(spec: dict, trace, index: int = 0) -> None:
     np.testing.assert_array_equal(values(c["x"]), np.tile(np.arange(T), R))
     np.testing.assert_array_equal(values(c["y"]), np.repeat(np.arange(1, R + 1), T))
     np.testing.assert_allclose(values(c["marker"]["color"]), trace.gate.reshape(-1), rtol=1e-6, atol=1e-7)
-    symbols = np.asarray(c["marker"]["symbol"])
-    np.testing.assert_array_equal(symbols == "square", trace.executed.reshape(-1))
+    crosses = [d for d in spec["data"] if d.get("name") == SKIPPED_NAME][index]
+    blocks, tokens = np.nonzero(~trace.executed)
+    np.testing.assert_array_equal(values(crosses["x"]), tokens)
+    np.testing.assert_array_equal(values(crosses["y"]), blocks + 1)
 
 
 # -- explorer -------------------------------------------------------------------------------------------
@@ -204,7 +206,7 @@ def test_memory_view_for_a_chosen_token(app, tiny):
     mean = values(chart(at, "Memory attention, mean")["data"][0]["z"]).astype(float)
     np.testing.assert_allclose(mean[lower], expected.mean_memory_attention()[lower], rtol=1e-6)
     lines = chart(at, "Router trajectories of token 5")["data"]
-    for line, field in zip(lines, ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu")):
+    for line, field in zip(lines, ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu"), strict=True):
         np.testing.assert_allclose(values(line["y"]), getattr(expected, field)[:, 5], rtol=1e-6, atol=1e-9)
     rho = chart(at, "Forgetting factor")["data"][0]
     np.testing.assert_allclose(values(rho["y"]), expected.forgetting)

@@ -56,13 +56,19 @@ def test_skip_heatmap_cells_are_the_trace(trace):
     np.testing.assert_array_equal(x, np.tile(np.arange(T), R))
     np.testing.assert_array_equal(y, np.repeat(np.arange(1, R + 1), T))
     np.testing.assert_array_equal(values(cells["marker"]["color"]), trace.gate.reshape(-1))
-    symbols = np.asarray(cells["marker"]["symbol"])
-    np.testing.assert_array_equal(symbols == F.EXECUTED_SYMBOL, trace.executed.reshape(-1))
-    np.testing.assert_array_equal(symbols == F.SKIPPED_SYMBOL, ~trace.executed.reshape(-1))
-    custom = np.asarray(cells["customdata"], dtype=object)
-    np.testing.assert_allclose(custom[:, 2].astype(float), trace.history_logit.reshape(-1))
-    np.testing.assert_allclose(custom[:, 3].astype(float), trace.local_logit.reshape(-1))
-    np.testing.assert_allclose(custom[:, 4].astype(float), trace.margin().reshape(-1))
+    custom = values(cells["customdata"])
+    assert custom.shape == (R * T, 5)
+    np.testing.assert_array_equal(custom[:, 0], np.repeat(trace.routed_layers, T))
+    np.testing.assert_allclose(custom[:, 1], trace.history_logit.reshape(-1))
+    np.testing.assert_allclose(custom[:, 2], trace.local_logit.reshape(-1))
+    np.testing.assert_allclose(custom[:, 3], trace.margin().reshape(-1))
+    status = np.array(["executed" in h for h in cells["hovertext"]])
+    np.testing.assert_array_equal(status, trace.executed.reshape(-1))
+    # The crosses sit exactly on the skipped cells.
+    marks = next(d for d in fig["data"] if d.get("name") == F.SKIPPED_NAME)
+    blocks, tokens = np.nonzero(~trace.executed)
+    np.testing.assert_array_equal(values(marks["x"]), tokens)
+    np.testing.assert_array_equal(values(marks["y"]), blocks + 1)
     assert cells["type"] == "scatter"  # not heatmap: Streamlit selections need scatter points
     assert fig["layout"]["xaxis"]["tickvals"] == list(range(T))
     assert len(fig["layout"]["xaxis"]["ticktext"]) == T
@@ -71,8 +77,9 @@ def test_skip_heatmap_cells_are_the_trace(trace):
 
 def test_skip_heatmap_escapes_and_marks_selection(trace):
     fig = spec(F.skip_heatmap(trace, selected=(3, 1)))
-    text = json.dumps(fig)
-    assert "<b>Tags" not in text.replace("<b>%{customdata", "")  # token text is escaped, markup is ours only
+    cells = next(d for d in fig["data"] if d.get("name") == F.CELLS_NAME)
+    inner = [h[len("<b>"): h.index("</b> → FFN")] for h in cells["hovertext"]]  # the token text in our markup
+    assert not any("<" in t or ">" in t for t in inner) and any("&lt;" in t for t in inner)
     ring = next(d for d in fig["data"] if d.get("name") == "selected")
     assert values(ring["x"]).tolist() == [3] and values(ring["y"]).tolist() == [2]
 
@@ -90,14 +97,14 @@ def test_executed_counts_and_layer_bars(traces, trace):
     np.testing.assert_array_equal(values(counts["x"]), np.arange(trace.n_tokens))
     bars = spec(F.layer_skip_bars([traces["hero"], traces["no_history"]], ["hero", "local"]))["data"]
     assert [b["name"] for b in bars] == ["hero", "local"]
-    for bar, t in zip(bars, (traces["hero"], traces["no_history"])):
+    for bar, t in zip(bars, (traces["hero"], traces["no_history"]), strict=True):
         assert bar["x"] == [f"L{layer}" for layer in t.routed_layers]
         np.testing.assert_allclose(values(bar["y"]), t.layer_skip_rates())
 
 
 def test_compute_bars_match_summary(traces):
     data = spec(F.compute_bars([traces["hero"], traces["dense"]], ["hero", "dense"]))["data"]
-    for bar, name in zip(data, ("hero", "dense")):
+    for bar, name in zip(data, ("hero", "dense"), strict=True):
         summary = traces[name].summary()
         np.testing.assert_allclose(values(bar["y"]), [summary[k] for k in F.SUMMARY_LABELS])
     assert np.all(values(data[1]["y"])[[0, 3]] == 0)  # dense skips nothing
@@ -140,7 +147,7 @@ def test_forgetting_and_trajectories(trace):
     t = 4
     data = spec(F.trajectories(trace, t))["data"]
     assert len(data) == len(F.TRAJECTORY_FIELDS)
-    for line, (field, _) in zip(data, F.TRAJECTORY_FIELDS):
+    for line, (field, _) in zip(data, F.TRAJECTORY_FIELDS, strict=True):
         np.testing.assert_array_equal(values(line["x"]), np.arange(1, trace.n_routed + 1))
         np.testing.assert_allclose(values(line["y"]), getattr(trace, field)[:, t])
 
@@ -170,6 +177,8 @@ def test_skip_heatmaps_share_axes(traces):
     fig = spec(F.skip_heatmaps([traces["hero"], traces["no_history"]], ["hero", "local"]))
     cells = [d for d in fig["data"] if d.get("name") == F.CELLS_NAME]
     assert len(cells) == 2
+    marks = [d for d in fig["data"] if d.get("name") == F.SKIPPED_NAME]
+    assert [len(values(m["x"])) for m in marks] == [int((~t.executed).sum()) for t in traces.values()][:2]
     np.testing.assert_array_equal(values(cells[1]["marker"]["color"]), traces["no_history"].gate.reshape(-1))
     assert fig["layout"]["xaxis"]["matches"] == "x2" or fig["layout"]["xaxis2"].get("matches") == "x"
 

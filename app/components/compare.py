@@ -83,14 +83,14 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
             runs.append(RunSpec.from_settings(settings, prompt, chat, model=model, variant=variant,
                                               label=f"{checkpoint} · {precision} · {variant}"))
     labels = _unique([r.label for r in runs])
-    return [RunSpec(**{**r.__dict__, "label": label}) for r, label in zip(runs, labels)]
+    return [RunSpec(**{**r.__dict__, "label": label}) for r, label in zip(runs, labels, strict=True)]
 
 
 def run_table(traces: list[RoutingTrace], qualities: list[dict], labels: list[str]) -> pd.DataFrame:
     """One row per run: compute, quality against dense, and decision flips against the first run."""
     rows = []
     ref = traces[0]
-    for trace, quality, label in zip(traces, qualities, labels):
+    for trace, quality, label in zip(traces, qualities, labels, strict=True):
         s = trace.summary()
         rows.append({"run": label, "param skip %": 100 * s["param_skip"], "net param skip %": 100 * s["net_param_skip"],
                      "FLOPs saved %": 100 * s["flop_share_saved"], "FFNs / token": s["ffn_executed_per_token"],

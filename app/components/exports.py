@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from functools import partial
-from typing import Mapping
 
 import plotly.graph_objects as go
 import streamlit as st

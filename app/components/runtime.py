@@ -40,7 +40,7 @@ class RunSpec:
     label: str = ""
 
     @classmethod
-    def from_settings(cls, settings: Settings, prompt: str, chat_template: bool, **changes) -> "RunSpec":
+    def from_settings(cls, settings: Settings, prompt: str, chat_template: bool, **changes) -> RunSpec:
         fields = {"model": settings.model, "variant": settings.variant, "tau": settings.tau, "prompt": prompt,
                   "chat_template": chat_template, "max_tokens": settings.max_tokens} | changes
         return cls(**fields)

@@ -55,7 +55,7 @@ class Settings:
     tau: float = DEFAULT_TAU
     max_tokens: int = DEFAULT_MAX_TOKENS
 
-    def with_model(self, **changes) -> "Settings":
+    def with_model(self, **changes) -> Settings:
         return replace(self, model=replace(self.model, **changes))
 
 

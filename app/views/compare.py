@@ -1,12 +1,12 @@
 """Compare runs: the same prompt under several variants, checkpoints or precisions, side by side."""
 
 import streamlit as st
-
 from components import settings as app_settings
 from components.compare import build_runs, run_table
 from components.exports import export_panel
 from components.runtime import get_quality, get_trace
 from components.widgets import prompt_input, show_notices
+
 from hero_core.figures import compute_bars, flip_map, layer_divergence, layer_skip_bars, quality_lines, skip_heatmaps
 
 P = "compare"

@@ -1,12 +1,11 @@
 """Route explorer: which FFN each token runs or skips, with what gate, and what it costs."""
 
 import streamlit as st
-
 from components import settings as app_settings
+from components import widgets
 from components.exports import export_panel
 from components.runtime import RunSpec, get_trace
-from components.widgets import (clickable_skip_map, current_cell, prompt_input, show_metrics, show_notices,
-                                show_token_compute)
+
 from hero_core.figures import decision_split, executed_counts, layer_skip_bars, token_label
 
 P = "explorer"
@@ -15,13 +14,13 @@ st.title("Route explorer")
 st.caption("Every routed layer × token: the gate g = σ(a + b) decides whether the token runs that layer's FFN "
            "(g ≥ τ) or takes the cheap adapter instead.")
 settings = app_settings.current()
-prompt, chat = prompt_input(P)
+prompt, chat = widgets.prompt_input(P)
 trace = get_trace(RunSpec.from_settings(settings, prompt, chat))
-show_notices(trace)
-show_metrics(trace)
+widgets.show_notices(trace)
+widgets.show_metrics(trace)
 
-token, block = current_cell(trace)
-figures = {"skip map": clickable_skip_map(trace, prefix=P, selected=(token, block))}
+token, block = widgets.current_cell(trace)
+figures = {"skip map": widgets.clickable_skip_map(trace, prefix=P, selected=(token, block))}
 split = decision_split(trace, token, block)
 verdict = "executed" if split["executed"] else "skipped"
 st.markdown(
@@ -33,7 +32,7 @@ links[0].page_link("views/memory.py", label="Its memory →", icon=":material/me
 links[1].page_link("views/why.py", label="Why this decision? →", icon=":material/help:")
 
 st.subheader("Tokens coloured by compute")
-show_token_compute(trace)
+widgets.show_token_compute(trace)
 figures["ffns per token"] = executed_counts(trace)
 st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
 figures["layer skip rates"] = layer_skip_bars([trace], [trace.variant])

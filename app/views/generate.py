@@ -1,12 +1,12 @@
 """Generate: routed decoding, each new token shaded by the FFNs spent to produce it, next to dense."""
 
 import streamlit as st
-
 from components import settings as app_settings
 from components.exports import export_panel
 from components.generation import generate
 from components.runtime import load_model
 from components.widgets import prompt_input, show_metrics, show_notices
+
 from hero_core import RoutingTrace
 from hero_core.figures import compute_legend_html, executed_counts, skip_heatmap, token_compute_html
 

@@ -2,11 +2,11 @@
 
 import numpy as np
 import streamlit as st
-
 from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec, get_trace, load_model
 from components.widgets import SHARED_PROMPT, token_picker
+
 from hero_core.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
 
 P = "learn"
@@ -33,7 +33,7 @@ st.markdown("A dense transformer runs all of its blocks' feed-forward networks (
 st.latex(r"g_j = \sigma(a_j + b_j)\qquad\text{FFN runs if } g_j \ge \tau,\ \text{else a tiny adapter}")
 st.markdown("where **b** (local logit) looks at the token's current hidden state and **a** (history logit) looks "
             "at the path the token has taken through the blocks so far. Below, each square is one "
-            "(token, layer): filled squares ran the FFN, hollow crossed ones skipped it; colour is g.")
+            "(token, layer), coloured by g; a white cross means the FFN was skipped.")
 base = get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, max_tokens=96))
 figures["skip map"] = skip_heatmap(base)
 st.plotly_chart(figures["skip map"], key=f"{P}_map")

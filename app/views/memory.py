@@ -1,11 +1,11 @@
 """Memory view: one token's depth memory — what each routed block read from the blocks before it."""
 
 import streamlit as st
-
 from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec, get_trace
 from components.widgets import clickable_skip_map, prompt_input, show_notices, token_picker
+
 from hero_core.figures import forgetting_bars, mean_memory_map, memory_map, token_label, trajectories
 
 P = "memory"

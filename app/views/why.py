@@ -2,11 +2,11 @@
 tokens moved it (integrated gradients, or token ablation where gradients are unavailable)."""
 
 import streamlit as st
-
 from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec, get_attribution, get_trace
 from components.widgets import block_picker, clickable_skip_map, prompt_input, show_notices, token_picker
+
 from hero_core.attribution import BASELINES
 from hero_core.figures import attribution_bars, attribution_html, decision_bars, decision_split, token_label
 
