@@ -349,6 +349,16 @@ def _domains(runs: Sequence[ItemRun]) -> list[str]:
     return list(dict.fromkeys(run.domain for run in runs))
 
 
+def _require(runs: Sequence[ItemRun], labels: Sequence[str], *, traces: bool) -> None:
+    """Every run must hold logits (and, with ``traces``, a trace) for each label."""
+    for run in runs:
+        held = run.traces if traces else run.logits
+        missing = [label for label in labels if label not in held]
+        if missing:
+            kind = "traces" if traces else "logits"
+            raise ValueError(f"a {run.domain} item has no {kind} for {missing}; it has {sorted(held)}")
+
+
 def bootstrap_ci(values: Sequence[float], weights: Sequence[float] | None = None, *, n_boot: int = 2000,
                  level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of a (weighted) mean, resampling items with replacement."""
@@ -373,6 +383,8 @@ def flip_summary(runs: Sequence[ItemRun], a: str = "hero", b: str = "no_history"
     only_b_executed (shares of decisions), skip_a / skip_b (skip rates), delta_nll (mean NLL_b - NLL_a,
     pooled over positions) with a 95 % item-bootstrap interval (delta_nll_lo, delta_nll_hi), and
     delta_nll_flipped / delta_nll_unflipped (positions whose token had a flip, or none)."""
+    _require(runs, [a, b], traces=True)
+    _require(runs, [a, b], traces=False)
     rows = []
     for domain in _domains(runs):
         items = [r for r in runs if r.domain == domain]
@@ -402,6 +414,7 @@ def flip_summary(runs: Sequence[ItemRun], a: str = "hero", b: str = "no_history"
 
 def flip_layer_profile(runs: Sequence[ItemRun], a: str = "hero", b: str = "no_history") -> pd.DataFrame:
     """Per (domain, routed block): share of tokens whose decision there differs between runs a and b."""
+    _require(runs, [a, b], traces=True)
     rows = []
     for domain in _domains(runs):
         items = [r for r in runs if r.domain == domain]
@@ -417,6 +430,7 @@ def quality_table(runs: Sequence[ItemRun], labels: Sequence[str], dense: str = "
 
     Columns: nll, nll_dense, delta_nll (nll - nll_dense), kl (KL(dense || routed)), top1_agreement, and
     param_skip (the paper's metric, token-weighted) where the label has a trace."""
+    _require(runs, [*labels, dense], traces=False)
     rows = []
     for domain in _domains(runs):
         items = [r for r in runs if r.domain == domain]

@@ -212,6 +212,10 @@ def test_flip_summary_pools_decisions_and_positions(runs):
                                              r.logits["no_history"])["delta_nll"] for r in items])
         assert table.loc[domain, "delta_nll"] == pytest.approx(deltas.mean())
         assert table.loc[domain, "delta_nll_lo"] <= table.loc[domain, "delta_nll_hi"]
+    with pytest.raises(ValueError, match="no traces for"):
+        A.flip_summary(runs, "hero", "local")
+    with pytest.raises(ValueError, match="no logits for"):
+        A.quality_gap(runs, hero="hero", local="local")
     same = A.flip_summary(runs, "hero", "hero")
     assert (same["flip_rate"] == 0).all() and (same["delta_nll"] == 0).all()
     profile = A.flip_layer_profile(runs)
