@@ -102,25 +102,35 @@ def get_trace(run: RunSpec) -> RoutingTrace:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _quality_dict(run_args: tuple, reference_args: tuple) -> dict:
-    """Quality of a routed run against the dense model ``reference_args`` (a ModelSpec's args), same tokens."""
-    hero, ref = _model(run_args), _model(reference_args)
-    prompt, variant, tau, chat, max_tokens = run_args[5:]
-    routed = hero.logits(prompt, variant=variant, tau=tau, chat_template=chat, max_tokens=max_tokens)
-    dense = ref.logits(prompt, variant="dense", chat_template=chat, max_tokens=max_tokens)
-    ids = hero.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
-    ref_ids = ref.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
-    if not torch.equal(ids, ref_ids):
-        raise ValueError("the runs tokenise the prompt differently, so their quality cannot be compared token by "
-                         "token: compare runs on the same backbone")
-    return compare_to_dense(dense.cpu(), routed.cpu(), ids)
+def _quality_dicts(runs_args: tuple[tuple, ...], reference_args: tuple) -> list[dict]:
+    """Quality of routed runs against the dense model ``reference_args`` (a ModelSpec's args) on the same
+    tokens; the dense logits are computed once for all runs."""
+    ref = _model(reference_args)
+    dense, ids = None, None
+    out = []
+    for run_args in runs_args:
+        hero = _model(run_args)
+        prompt, variant, tau, chat, max_tokens = run_args[5:]
+        if dense is None:
+            dense = ref.logits(prompt, variant="dense", chat_template=chat, max_tokens=max_tokens).cpu()
+            ids = ref.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
+        run_ids = hero.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
+        if not torch.equal(run_ids, ids):
+            raise ValueError("the runs tokenise the prompt differently, so their quality cannot be compared token "
+                             "by token: compare runs on the same backbone")
+        routed = hero.logits(prompt, variant=variant, tau=tau, chat_template=chat, max_tokens=max_tokens).cpu()
+        out.append(compare_to_dense(dense, routed, ids))
+    return out
 
 
-def get_quality(run: RunSpec, reference: ModelSpec) -> dict:
-    load_model(run.model)
-    load_model(reference)
+def get_qualities(runs: list[RunSpec], reference: ModelSpec) -> list[dict]:
+    """Per-run quality against the dense model of ``reference`` (all runs share one prompt and settings)."""
+    if len({(r.prompt, r.chat_template, r.max_tokens) for r in runs}) > 1:
+        raise ValueError("runs to score together must share the prompt, chat-template and length settings")
+    for spec in {r.model for r in runs} | {reference}:
+        load_model(spec)
     with st.spinner("Scoring against the dense model …"):
-        return _quality_dict(run.args(), reference.as_args())
+        return _quality_dicts(tuple(r.args() for r in runs), reference.as_args())
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -4,7 +4,7 @@ import streamlit as st
 from components import settings as app_settings
 from components.compare import build_runs, run_table
 from components.exports import export_panel
-from components.runtime import get_quality, get_trace
+from components.runtime import get_qualities, get_trace
 from components.widgets import prompt_input, show_notices
 
 from hero_core.figures import compute_bars, flip_map, layer_divergence, layer_skip_bars, quality_lines, skip_heatmaps
@@ -25,7 +25,7 @@ traces = [get_trace(run) for run in runs]
 labels = [run.label for run in runs]
 show_notices(traces[0])
 reference = runs[0].model  # quality is measured against the dense model of the first run's backbone
-qualities = [get_quality(run, reference) for run in runs]
+qualities = get_qualities(runs, reference)
 st.dataframe(run_table(traces, qualities, labels), hide_index=True)
 
 figures = {"skip maps": skip_heatmaps(traces, labels)}
