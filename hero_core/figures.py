@@ -416,14 +416,15 @@ def layer_divergence(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> g
 
 
 def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequence[str]) -> go.Figure:
-    """Per-token NLL of the next token and KL(dense || routed), one line per run.
+    """Per token: NLL of the next token, KL(dense || routed), and where the top-1 prediction departs from
+    dense; one line (or row of marks) per run.
 
     ``qualities`` are :func:`hero_core.quality.compare_to_dense` dicts on the same tokens; point i is
-    the prediction made at token i (NLL of token i+1)."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=["NLL of the next token (nats)", "KL(dense ‖ routed) (nats)"])
-    first = True
-    for quality, label in zip(qualities, labels, strict=True):
+    the prediction made at token i (the NLL is that of token i+1)."""
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07, row_heights=[0.4, 0.4, 0.2],
+                        subplot_titles=["NLL of the next token (nats)", "KL(dense ‖ routed) (nats)",
+                                        "top-1 prediction differs from dense"])
+    for i, (quality, label) in enumerate(zip(qualities, labels, strict=True)):
         name = html.escape(label)
         nll = np.asarray(quality["nll"])
         fig.add_trace(go.Scatter(x=np.arange(len(nll)), y=nll, mode="lines", name=name, legendgroup=name,
@@ -432,16 +433,22 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
         fig.add_trace(go.Scatter(x=np.arange(len(kl)), y=kl, mode="lines", name=name, legendgroup=name,
                                  showlegend=False, hovertemplate="token %{x}: %{y:.4f}<extra>" + name + "</extra>"),
                       row=2, col=1)
-        if first and "nll_dense" in quality:
+        differs = np.flatnonzero(~np.asarray(quality["top1_agree"], dtype=bool))
+        fig.add_trace(go.Scatter(x=differs, y=[name] * len(differs), mode="markers", name=name, legendgroup=name,
+                                 showlegend=False, marker={"symbol": "line-ns-open", "size": 12, "line": {"width": 2}},
+                                 hovertemplate="token %{x}: top-1 differs<extra>" + name + "</extra>"), row=3, col=1)
+        if i == 0 and "nll_dense" in quality:
             dense = np.asarray(quality["nll_dense"])
             fig.add_trace(go.Scatter(x=np.arange(len(dense)), y=dense, mode="lines", name="dense",
                                      line={"dash": "dot", "color": "#444"},
                                      hovertemplate="token %{x}: %{y:.3f}<extra>dense</extra>"), row=1, col=1)
-            first = False
-    fig.update_xaxes(_token_axis(tokens) | {"title": {"text": ""}}, row=1, col=1)
-    fig.update_xaxes(_token_axis(tokens), row=2, col=1)
-    fig.update_layout(title={"text": "Quality against the dense model, per token"}, height=520,
-                      plot_bgcolor="white", margin={"l": 60, "r": 20, "t": 70, "b": 60})
+    for row in (1, 2):
+        fig.update_xaxes(_token_axis(tokens) | {"title": {"text": ""}}, row=row, col=1)
+    fig.update_xaxes(_token_axis(tokens), row=3, col=1)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=[html.escape(s) for s in labels],
+                     row=3, col=1)
+    fig.update_layout(title={"text": "Quality against the dense model, per token"},
+                      height=600 + 20 * len(labels), plot_bgcolor="white", margin={"l": 90, "r": 20, "t": 70, "b": 60})
     return fig
 
 

@@ -193,6 +193,20 @@ def test_wrong_backbone_path_is_an_error_message(monkeypatch):
     assert any("no config.json" in e.value for e in at.error)
 
 
+def test_unavailable_device_is_an_error_message(app):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    at = app()
+    at.selectbox(key="sb_device").select("cuda").run()
+    assert not at.exception
+    assert any("no CUDA GPU" in e.value for e in at.error)
+    at.selectbox(key="sb_device").select("cpu").run()
+    assert_clean(at)
+    assert chart(at, "Skip map")
+
+
 # -- memory -----------------------------------------------------------------------------------------------
 def test_memory_view_for_a_chosen_token(app, tiny):
     at = app("memory")
@@ -259,7 +273,17 @@ def test_compare_variants(app, tiny):
     assert table["run"].tolist() == variants
     np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
     quality = chart(at, "Quality against the dense model")["data"]
-    assert len(values(quality[0]["y"])) == expected[0].n_tokens - 1
+    import torch
+
+    from hero_core.quality import compare_to_dense
+
+    dense = tiny.logits(DEFAULT_PROMPT, variant="dense")
+    q = compare_to_dense(dense, tiny.logits(DEFAULT_PROMPT, variant="no_history"), torch.tensor(expected[1].token_ids))
+    no_history = [d for d in quality if d.get("name") == "no_history"]  # nll, kl, top-1 marks
+    np.testing.assert_allclose(values(no_history[0]["y"]), q["nll"], rtol=1e-5)
+    np.testing.assert_allclose(values(no_history[1]["y"]), q["kl"], rtol=1e-4, atol=1e-7)
+    np.testing.assert_array_equal(values(no_history[2]["x"]), np.flatnonzero(~np.asarray(q["top1_agree"])))
+    assert table["top-1 agreement %"][1] == pytest.approx(100 * q["top1_agreement"], abs=1e-3)
 
 
 def test_compare_precision_full_vs_nf4(app):

@@ -192,6 +192,8 @@ def test_quality_lines(tiny, trace):
     np.testing.assert_allclose(values(data[0]["y"]), q["nll"], rtol=1e-6)
     np.testing.assert_allclose(values(data[1]["y"]), q["kl"], rtol=1e-6, atol=1e-9)
     assert len(values(data[0]["y"])) == trace.n_tokens - 1
+    np.testing.assert_array_equal(values(data[2]["x"]), np.flatnonzero(~np.asarray(q["top1_agree"])))
+    np.testing.assert_allclose(values(data[3]["y"]), q["nll_dense"], rtol=1e-6)  # the dense reference line
 
 
 def test_decision_split_is_exact(trace):
