@@ -14,14 +14,14 @@ from components.runtime import load_model
 
 log = logging.getLogger("hero_lens.app")
 
-PAGES = [
+PAGES = (
     ("views/explorer.py", "Route explorer", ":material/grid_on:", "explorer"),
     ("views/memory.py", "Memory view", ":material/memory:", "memory"),
     ("views/compare.py", "Compare runs", ":material/compare:", "compare"),
     ("views/generate.py", "Generate", ":material/edit_note:", "generate"),
     ("views/why.py", "Why this decision?", ":material/help:", "why"),
     ("views/learn.py", "Learn: dynamic depth", ":material/school:", "learn"),
-]
+)
 
 
 def main() -> None:

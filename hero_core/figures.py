@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from types import MappingProxyType
 
 import numpy as np
 import plotly.graph_objects as go
@@ -34,7 +35,7 @@ SKIP_MARK = "x-thin-open"  # drawn over the cells whose FFN did not run
 LEGEND_SKIPPED_SYMBOL = "square-x"
 CELLS_NAME = "cells"  # name of the clickable trace in skip maps
 SKIPPED_NAME = "skipped"  # name of the cross overlay
-FLIP_CODES = {0: "both skipped", 1: "both executed", 2: "only {a} executed", 3: "only {b} executed"}
+FLIP_CODES = ("both skipped", "both executed", "only {a} executed", "only {b} executed")
 FLIP_COLOURS = ("#d9d9d9", "#4c78a8", "#e45756", "#f2a541")
 TRAJECTORY_FIELDS = (("gate", "gate g"), ("history_logit", "history logit a"), ("local_logit", "local logit b"),
                      ("p_hist", "p_hist"), ("m_hist", "m_hist"), ("nu", "novelty ν"))
@@ -252,8 +253,8 @@ def layer_skip_bars(traces: Sequence[RoutingTrace], labels: Sequence[str] | None
     return fig
 
 
-SUMMARY_LABELS = {"param_skip": "param skip", "net_param_skip": "net param skip",
-                  "flop_share_saved": "FLOPs saved", "skip_rate": "FFN skip rate"}
+SUMMARY_LABELS = MappingProxyType({"param_skip": "param skip", "net_param_skip": "net param skip",
+                  "flop_share_saved": "FLOPs saved", "skip_rate": "FFN skip rate"})
 
 
 def compute_bars(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> go.Figure:

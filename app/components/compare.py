@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pandas as pd
 import streamlit as st
 
@@ -13,9 +15,10 @@ from .runtime import RunSpec, load_model
 from .settings import PRECISIONS, Settings, checkpoint_options
 
 PRESETS = ("variants", "checkpoints", "precision", "custom")
-PRESET_LABELS = {"variants": "Variants (same checkpoint)", "checkpoints": "Checkpoints (e.g. hero vs local)",
-                 "precision": "Precision (full vs NF4)", "custom": "Custom"}
-DEFAULT_VARIANTS = ["hero", "no_history", "no_memread"]
+PRESET_LABELS = MappingProxyType({"variants": "Variants (same checkpoint)",
+                                  "checkpoints": "Checkpoints (e.g. hero vs local)",
+                                  "precision": "Precision (full vs NF4)", "custom": "Custom"})
+DEFAULT_VARIANTS = ("hero", "no_history", "no_memread")
 MAX_RUNS = 4
 
 
@@ -46,8 +49,8 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
     preset = st.radio("Compare", PRESETS, format_func=PRESET_LABELS.get, horizontal=True, key=f"{prefix}_preset")
     runs: list[RunSpec] = []
     if preset == "variants":
-        variants = st.multiselect("Variants", INFERENCE_VARIANTS, default=DEFAULT_VARIANTS, key=f"{prefix}_variants",
-                                  max_selections=MAX_RUNS)
+        variants = st.multiselect("Variants", INFERENCE_VARIANTS, default=list(DEFAULT_VARIANTS),
+                                  key=f"{prefix}_variants", max_selections=MAX_RUNS)
         runs = [RunSpec.from_settings(settings, prompt, chat, variant=v, label=v) for v in variants]
     elif preset == "checkpoints":
         options = [c for c in checkpoint_options(settings.model.tiny) if c in bundled_names()]

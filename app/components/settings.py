@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import streamlit as st
 
@@ -17,13 +18,13 @@ from hero_core.config import INFERENCE_VARIANTS
 TINY_ENV = "HERO_LENS_TINY"
 DEFAULT_CHECKPOINT = "default"
 CUSTOM_CHECKPOINT = "directory…"
-PRECISIONS = {"full": "full precision", "nf4": "4-bit NF4"}
+PRECISIONS = MappingProxyType({"full": "full precision", "nf4": "4-bit NF4"})
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_TAU = 0.5
 DEFAULT_MAX_TOKENS = 512  # interactive cap; longer prompts are cut with a notice
-VARIANT_HELP = {"hero": "full HeRo: local + history heads", "no_history": "local router only (a = 0)",
-                "no_memread": "history head without the memory read", "no_aux": "no path encoder",
-                "no_pos": "no positional path features", "dense": "every FFN runs, no router"}
+VARIANT_HELP = MappingProxyType({"hero": "full HeRo: local + history heads", "no_history": "local router only (a = 0)",
+                                 "no_memread": "history head without the memory read", "no_aux": "no path encoder",
+                                 "no_pos": "no positional path features", "dense": "every FFN runs, no router"})
 
 
 @dataclass(frozen=True)

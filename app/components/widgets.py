@@ -8,6 +8,7 @@ are re-seeded from these when they reappear.
 from __future__ import annotations
 
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 import plotly.graph_objects as go
@@ -16,7 +17,7 @@ import streamlit as st
 from hero_core import RoutingTrace
 from hero_core.figures import compute_legend_html, skip_heatmap, token_compute_html, token_label
 
-EXAMPLES = {
+EXAMPLES = MappingProxyType({
     "reasoning": ("Tom has 3 boxes with 12 apples each. He gives away 7 apples and eats 2. "
                   "How many apples are left? Let's think step by step: 3 * 12 = 36, 36 - 7 = 29, 29 - 2 = 27. "
                   "So the answer is 27."),
@@ -24,7 +25,7 @@ EXAMPLES = {
              "    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"),
     "chat": ("Hi! I'm planning a weekend trip to the mountains. Could you suggest three things "
              "I should pack, and explain briefly why each one matters?"),
-}
+})
 DEFAULT_EXAMPLE = "reasoning"
 SHARED_PROMPT = "shared_prompt"
 SHARED_CHAT = "shared_chat"

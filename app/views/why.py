@@ -1,6 +1,8 @@
 """Why this decision? The exact split of one gate into local and history logits, and which input
 tokens moved it (integrated gradients, or token ablation where gradients are unavailable)."""
 
+from types import MappingProxyType
+
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
@@ -11,8 +13,9 @@ from hero_core.attribution import BASELINES
 from hero_core.figures import attribution_bars, attribution_html, decision_bars, decision_split, token_label
 
 P = "why"
-METHOD_LABELS = {"auto": "auto (gradients unless 4-bit)", "integrated_gradients": "integrated gradients",
-                 "ablation": "token ablation (no gradients)"}
+METHOD_LABELS = MappingProxyType({"auto": "auto (gradients unless 4-bit)",
+                                  "integrated_gradients": "integrated gradients",
+                                  "ablation": "token ablation (no gradients)"})
 
 st.title("Why this decision?")
 st.caption("The gate is g = σ(a + b): b is the local head's view of the token's current hidden state, a the history "
