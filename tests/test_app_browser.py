@@ -148,6 +148,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
+    pytest.importorskip("websockets.sync.client", reason="the DevTools client needs websockets >= 12")
     exe = chromium()
     profile = Path(tempfile.mkdtemp(prefix="hero-lens-chromium-"))
     proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
