@@ -19,6 +19,8 @@ ARG BASE=python:3.11-slim
 FROM ${BASE}
 
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# The pinned requirements (pandas 3, numpy 2.4, transformers 5, streamlit 1.67) need Python >= 3.11.
+ARG PYTHON=python3.11
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -28,12 +30,13 @@ ENV PYTHONUNBUFFERED=1 \
     HERO_LENS_CACHE=/opt/hero_lens_cache \
     HF_HUB_OFFLINE=1
 
-# python:*-slim has Python; CUDA runtime images (Ubuntu) need it installed. Either way: one venv, like make.
-RUN if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then \
-        apt-get update && apt-get install -y --no-install-recommends python3 python3-venv python3-pip \
+# python:3.11-slim has Python 3.11; a CUDA runtime image (Ubuntu 22.04) gets it from apt (universe).
+# Either way the project lives in one venv, as with make.
+RUN if ! command -v "${PYTHON}" >/dev/null 2>&1 || ! "${PYTHON}" -c "import ensurepip" >/dev/null 2>&1; then \
+        apt-get update && apt-get install -y --no-install-recommends "${PYTHON}" "${PYTHON}-venv" \
         && rm -rf /var/lib/apt/lists/*; \
     fi \
-    && python3 -m venv /opt/venv \
+    && "${PYTHON}" -m venv /opt/venv \
     && useradd --create-home --uid 1000 hero
 
 WORKDIR /app

@@ -99,6 +99,9 @@ def test_torch_comes_from_the_cpu_index_at_the_pinned_version(dockerfile):
 def test_base_image_is_a_build_argument(dockerfile):
     assert dockerfile[0] == ("ARG", "BASE=python:3.11-slim")
     assert ("FROM", "${BASE}") in dockerfile
+    # The pinned requirements need Python >= 3.11; on a CUDA (Ubuntu) base the same version is installed.
+    assert ("ARG", "PYTHON=python3.11") in dockerfile
+    assert any(k == "RUN" and '"${PYTHON}" -m venv /opt/venv' in a for k, a in dockerfile)
 
 
 def copied_paths(dockerfile) -> list[str]:
