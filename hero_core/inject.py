@@ -15,6 +15,9 @@ base layer unchanged, so the wrapped model computes exactly what the backbone do
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 import torch.nn as nn
 
@@ -76,7 +79,11 @@ class RoutedFFN(nn.Module):
         if call.policy is not None:
             executed, gate = call.policy(self.block, gate, fwd)
         active = fwd.active.reshape(-1) if fwd.active is not None else None
-        out = self._branch(flat_u, gate, executed, active, router.adapters[self.block - 1])
+        adapter = router.adapters[self.block - 1]
+        if call.straight_through and torch.is_grad_enabled():
+            out = self._straight_through(flat_u, gate, executed, active, adapter)
+        else:
+            out = self._branch(flat_u, gate, executed, active, adapter)
         call.add_record(self.block, decision, executed, fwd.path)
         return out.view(B, T, D)
 
@@ -84,22 +91,45 @@ class RoutedFFN(nn.Module):
                 active: torch.Tensor | None, adapter: nn.Module) -> torch.Tensor:
         """Hard branch with real compute skipping: gather each branch's tokens, run it, scatter back.
 
-        u: (N, D); gate, executed, active: (N,). Padding tokens (active False) run neither branch."""
+        u: (N, D); gate, executed, active: (N,). Padding tokens (active False) run neither branch.
+        Writes go in place into one output buffer (zeroed only when padding rows must stay 0); when one
+        branch takes every token it runs on ``u`` directly, without gather or scatter."""
         run_ffn = executed if active is None else executed & active
-        run_adapter = ~executed if active is None else ~executed & active
-        n_ffn = int(run_ffn.sum())
+        idx_ffn = run_ffn.nonzero().squeeze(1)
+        n_ffn = idx_ffn.numel()
         if n_ffn == u.shape[0]:  # every token executes: no gather needed
             return gate[:, None].to(u.dtype) * self.base_layer(u)
-        out = torch.zeros_like(u)
+        adapter_dtype = adapter.w1.weight.dtype
+        if n_ffn == 0 and active is None:  # every token takes the adapter
+            return ((1 - gate[:, None]) * adapter(u.to(adapter_dtype))).to(u.dtype)
+        out = torch.empty_like(u) if active is None else torch.zeros_like(u)
         if n_ffn:
-            idx = run_ffn.nonzero().squeeze(1)
-            out = out.index_copy(0, idx, gate[idx, None].to(u.dtype) * self.base_layer(u[idx]))
+            out.index_copy_(0, idx_ffn, gate[idx_ffn, None].to(u.dtype) * self.base_layer(u.index_select(0, idx_ffn)))
+        run_adapter = ~executed if active is None else ~executed & active
         idx = run_adapter.nonzero().squeeze(1)
         if idx.numel():
-            adapter_dtype = adapter.w1.weight.dtype
-            skipped = (1 - gate[idx, None]) * adapter(u[idx].to(adapter_dtype))
-            out = out.index_copy(0, idx, skipped.to(u.dtype))
+            skipped = (1 - gate[idx, None]) * adapter(u.index_select(0, idx).to(adapter_dtype))
+            out.index_copy_(0, idx, skipped.to(u.dtype))
         return out
+
+
+    def _straight_through(self, u: torch.Tensor, gate: torch.Tensor, executed: torch.Tensor,
+                          active: torch.Tensor | None, adapter: nn.Module) -> torch.Tensor:
+        """Training variant of the hard branch: same forward value, but g learns what the FFN is worth.
+
+        With the paper's hard branch, a token whose gate fell below tau only ever sees the adapter, so
+        nothing tells the router that the FFN would have helped; in our CPU-sized runs every gate then
+        collapsed below tau together (distillation loss 1.5 -> 13 in 16 steps). Here both branches run on
+        every token and ``(g - sg(g)) * sg(FFN(u) - Adapter(u))`` (value 0) is added, so
+        d out / d g = FFN(u) - Adapter(u), the derivative of the soft mixture. No compute is saved in
+        training; inference always uses :meth:`_branch`."""
+        g = gate[:, None].to(u.dtype)
+        g_const = g.detach()
+        ffn = self.base_layer(u)
+        skip = adapter(u.to(adapter.w1.weight.dtype)).to(u.dtype)
+        hard = torch.where(executed[:, None], g_const * ffn, (1 - g_const) * skip)
+        out = hard + (g - g_const) * (ffn - skip).detach()
+        return out if active is None else out * active[:, None].to(u.dtype)
 
 
 def _begin_pass_hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -133,3 +163,26 @@ def inject(model: nn.Module, routed_layers: list[int]) -> None:
 def ffn_modules(model: nn.Module) -> list[nn.Module]:
     """The (unwrapped) FFN of every block, for accounting and baselines."""
     return [layer.mlp.base_layer if isinstance(layer.mlp, RoutedFFN) else layer.mlp for layer in decoder_layers(model)]
+
+
+@contextlib.contextmanager
+def unwrapped(model: nn.Module) -> Iterator[nn.Module]:
+    """Temporarily take the routing wrappers and the pass hook off ``model``: inside, it *is* the bare
+    backbone (same weight tensors). For benchmarks and exports; not for a model shared across threads."""
+    layers = decoder_layers(model)
+    swapped = []
+    for layer in layers:
+        if isinstance(layer.mlp, RoutedFFN):
+            swapped.append((layer, layer.mlp, layer.post_attention_layernorm))
+            layer.mlp = layer.mlp.base_layer
+            layer.post_attention_layernorm = layer.post_attention_layernorm.base_layer
+    ours = [k for k, hook in model.model._forward_pre_hooks.items() if hook is _begin_pass_hook]
+    hooks = {store: {k: getattr(model.model, store).pop(k) for k in ours if k in getattr(model.model, store)}
+             for store in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs")}
+    try:
+        yield model
+    finally:
+        for layer, ffn, tap in swapped:
+            layer.mlp, layer.post_attention_layernorm = ffn, tap
+        for store, popped in hooks.items():
+            getattr(model.model, store).update(popped)

@@ -70,29 +70,70 @@ class DepthMemory:
 
     Created fresh for every forward pass (memory never crosses tokens or decode steps) and never stored
     on a module, so concurrent calls on one shared model cannot see each other's state.
+
+    With ``capacity`` (the number of routed blocks) and autograd off, keys, values and decay products
+    live in buffers preallocated for all blocks and are written in place: the same numbers as the
+    growing form, without re-copying the whole history at every block (O(R) instead of O(R^2) traffic).
+    When a write needs a graph (training, attribution) the memory keeps the growing, out-of-place form,
+    whose every step autograd can differentiate.
     """
 
-    def __init__(self, n_tokens: int, d_memory: int, eps: float, *, device, dtype) -> None:
+    def __init__(self, n_tokens: int, d_memory: int, eps: float, *, device, dtype,
+                 capacity: int | None = None) -> None:
         self.eps = eps
-        self.keys = torch.empty(n_tokens, 0, d_memory, device=device, dtype=dtype)  # phi(k_i): (N, i, d_m)
-        self.values = torch.empty(n_tokens, 0, d_memory, device=device, dtype=dtype)  # v_i: (N, i, d_m)
-        self.decay = torch.empty(0, device=device, dtype=dtype)  # prod_{m=i+1..j-1} rho_m for each i: (i,)
+        self.size = 0  # blocks written so far (i)
+        self._buffered = capacity is not None and capacity > 0 and not torch.is_grad_enabled()
+        width = capacity if self._buffered else 0
+        self._keys = torch.empty(n_tokens, width, d_memory, device=device, dtype=dtype)  # phi(k_i): (N, i, d_m)
+        self._values = torch.empty(n_tokens, width, d_memory, device=device, dtype=dtype)  # v_i: (N, i, d_m)
+        self._decay = torch.empty(width, device=device, dtype=dtype)  # prod_{m=i+1..j-1} rho_m for each i: (i,)
+
+    @property
+    def keys(self) -> torch.Tensor:
+        return self._keys[:, : self.size] if self._buffered else self._keys
+
+    @property
+    def values(self) -> torch.Tensor:
+        return self._values[:, : self.size] if self._buffered else self._values
+
+    @property
+    def decay(self) -> torch.Tensor:
+        return self._decay[: self.size] if self._buffered else self._decay
 
     def read(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """c_j and alpha_{j,.} for queries q (N, d_m). Returns (context (N, d_m), weights (N, j-1))."""
-        if self.keys.shape[1] == 0:
+        if self.size == 0:
             return torch.zeros_like(q), q.new_zeros(q.shape[0], 0)
-        scores = torch.einsum("nd,nid->ni", feature_map(q), self.keys) * self.decay  # w_{j,i}: (N, j-1)
-        weights = scores / (scores.sum(dim=1, keepdim=True) + self.eps)  # alpha_{j,i}
-        context = torch.einsum("ni,nid->nd", weights, self.values)
+        if torch.is_grad_enabled():
+            scores = torch.einsum("nd,nid->ni", feature_map(q), self.keys) * self.decay  # w_{j,i}: (N, j-1)
+            weights = scores / (scores.sum(dim=1, keepdim=True) + self.eps)  # alpha_{j,i}
+            return torch.einsum("ni,nid->nd", weights, self.values), weights
+        # Inference: the bmm calls these two einsums reduce to (the same numbers, bit for bit, without
+        # einsum's per-call planning: ~10 us a call, which counts at one token per decode step).
+        phi_q = feature_map(q).unsqueeze(1)  # (N, 1, d_m)
+        scores = torch.bmm(phi_q, self.keys.transpose(1, 2)).squeeze(1) * self.decay
+        weights = scores / (scores.sum(dim=1, keepdim=True) + self.eps)
+        context = torch.bmm(weights.unsqueeze(1), self.values).squeeze(1)  # c_j: (N, d_m)
         return context, weights
 
     def write(self, k: torch.Tensor, v: torch.Tensor, rho: torch.Tensor) -> None:
         """S <- rho S + phi(k) v^T, in attention form: decay the old entries, append the new one."""
-        one = rho.new_ones(1)
-        self.decay = torch.cat([self.decay * rho, one])
-        self.keys = torch.cat([self.keys, feature_map(k).unsqueeze(1)], dim=1)
-        self.values = torch.cat([self.values, v.unsqueeze(1)], dim=1)
+        needs_graph = torch.is_grad_enabled() and (k.requires_grad or v.requires_grad or rho.requires_grad)
+        if self._buffered and (needs_graph or self.size >= self._keys.shape[1]):
+            self._keys, self._values, self._decay = self.keys, self.values, self.decay  # fall back: grow
+            self._buffered = False
+        i = self.size
+        if self._buffered:
+            self._decay[:i].mul_(rho)
+            self._decay[i] = 1.0
+            self._keys[:, i] = feature_map(k)
+            self._values[:, i] = v
+        else:
+            one = rho.new_ones(1)
+            self._decay = torch.cat([self._decay * rho, one])
+            self._keys = torch.cat([self._keys, feature_map(k).unsqueeze(1)], dim=1)
+            self._values = torch.cat([self._values, v.unsqueeze(1)], dim=1)
+        self.size = i + 1
 
     def state_norm(self) -> torch.Tensor:
         """Frobenius norm of S after the latest write, per token: (N,). Only computed when asked for."""

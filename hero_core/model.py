@@ -131,10 +131,12 @@ class HeroModel:
 
     # -- running ------------------------------------------------------------------------------
     def new_call(self, variant: str, tau: float | None = None, *, record: bool = True,
-                 record_states: bool = False, keep_gates: bool = False, policy=None) -> RoutingCall:
+                 record_states: bool = False, keep_gates: bool = False, policy=None,
+                 straight_through: bool = False) -> RoutingCall:
         check_variant(variant)
         return RoutingCall(router=self.router, variant=variant, tau=check_tau(self.config.tau if tau is None else tau),
-                           record=record, record_states=record_states, keep_gates=keep_gates, policy=policy)
+                           record=record, record_states=record_states, keep_gates=keep_gates, policy=policy,
+                           straight_through=straight_through)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, call: RoutingCall,
                 **kwargs) -> torch.Tensor:

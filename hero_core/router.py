@@ -53,6 +53,10 @@ class StateEncoder(nn.Module):
     def forward(self, hbar: torch.Tensor) -> torch.Tensor:
         return self.up(F.silu(self.down(self.norm(hbar))))
 
+    def from_unit(self, unit: torch.Tensor) -> torch.Tensor:
+        """Same as :meth:`forward` given ``unit = rms_norm(hbar)`` without weight (see :func:`unit_rms`)."""
+        return self.up(F.silu(self.down(unit * self.norm.weight)))
+
 
 class LocalHead(nn.Module):
     """b = f_psi(hbar). The RMSNorm is our choice: residual norms grow ~10x across depth, and one
@@ -67,6 +71,16 @@ class LocalHead(nn.Module):
 
     def forward(self, hbar: torch.Tensor) -> torch.Tensor:
         return self.mlp(self.norm(hbar)).squeeze(-1)
+
+    def from_unit(self, unit: torch.Tensor) -> torch.Tensor:
+        """Same as :meth:`forward` given ``unit = rms_norm(hbar)`` without weight (see :func:`unit_rms`)."""
+        return self.mlp(unit * self.norm.weight).squeeze(-1)
+
+
+def unit_rms(hbar: torch.Tensor, norm: nn.RMSNorm) -> torch.Tensor:
+    """hbar / RMS(hbar) with ``norm``'s eps and no weight: both router norms read the same hbar, so it is
+    computed once per block (``norm(hbar) == unit_rms(hbar, norm) * norm.weight``, bit for bit)."""
+    return F.rms_norm(hbar, norm.normalized_shape, None, norm.eps)
 
 
 class Adapter(nn.Module):
@@ -93,6 +107,7 @@ class PathState:
     delta_prev: torch.Tensor | None = None  # delta_{j-1}: (N, d)
     p_hist: torch.Tensor | None = None  # p_hist_{j-1}: (N,)
     m_hist: torch.Tensor | None = None  # m_hist_{j-1}: (N,)
+    rho: torch.Tensor | None = None  # rho_j of every block, computed once per pass: (R,)
 
 
 @dataclass
@@ -135,8 +150,8 @@ class HeroRouter(nn.Module):
     # -- per-call state -------------------------------------------------------------------------
     def new_path(self, n_tokens: int, variant: str, *, device, dtype) -> PathState:
         needs_memory = variant in ("hero", "no_aux", "no_pos")
-        memory = DepthMemory(n_tokens, self.config.d_memory, self.config.eps, device=device, dtype=dtype) \
-            if needs_memory else None
+        memory = DepthMemory(n_tokens, self.config.d_memory, self.config.eps, device=device, dtype=dtype,
+                             capacity=self.config.n_routed) if needs_memory else None
         return PathState(memory=memory)
 
     def forgetting(self) -> torch.Tensor:
@@ -169,7 +184,11 @@ class HeroRouter(nn.Module):
         if variant == "no_pos":
             features = features.clone()
             features[:, _POSITIONAL_FEATURES] = 0.0
-        z_h = self.state_encoder(hbar)
+        # Both norms of the router read hbar: at inference share its RMS normalisation (the same numbers
+        # as two RMSNorms, bit for bit). With a graph the two norms stay apart, so gradients are unchanged.
+        same_norm = not torch.is_grad_enabled() and self.state_encoder.norm.eps == self.local_head.norm.eps
+        unit = unit_rms(hbar, self.state_encoder.norm) if same_norm else None
+        z_h = self.state_encoder.from_unit(unit) if same_norm else self.state_encoder(hbar)
         z_a = self.path_encoder(features)
         if variant == "no_aux":
             z_a = torch.zeros_like(z_a)
@@ -178,7 +197,9 @@ class HeroRouter(nn.Module):
 
         if path.memory is not None:  # read before write
             context, weights = path.memory.read(self.to_q(state))
-            path.memory.write(self.to_k(state), self.to_v(state), self.forgetting()[j - 1])
+            if path.rho is None:
+                path.rho = self.forgetting()
+            path.memory.write(self.to_k(state), self.to_v(state), path.rho[j - 1])
             if j == 1:
                 novelty = hbar.new_zeros(n)
             else:
@@ -193,7 +214,7 @@ class HeroRouter(nn.Module):
             history_logit = hbar.new_zeros(n)
         else:
             history_logit = self.history_head(torch.cat([state, context, novelty[:, None]], -1)).squeeze(-1)
-        local_logit = self.local_head(hbar)
+        local_logit = self.local_head.from_unit(unit) if same_norm else self.local_head(hbar)
         gate = torch.sigmoid(history_logit + local_logit)
         p_hist = torch.sigmoid(history_logit / c.t_hist)
         m_hist = (path.m_hist if path.m_hist is not None else torch.ones_like(p_hist)) * p_hist

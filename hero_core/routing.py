@@ -60,6 +60,9 @@ class RoutingCall:
     record: bool = True  # keep per-block records for a trace
     record_states: bool = False  # also keep s_j, c_j and ||S||
     keep_gates: bool = False  # keep gates with their graph (training)
+    # Training only: give g the gradient of the soft mixture, d out / d g = FFN(u) - Adapter(u), for every token,
+    # while the forward value stays the hard branch (see RoutedFFN._straight_through).
+    straight_through: bool = False
     # Baselines override the router's hard decision: policy(block, gate (N,), pass) -> (executed (N,), gate (N,)).
     # The returned gate scales the branches as usual (g * FFN, (1 - g) * Adapter).
     policy: Callable[[int, torch.Tensor, "ForwardPass"], tuple[torch.Tensor, torch.Tensor]] | None = None

@@ -63,6 +63,9 @@ class TrainConfig:
     bf16: bool = False  # autocast the backbone in bf16 (GPUs); CPU default stays fp32
     data_blocks: int = 1600  # size of the (cached) training set in blocks; steps cycle through it
     init_from: str | None = None  # start from this checkpoint's weights (e.g. a tighter budget from a looser one)
+    # "straight_through": g also learns from FFN(u) - Adapter(u) on skipped tokens (our default: the paper's pure
+    # hard-branch gradient, "paper", collapsed every gate below tau at step 16 of a 250-step run here).
+    gate_gradient: str = "straight_through"
 
     def __post_init__(self) -> None:
         check_variant(self.variant, allow_dense=False)
@@ -70,6 +73,8 @@ class TrainConfig:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
         if self.target not in ("distill", "lm"):
             raise ValueError("target must be 'distill' or 'lm'")
+        if self.gate_gradient not in ("straight_through", "paper"):
+            raise ValueError("gate_gradient must be 'straight_through' or 'paper'")
         for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
@@ -253,7 +258,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         batch = blocks[rows].to(hero.device)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, cfg)
-        call = hero.new_call(cfg.variant, record=True, keep_gates=True)
+        call = hero.new_call(cfg.variant, record=True, keep_gates=True,
+                             straight_through=cfg.gate_gradient == "straight_through")
         with accelerator.autocast():
             logits = hero.forward(batch, None, call, use_cache=False)
         if targets is not None:
@@ -316,6 +322,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs)")
     p.add_argument("--data-blocks", type=int, default=1600, help="training blocks (cycled through)")
     p.add_argument("--init-from", default=None, help="checkpoint to start from")
+    p.add_argument("--gate-gradient", choices=["straight_through", "paper"], default="straight_through",
+                   help="how the gate learns on skipped tokens (see TrainConfig)")
     p.add_argument("--backbone", default=None)
     p.add_argument("--device", default="auto")
 
@@ -331,7 +339,7 @@ def run_cli(args) -> int:
                       batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr, alpha_init=args.alpha_init,
                       controller_gain=args.controller_gain, target=args.target, seed=args.seed,
                       save_every=args.save_every, routed_layers=layers, bf16=args.bf16,
-                      data_blocks=args.data_blocks, init_from=args.init_from)
+                      data_blocks=args.data_blocks, init_from=args.init_from, gate_gradient=args.gate_gradient)
     out = train(cfg, hero)
     print(f"checkpoint written to {out}")
     return 0

@@ -1,8 +1,8 @@
 """Reproduce the bundled checkpoints: ``make checkpoints`` (or ``python scripts/make_checkpoints.py``).
 
 Trains hero-25, local-25, hero-40 and local-40 on the embedded SmolLM2-135M-Instruct with one recipe
-(self-distillation, budget controller, 250 steps of 4 x 128 tokens for the 25 % budgets, then
-125 more from those weights for the 40 % ones) and records the wall and CPU time
+(self-distillation, budget controller, 200 steps of 4 x 128 tokens for the 25 % budgets, then
+100 more from those weights for the 40 % ones) and records the wall and CPU time
 of each run in its checkpoint's ``hero_config.json`` (training.timing). Runs resume if interrupted.
 """
 
@@ -24,10 +24,10 @@ from hero_core.model import HeroModel, fresh_router  # noqa: E402
 from hero_core.train import TrainConfig, train  # noqa: E402
 
 RUNS = {  # name: (variant, target param skip, steps, start from) -- the 40 % runs tighten the 25 % ones
-    "hero-25": ("hero", 0.25, 250, None),
-    "local-25": ("no_history", 0.25, 250, None),
-    "hero-40": ("hero", 0.40, 125, "hero-25"),
-    "local-40": ("no_history", 0.40, 125, "local-25"),
+    "hero-25": ("hero", 0.25, 200, None),
+    "local-25": ("no_history", 0.25, 200, None),
+    "hero-40": ("hero", 0.40, 100, "hero-25"),
+    "local-40": ("no_history", 0.40, 100, "local-25"),
 }
 DATA_BLOCKS = 800  # 800 x 128 tokens = 102k tokens, shared (with its dense-teacher cache) by every run
 

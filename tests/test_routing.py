@@ -175,3 +175,16 @@ def test_tau_must_lie_in_open_unit_interval(tiny):
             tiny.trace(PROMPTS[0], tau=bad)
     low, high = tiny.trace(PROMPTS[0], tau=0.05), tiny.trace(PROMPTS[0], tau=0.95)
     assert low.executed.sum() >= high.executed.sum()
+
+
+def test_straight_through_keeps_the_hard_forward_and_gives_g_the_ffn_signal(tiny):
+    enc = tiny.encode([PROMPTS[0]])
+    hard = tiny.forward(enc.input_ids, enc.attention_mask, tiny.new_call("hero"), use_cache=False)
+    call = tiny.new_call("hero", keep_gates=True, straight_through=True)
+    with torch.enable_grad():
+        st_logits = tiny.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
+        assert (st_logits - hard).abs().max() <= 1e-5  # same forward value
+        gates = call.passes[-1].gates
+        grads = torch.autograd.grad(st_logits.float().pow(2).mean(), gates)
+    skipped = ~call.passes[-1].records[0].executed
+    assert skipped.any() and grads[0][skipped].abs().sum() > 0  # skipped tokens still learn about the FFN
