@@ -324,6 +324,14 @@ def test_generate_streams_and_traces(app, tiny):
     assert streamed[: len(produced_by)] == produced_by.tolist()
 
 
+def test_generate_with_an_empty_prompt_is_an_error_message(app):
+    at = app("generate")
+    at.text_area(key="generate_prompt").input("  ")
+    at.button(key="generate_go").click().run()
+    assert not at.exception
+    assert any("empty" in e.value for e in at.error)
+
+
 def test_generate_sampled_is_seeded(app):
     at = app("generate")
     at.slider(key="generate_max_new").set_value(8)
@@ -350,7 +358,7 @@ def test_why_split_and_attribution(app, tiny):
     np.testing.assert_allclose(values(bars["x"]), [b, a, a + b], rtol=1e-6)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["local logit b"] == f"{b:+.3f}" and metrics["history logit a"] == f"{a:+.3f}"
-    expected = explain(tiny, DEFAULT_PROMPT, 6, 2, n_steps=32, baseline="pad")
+    expected = explain(tiny, DEFAULT_PROMPT, 6, 2, n_steps=16, baseline="pad")
     attribution = chart(at, "integrated gradients: contribution")["data"][0]
     np.testing.assert_allclose(values(attribution["y"]), expected.scores, rtol=1e-4, atol=1e-6)
     assert len(values(attribution["y"])) == 7  # tokens 0..6: later tokens cannot matter

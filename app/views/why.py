@@ -59,8 +59,8 @@ else:
 st.subheader("Which input tokens moved a + b?")
 cols = st.columns(3)
 method = cols[0].radio("Method", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key=f"{P}_method")
-n_steps = cols[1].slider("Integration steps", 8, 128, 32, 8, key=f"{P}_steps",
-                         disabled=method == "ablation")
+n_steps = cols[1].slider("Integration steps", 8, 128, 16, 8, key=f"{P}_steps",
+                         disabled=method == "ablation", help="More steps: a smaller completeness gap, slower.")
 baseline = cols[2].selectbox("Baseline", BASELINES, key=f"{P}_baseline",
                              help="What a token is replaced by: the pad token's embedding, or zeros.")
 attribution = get_attribution(run, token, block, method=method, n_steps=n_steps, baseline=baseline)
