@@ -450,3 +450,21 @@ def test_wrong_checkpoint_is_an_error_message(monkeypatch, tmp_path):
     at.run()
     assert not at.exception
     assert any("is not a HeRo checkpoint" in e.value for e in at.error)
+
+
+@pytest.mark.slow
+def test_local_model_directory(monkeypatch):
+    """A local Hugging Face directory typed into the sidebar (here: the embedded model's safetensors copy)."""
+    from streamlit.testing.v1 import AppTest
+
+    from hero_core.backbones import embedded_model_dir
+
+    monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    at = AppTest.from_file(MAIN, default_timeout=600)
+    at.session_state["sb_backbone_kind"] = "local directory"
+    at.session_state["sb_backbone_path"] = str(embedded_model_dir())
+    at.session_state["shared_prompt"] = "A short prompt."
+    at.run()
+    assert_clean(at)
+    spec = chart(at, "Skip map")
+    assert spec["layout"]["yaxis"]["ticktext"][-1] == "L29"
