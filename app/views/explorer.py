@@ -1,5 +1,7 @@
 """Route explorer: which FFN each token runs or skips, with what gate, and what it costs."""
 
+import time
+
 import streamlit as st
 from components import settings as app_settings
 from components import widgets
@@ -9,6 +11,7 @@ from components.runtime import RunSpec, get_trace
 from hero_core.figures import decision_split, executed_counts, layer_skip_bars, token_label
 
 P = "explorer"
+started = time.perf_counter()
 
 st.title("Route explorer")
 st.caption("Every routed layer × token: the gate g = σ(a + b) decides whether the token runs that layer's FFN "
@@ -38,3 +41,5 @@ st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
 figures["layer skip rates"] = layer_skip_bars([trace], [trace.variant])
 st.plotly_chart(figures["layer skip rates"], key=f"{P}_layers")
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")
+st.caption(f"Server time for this page: {time.perf_counter() - started:.2f} s "
+           f"({trace.n_tokens} tokens × {trace.n_routed} routed layers; repeated runs come from the cache).")
