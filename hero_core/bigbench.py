@@ -88,7 +88,8 @@ def select_tasks(dense: dict[str, dict[str, float]], *, margin: float = SELECTIO
     2. the **main suite** is the ``main_size`` (7) passing commonsense candidates with the largest
        margin over chance (ties: pool order); if fewer than seven commonsense candidates pass, the
        rest are filled with passing reasoning candidates, then code candidates, by margin;
-    3. the **extended suite** is every passing reasoning and code candidate not in the main suite.
+    3. the **extended suite** is every passing reasoning and code candidate (by pool, then margin),
+       whether or not it is also in the main suite: a reasoning/code view next to the headline.
 
     No routed result is an input: the suites are fixed before any routed model is scored.
     Returns ``{"main": [...], "extended": [...], "passed": [...], "failed": [...]}``.
@@ -108,7 +109,7 @@ def select_tasks(dense: dict[str, dict[str, float]], *, margin: float = SELECTIO
     main = ranked("commonsense")[:main_size]
     for pool in ("reasoning", "code"):
         main += ranked(pool)[: main_size - len(main)]
-    extended = [n for pool in ("reasoning", "code") for n in ranked(pool) if n not in main]
+    extended = [n for pool in ("reasoning", "code") for n in ranked(pool)]
     return {"main": main, "extended": extended, "passed": sorted(passing, key=order.get),
             "failed": sorted((n for n in dense if n in order and n not in passing), key=order.get)}
 

@@ -28,7 +28,11 @@ Methods
       ``fn(input_ids (B,T), attention_mask (B,T)) -> (logits (B,T,V), executed (B,R,T) bool | None)``,
       e.g. a baseline routing policy; greedy generation recomputes the full sequence each step.
 
-    Pass extra methods with ``evaluate(hero, methods=[...])``.
+    Pass extra methods with ``evaluate(hero, methods=[...])``, e.g. a baseline policy at matched skip::
+
+        from hero_core import baselines
+        static = HeroMethod(hero, "hero", policy=baselines.static_pruning({3, 7}), name="static")
+        evaluate(hero, ["hero", "no_history"], ["main"], limit=50, methods=[static])
 
 Data hygiene: BIG-bench and HumanEval are evaluation-only (never read by training); reasoning and
 domain texts come from the ``eval`` split of :mod:`hero_core.data`, disjoint from ``train`` by a hash
@@ -638,7 +642,7 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
 def evaluate(hero, variants: Sequence[str] = ("hero", "dense"), suites: Sequence[str] = ("main",),
              limit: int | None = 50, *, tau: float | None = None, methods: Sequence[Method] = (),
              progress: bool = False, tasks_file: Path | None = None,
-             humaneval_tokens: int = 300, domain_tokens: int = DEFAULT_DOMAIN_TOKENS,
+             humaneval_tokens: int = 300, reasoning_tokens: int = 96, domain_tokens: int = DEFAULT_DOMAIN_TOKENS,
              keep_samples: bool = True) -> dict[str, Any]:
     """Evaluate ``variants`` of ``hero`` (and any extra ``methods``) on ``suites``.
 
@@ -676,7 +680,8 @@ def evaluate(hero, variants: Sequence[str] = ("hero", "dense"), suites: Sequence
                 results[m.name][suite] = evaluate_humaneval(m, limit, max_new_tokens=humaneval_tokens,
                                                             progress=progress, keep_completions=keep_samples)
             elif suite == "reasoning":
-                results[m.name][suite] = evaluate_reasoning(m, limit, progress=progress)
+                results[m.name][suite] = evaluate_reasoning(m, limit, max_new_tokens=reasoning_tokens,
+                                                            progress=progress)
             timing[m.name][suite] = time.perf_counter() - start
             if not keep_samples:
                 results[m.name][suite].pop("problems", None)
@@ -739,32 +744,42 @@ def select_bigbench_tasks(hero, n: int = bigbench.SELECTION_EXAMPLES, out: Path 
     method = HeroMethod(hero, "dense")
     candidates = bigbench.all_candidates()
     bigbench.ensure_tasks(candidates)
-    dense: dict[str, dict[str, float]] = {}
+    dense: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
     for name in candidates:
         task = bigbench.load_task(name)
         t0 = time.perf_counter()
         result = score_multiple_choice(method, task.head(n), progress=progress, desc=f"dense · {name}")
         dense[name] = {"pool": bigbench.pool_of(name), "accuracy": result["accuracy"], "chance": result["chance"],
-                       "margin": result["accuracy"] - result["chance"], "n": result["n"],
-                       "accuracy_norm": result["accuracy_norm"], "seconds": round(time.perf_counter() - t0, 1)}
+                       "n": result["n"], "accuracy_norm": result["accuracy_norm"],
+                       "seconds": round(time.perf_counter() - t0, 1)}
         log.info("%s: dense accuracy %.3f (chance %.3f)", name, result["accuracy"], result["chance"])
-    chosen = bigbench.select_tasks(dense)
-    record = {
-        "rule": (f"dense accuracy on the first {n} examples (fixed shuffled order) at least "
-                 f"{100 * bigbench.SELECTION_MARGIN:.0f} points above BIG-bench chance; main = the "
-                 f"{bigbench.MAIN_SUITE_SIZE} passing commonsense tasks with the largest margin (filled from "
-                 f"reasoning, then code, if fewer pass); extended = every other passing reasoning and code task. "
-                 f"Decided on dense results only, before any routed model was scored."),
-        "examples_per_task": n, "margin": bigbench.SELECTION_MARGIN, "backbone": hero.backbone.name,
-        "bigbench_version": bigbench.BIGBENCH_VERSION, "scoring": "sum of continuation token log-probs (lm-eval acc)",
-        "main": chosen["main"], "extended": chosen["extended"], "passed": chosen["passed"], "failed": chosen["failed"],
-        "candidates": {pool: list(names) for pool, names in bigbench.CANDIDATE_POOLS.items()},
-        "dense": dense, "seconds": round(time.perf_counter() - start, 1),
-    }
+    record = selection_record(dense, n, hero.backbone.name, time.perf_counter() - start)
     if out is not None:
         Path(out).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return record
+
+
+def selection_record(dense: dict[str, dict[str, Any]], n: int, backbone: str, seconds: float) -> dict[str, Any]:
+    """The selection outcome as stored in ``eval_tasks.json``: the rule, every candidate's dense figures
+    (with the margin over chance and its z-score under chance, for reading the evidence), the suites."""
+    for r in dense.values():
+        r["margin"] = r["accuracy"] - r["chance"]
+        spread = math.sqrt(max(r["chance"] * (1 - r["chance"]), 1e-12) / max(r["n"], 1))
+        r["z_vs_chance"] = round(r["margin"] / spread, 2)
+    chosen = bigbench.select_tasks(dense)
+    return {
+        "rule": (f"dense accuracy on the first {n} examples (fixed shuffled order) at least "
+                 f"{100 * bigbench.SELECTION_MARGIN:.0f} points above BIG-bench chance; main = the "
+                 f"{bigbench.MAIN_SUITE_SIZE} passing commonsense tasks with the largest margin (filled from "
+                 f"reasoning, then code, by margin, if fewer pass); extended = every passing reasoning and code "
+                 f"task (it may overlap main). Decided on dense results only, before any routed model was scored."),
+        "examples_per_task": n, "margin": bigbench.SELECTION_MARGIN, "backbone": backbone,
+        "bigbench_version": bigbench.BIGBENCH_VERSION, "scoring": "sum of continuation token log-probs (lm-eval acc)",
+        "main": chosen["main"], "extended": chosen["extended"], "passed": chosen["passed"], "failed": chosen["failed"],
+        "candidates": {pool: list(names) for pool, names in bigbench.CANDIDATE_POOLS.items()},
+        "dense": dense, "seconds": round(seconds, 1),
+    }
 
 
 # == lm-evaluation-harness =========================================================================
