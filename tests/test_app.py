@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from hero_core.figures import CELLS_NAME, SKIPPED_NAME, flip_codes
 
@@ -182,6 +183,7 @@ def test_wrong_backbone_path_is_an_error_message(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
     at = AppTest.from_file(MAIN, default_timeout=TIMEOUT)
     at.session_state["sb_backbone_kind"] = "local directory"
     at.session_state["sb_backbone_path"] = "/no/such/model/dir"
@@ -194,8 +196,6 @@ def test_wrong_backbone_path_is_an_error_message(monkeypatch):
 
 
 def test_unavailable_device_is_an_error_message(app):
-    import torch
-
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
     at = app()
@@ -205,6 +205,16 @@ def test_unavailable_device_is_an_error_message(app):
     at.selectbox(key="sb_device").select("cpu").run()
     assert_clean(at)
     assert chart(at, "Skip map")
+
+
+def test_bad_thread_setting_is_an_error_message(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HERO_LENS_TINY", "1")
+    monkeypatch.setenv("HERO_LENS_THREADS", "zero")
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert any("HERO_LENS_THREADS must be a positive integer" in e.value for e in at.error)
 
 
 # -- memory -----------------------------------------------------------------------------------------------
@@ -273,8 +283,6 @@ def test_compare_variants(app, tiny):
     assert table["run"].tolist() == variants
     np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
     quality = chart(at, "Quality against the dense model")["data"]
-    import torch
-
     from hero_core.quality import compare_to_dense
 
     dense = tiny.logits(DEFAULT_PROMPT, variant="dense")
@@ -424,6 +432,7 @@ def test_explorer_on_the_embedded_model(monkeypatch):
     from hero_core import load_hero
 
     monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
     at = AppTest.from_file(MAIN, default_timeout=600).run()
     assert_clean(at)
     hero = load_hero()
@@ -444,6 +453,7 @@ def test_wrong_checkpoint_is_an_error_message(monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
     at = AppTest.from_file(MAIN, default_timeout=600)
     at.session_state["sb_checkpoint"] = "directory…"
     at.session_state["sb_checkpoint_path"] = str(tmp_path)
@@ -460,6 +470,7 @@ def test_local_model_directory(monkeypatch):
     from hero_core.backbones import embedded_model_dir
 
     monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
     at = AppTest.from_file(MAIN, default_timeout=600)
     at.session_state["sb_backbone_kind"] = "local directory"
     at.session_state["sb_backbone_path"] = str(embedded_model_dir())
