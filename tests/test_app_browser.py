@@ -3,7 +3,9 @@
 Chromium is driven over the DevTools protocol with the ``websockets`` client that Streamlit itself
 depends on, so nothing beyond requirements.txt is needed. The test types a prompt into the page,
 clicks a cell of the skip map, visits every page, checks that the plotted data are the trace's and that
-no exception is shown, and saves screenshots to docs/screenshots/ for the README.
+no exception is shown, and takes a screenshot of every page: into docs/screenshots/ (for the README)
+with ``HERO_LENS_UPDATE_SCREENSHOTS=1``, else into pytest's temporary directory so that a test run does
+not modify the working tree.
 """
 
 import json
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = ROOT / "app" / "main.py"
-SHOTS = ROOT / "docs" / "screenshots"
+DOC_SHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--remote-debugging-port=0", "--window-size=1400,1000"]
@@ -117,6 +119,13 @@ class DevTools:
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    if os.environ.get("HERO_LENS_UPDATE_SCREENSHOTS") == "1":
+        return DOC_SHOTS
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="module")
 def server():
     port = free_port()
     env = {**os.environ, "HERO_LENS_TINY": "1"}
@@ -189,7 +198,7 @@ def wait_for_skip_map(tools: DevTools, n_cells: int) -> dict:
                           what=f"a skip map with {n_cells} cells")
 
 
-def test_prompt_to_figures_in_a_browser(server, browser, tiny):
+def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     tools = browser
     # 1. A prompt passed in the address bar.
     tools.goto(f"{server}/?{urllib.parse.urlencode({'prompt': URL_PROMPT})}")
@@ -223,7 +232,8 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny):
     time.sleep(1.0)  # let plotly finish drawing before the screenshot
     tools.eval("window.scrollTo(0, 0); document.querySelector('section.main, [data-testid=\"stMain\"]')"
                "?.scrollTo?.(0, 0); true")
-    tools.screenshot(SHOTS / "explorer.png")
+    tools.screenshot(shots / "explorer.png")
+    assert (shots / "explorer.png").stat().st_size > 10_000
     assert tools.eval(NO_EXCEPTION_JS)
 
 
@@ -231,7 +241,7 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny):
     ("memory", 5, "Memory view"), ("compare", 7, "Compare runs"), ("why", 3, "Why this decision?"),
     ("learn", 5, "Learn: dynamic depth"),
 ])
-def test_every_page_renders(server, browser, page, charts, marker):
+def test_every_page_renders(server, browser, page, charts, marker, shots):
     tools = browser
     tools.goto(f"{server}/{page}")
     tools.wait_for(f"document.querySelector('h1')?.innerText.includes({json.dumps(marker)})",
@@ -240,10 +250,10 @@ def test_every_page_renders(server, browser, page, charts, marker):
                    what=f"{charts} charts on {page}")
     time.sleep(1.0)
     assert tools.eval(NO_EXCEPTION_JS)
-    tools.screenshot(SHOTS / f"{page}.png")
+    tools.screenshot(shots / f"{page}.png")
 
 
-def test_generate_page_streams(server, browser):
+def test_generate_page_streams(server, browser, shots):
     tools = browser
     tools.goto(f"{server}/generate")
     tools.wait_for("[...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Generate')",
@@ -254,4 +264,4 @@ def test_generate_page_streams(server, browser):
     assert tools.eval("document.querySelectorAll('.hero-token').length") >= 2 * 40
     time.sleep(1.0)
     assert tools.eval(NO_EXCEPTION_JS)
-    tools.screenshot(SHOTS / "generate.png")
+    tools.screenshot(shots / "generate.png")
