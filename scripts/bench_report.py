@@ -147,7 +147,9 @@ def render(result: dict) -> str:
                      _spread(t["routed_over_dense"]), _num(t["routed_over_dense_cpu"]["median"]), "—", "—"])
     mem = result.get("memory") or {}
     if "nf4_over_fp32_peak" in mem:
-        rows.append(["NF4 / fp32 peak memory (load + forward)", _num(mem["nf4_over_fp32_peak"]), "—", "—", "—"])
+        rows.append(["NF4 / fp32 weight bytes", _num(mem["nf4_over_fp32_weights"]), "—", "—", "—"])
+        rows.append(["NF4 / fp32 peak RSS (load + forward; see Memory)", _num(mem["nf4_over_fp32_peak"]), "—", "—",
+                     "—"])
     lines += _table(["ratio", "wall: median [IQR]", "CPU time", "ideal", "of ideal"], rows)
 
     if result.get("prefill"):
@@ -166,16 +168,20 @@ def render(result: dict) -> str:
 
     if result.get("decode"):
         lines += ["## Decode", "", "Greedy decoding with a KV cache from equal-length prompts; tokens/s over the "
-                  "decode steps only (prefill excluded), every row decoding the same number of tokens.", ""]
+                  "decode steps only (prefill excluded), every row decoding the same number of tokens. *ideal* is "
+                  "the FLOP ideal (the target's); *weight-read ideal* is the speed-up if a step cost the weights it "
+                  "reads, as small-batch decoding roughly does: a block's FFN is read when any row of the batch "
+                  "runs it, so at batch > 1 only blocks every row skips save anything.", ""]
         rows = []
         for row in result["decode"]:
             label = f"{row['batch']} ({row['prompt_tokens']}+{row['new_tokens']})"
-            rows.append([label, "dense", _spread(row["tokens_per_s"]["dense"], 1), "1", "1", "—", "100 %"])
+            rows.append([label, "dense", _spread(row["tokens_per_s"]["dense"], 1), "1", "1", "—", "1", "100 %"])
             for name, f in row["routed"].items():
                 rows.append([label, name, _spread(row["tokens_per_s"][name], 1), _num(f["speedup"]["median"]),
-                             _num(f["ideal_speedup"]), _pct(f["efficiency"], 0), _pct(f["ffn_executed_share"], 0)])
-        lines += _table(["batch (prompt+new)", "config", "tokens/s", "speed-up", "ideal", "of ideal", "FFNs run"],
-                        rows)
+                             _num(f["ideal_speedup"]), _pct(f["efficiency"], 0), _num(f.get("weight_read_ideal")),
+                             _pct(f["ffn_executed_share"], 0)])
+        lines += _table(["batch (prompt+new)", "config", "tokens/s", "speed-up", "ideal", "of ideal",
+                         "weight-read ideal", "FFNs run"], rows)
 
     if result.get("recording"):
         r = result["recording"]
@@ -200,18 +206,27 @@ def render(result: dict) -> str:
                         [[k, _spread(t["time_s"][k]), _spread(t["tokens_per_s"][k], 0)] for k in t["time_s"]])
 
     if mem:
-        lines += ["## Memory", "", "One fresh process per configuration: resident memory added by loading the "
-                  f"backbone and by a {mem['forward_shape'][0]}x{mem['forward_shape'][1]} forward, over the process "
-                  "after imports (tokenizer included).", ""]
+        lines += ["## Memory", "", "One fresh process per configuration, after every import loading needs: resident "
+                  "memory added by loading the backbone (tokenizer included) and by a "
+                  f"{mem['forward_shape'][0]}x{mem['forward_shape'][1]} forward. *Weights* are the bytes of the "
+                  "model's tensors. Safetensors weights are memory-mapped, so full-precision weights count as "
+                  "*file* pages once a forward has touched them; NF4 on CPU reads the whole full-precision file "
+                  "to quantise it, and those (reclaimable) file pages stay in the resident set while the mapping "
+                  "lives, which is why its peak RSS can exceed its weights by far.", ""]
         rows = []
         for key, c in mem.get("configs", {}).items():
             if "skipped" in c:
-                rows.append([key, "—", "—", "—", "—", c["skipped"]])
+                rows.append([key, "—", "—", "—", "—", "—", c["skipped"]])
             else:
-                rows.append([key, _mib(c["weight_bytes"]), _mib(c["loaded_delta"]), _mib(c["peak_delta_forward"]),
+                rows.append([key, _mib(c["weight_bytes"]), _mib(c["peak_delta_forward"]),
+                             _mib(c.get("anon_delta_forward")), _mib(c.get("file_delta_forward")),
                              f"{c['forward_s']:.3f}", "" if c.get("peak_is_exact", True) else
                              "peak since process start (no /proc reset)"])
-        lines += _table(["config", "weights", "RSS after load", "peak (load + forward)", "forward (s)", "note"], rows)
+        lines += _table(["config", "weights", "peak RSS (load + forward)", "anon after forward",
+                         "file after forward", "forward (s)", "note"], rows)
+        if "nf4_over_fp32_weights" in mem:
+            lines += [f"NF4 / fp32: weights {_num(mem['nf4_over_fp32_weights'], 2)}, peak RSS "
+                      f"{_num(mem['nf4_over_fp32_peak'], 2)}.", ""]
 
     lines += ["## Routed configurations", ""]
     lines += _table(["name", "source", "variant", "tau", "note"],

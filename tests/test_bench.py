@@ -68,6 +68,7 @@ def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
             assert _positive_finite(f["speedup"]["median"]) and _positive_finite(f["speedup_cpu"]["median"])
             assert 0 <= f["param_skip"] < 1
     assert [row["batch"] for row in r["decode"]] == [1, 3]
+    assert all(_positive_finite(f["weight_read_ideal"]) for row in r["decode"] for f in row["routed"].values())
     assert all(_positive_finite(s["median"]) for row in r["decode"] for s in row["tokens_per_s"].values())
 
     for key in ("record_ratio", "assemble_ratio"):
@@ -81,7 +82,7 @@ def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
     assert keys == ["prefill_efficiency", "decode_efficiency", "decode_efficiency", "recording_overhead",
                     "wrapper_overhead"]
     assert all(isinstance(t["met"], bool) for t in r["targets"])
-    assert "2x16" not in keys and "4x512" in r["targets"][0]["note"]  # no 4x512 run: says where it measured
+    assert "prefill 2x16" in r["targets"][0]["description"] and "4x512" in r["targets"][0]["note"]
     json.dumps(r, allow_nan=False)  # strict JSON
 
 
@@ -114,10 +115,11 @@ def test_report_renders_memory_section():
               "load": {"start": [0.1, 0.1, 0.1], "end": [0.2, 0.1, 0.1]},
               "model": {"backbone": "m", "n_layers": 2, "n_routed": 2, "profile": {"total_params": 10}},
               "routers": {}, "targets": [],
-              "memory": {"forward_shape": [1, 128], "nf4_over_fp32_peak": 0.4,
+              "memory": {"forward_shape": [1, 128], "nf4_over_fp32_peak": 0.4, "nf4_over_fp32_weights": 0.3,
                          "configs": {"fp32": probe, "nf4": {"skipped": "bitsandbytes is not installed"}}}}
     text = report.render(result)
     assert "## Memory" in text and "600 MiB" in text and "bitsandbytes is not installed" in text
+    assert "NF4 / fp32 weight bytes" in text
     assert "Busy machine" not in text and "Quick mode" not in text
 
 
@@ -136,6 +138,17 @@ def test_ideal_speedup_follows_the_accounting():
     assert everything["param_skip"] == 0 and nothing["ffn_executed_share"] == 0
     share = nothing["flop_share_saved"]
     assert nothing["ideal_speedup"] == pytest.approx(1 / (1 - share))
+
+
+def test_weight_read_ideal_counts_a_block_when_any_row_runs_it():
+    from hero_core.accounting import ComputeProfile
+
+    profile = ComputeProfile(total_params=100, ffn_params=10, adapter_params=1, router_params=0, linear_params=50,
+                             n_layers=2, attention_width=4, d_memory=2)
+    one_row_runs = np.array([[True, False], [False, False]])  # (R=2, 1 step x batch 2)
+    # block 1: FFN read (row 0) and adapter read (row 1); block 2: adapter only -> 50 - 10 + 2 = 42
+    assert bench.weight_read_ideal(one_row_runs, 2, profile) == pytest.approx(50 / 42)
+    assert bench.weight_read_ideal(np.ones((2, 4), dtype=bool), 2, profile) == pytest.approx(1.0)
 
 
 def test_stats_shapes_and_ratios():
@@ -161,6 +174,7 @@ def test_memory_probe_reports_weights_and_peaks(tiny, tmp_path):
     assert probe["weight_bytes"] == sum(p.numel() * 4 for p in tiny.model.parameters()) + \
         sum(b.numel() * b.element_size() for b in tiny.model.buffers())
     assert probe["peak_delta_forward"] >= probe["peak_delta_load"] > 0 and probe["forward_s"] > 0
+    assert {"anon_delta_forward", "file_delta_forward"} <= set(probe)  # Linux: /proc/self/status
 
 
 # -- the fast paths behind the numbers: same results as the reference forms ---------------------------------
