@@ -3,7 +3,8 @@
 Trains hero-25, local-25, hero-40 and local-40 on the embedded SmolLM2-135M-Instruct with one recipe
 (self-distillation, budget controller, 200 steps of 4 x 128 tokens for the 25 % budgets, then
 100 more from those weights for the 40 % ones) and records the wall and CPU time
-of each run in its checkpoint's ``hero_config.json`` (training.timing). Runs resume if interrupted.
+of each run in its checkpoint's ``hero_config.json`` (training.timing), then calibrates each checkpoint's tau
+to its budget (scripts/calibrate_budgets.py). Runs resume if interrupted.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hero_core.backbones import load_backbone  # noqa: E402
 from hero_core.checkpoint import BUNDLED_DIR, CONFIG_FILE  # noqa: E402
 from hero_core.model import HeroModel, fresh_router  # noqa: E402
 from hero_core.train import TrainConfig, train  # noqa: E402
+from scripts.calibrate_budgets import calibrate  # noqa: E402
 
 RUNS = {  # name: (variant, target param skip, steps, start from) -- the 40 % runs tighten the 25 % ones
     "hero-25": ("hero", 0.25, 200, None),
@@ -55,6 +57,8 @@ def main() -> int:
         meta_path.write_text(json.dumps(meta, sort_keys=True, indent=2))
         shutil.rmtree(out / "_state", ignore_errors=True)
         print(f"{name}: {timing}", flush=True)
+        # tau calibration needs an unwrapped backbone: HeroModel wraps the model it is given, once.
+        print(f"{name}: tau calibration {calibrate(load_backbone(device='auto'), out, skip)}", flush=True)
     return 0
 
 
