@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 import pandas as pd
@@ -86,7 +87,7 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
             runs.append(RunSpec.from_settings(settings, prompt, chat, model=model, variant=variant,
                                               label=f"{checkpoint} · {precision} · {variant}"))
     labels = _unique([r.label for r in runs])
-    return [RunSpec(**{**r.__dict__, "label": label}) for r, label in zip(runs, labels, strict=True)]
+    return [replace(r, label=label) for r, label in zip(runs, labels, strict=True)]
 
 
 def run_table(traces: list[RoutingTrace], qualities: list[dict], labels: list[str]) -> pd.DataFrame:
