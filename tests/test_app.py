@@ -304,11 +304,22 @@ def test_compare_precision_full_vs_nf4(app):
     assert len([d for d in chart(at, "Skip maps")["data"] if d.get("name") == CELLS_NAME]) == 2
 
 
-def test_compare_checkpoints_without_bundled_ones_explains(app):
+def test_compare_checkpoints_in_test_mode_explains(app):
     at = app("compare")
     at.radio(key="compare_preset").set_value("checkpoints").run()
     assert not at.exception
-    assert any("at least two bundled checkpoints" in i.value for i in at.info)
+    assert any("comparing checkpoints needs the real backbone" in i.value for i in at.info)
+
+
+def test_default_checkpoint_pair(monkeypatch):
+    import components.compare as compare
+
+    monkeypatch.setattr(compare, "bundled_names", lambda: ["hero-25", "hero-40", "local-25", "local-40"])
+    assert compare.default_checkpoints() == ["hero-25", "local-25"]
+    monkeypatch.setattr(compare, "bundled_names", lambda: ["hero-40", "local-40"])
+    assert compare.default_checkpoints() == ["hero-40", "local-40"]
+    monkeypatch.setattr(compare, "bundled_names", lambda: ["hero-25"])
+    assert compare.default_checkpoints() == ["hero-25"]
 
 
 # -- generate ---------------------------------------------------------------------------------------------

@@ -54,7 +54,11 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
                                   key=f"{prefix}_variants", max_selections=MAX_RUNS)
         runs = [RunSpec.from_settings(settings, prompt, chat, variant=v, label=v) for v in variants]
     elif preset == "checkpoints":
-        options = [c for c in checkpoint_options(settings.model.tiny) if c in bundled_names()]
+        if settings.model.tiny:
+            st.info("The tiny test model has a single random router: comparing checkpoints needs the real "
+                    "backbone (unset HERO_LENS_TINY).")
+            return []
+        options = bundled_names()
         if len(options) < 2:
             st.info("Comparing checkpoints needs at least two bundled checkpoints (hero-25, local-25, …); "
                     f"available: {', '.join(options) or 'none yet'}. Run `make checkpoints` to train them.")
