@@ -301,13 +301,19 @@ def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) 
     router = router.to(hero.device).eval()
     cfg = RoutedConfig(name=name, router=router, variant="hero", tau=0.5, source="synthetic")
     ids = calibration_ids.to(hero.device)
-    realised = float("nan")
-    for _ in range(6):  # fixed point: gates move a little as the routing of earlier blocks changes
-        gates, executed = _recorded_pass(hero, cfg, ids)
-        realised = 1.0 - float(executed.float().mean())
-        if abs(realised - skip_share) < 0.01:
+    # Bisection on tau (skipping grows with tau): a random router's gates react strongly to the routing
+    # of earlier blocks, so quantile fixed points can oscillate; keep the best tau seen.
+    lo, hi, best = 0.0, 1.0, (0.5, float("inf"))
+    for _ in range(10):
+        cfg.tau = (lo + hi) / 2
+        _, executed = _recorded_pass(hero, cfg, ids)
+        skip = 1.0 - float(executed.float().mean())
+        if abs(skip - skip_share) < abs(best[1] - skip_share):
+            best = (cfg.tau, skip)
+        if abs(skip - skip_share) < 0.01:
             break
-        cfg.tau = float(min(0.99, max(0.01, torch.quantile(gates.flatten().float(), skip_share))))
+        lo, hi = (cfg.tau, hi) if skip < skip_share else (lo, cfg.tau)
+    cfg.tau, realised = best
     cfg.calibration = {"target_ffn_skip_share": skip_share, "calibrated_ffn_skip_share": realised,
                        "calibration_tokens": int(ids.numel())}
     cfg.note = (f"synthetic stand-in (checkpoint {name!r} not available): random router, tau={cfg.tau:.4f} "
