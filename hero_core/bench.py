@@ -264,9 +264,10 @@ class RoutedConfig:
     note: str = ""
     calibration: dict[str, float] = field(default_factory=dict)
 
-    def call(self, *, record: bool = False, keep_gates: bool = False, router=None) -> RoutingCall:
+    def call(self, *, record: bool = False, keep_gates: bool = False, router=None,
+             straight_through: bool = False) -> RoutingCall:
         return RoutingCall(router=router if router is not None else self.router, variant=self.variant,
-                           tau=self.tau, record=record, keep_gates=keep_gates)
+                           tau=self.tau, record=record, keep_gates=keep_gates, straight_through=straight_through)
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.source, "variant": self.variant, "tau": self.tau, "note": self.note,
@@ -483,14 +484,10 @@ def bench_recording(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig
                     say: Callable[[str], None]) -> dict[str, Any]:
     batch, length = cfg.record_shape
     ids = batch_of(pool, batch, length, offset=13).to(hero.device)
-    kept: dict[str, RoutingCall] = {}
-
     def run(record: bool):
         def fn():
-            call = rc.call(record=record)
             with torch.no_grad():
-                hero.forward(ids, None, call, use_cache=False)
-            kept["last"] = call
+                hero.forward(ids, None, rc.call(record=record), use_cache=False)
         return fn
 
     def assemble():  # forward with recording, then build one RoutingTrace per row (what hero.trace does)
@@ -552,7 +549,10 @@ def bench_overhead(hero, pool: torch.Tensor, cfg: BenchConfig, say: Callable[[st
 def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
                    say: Callable[[str], None]) -> dict[str, Any]:
     """One routed training step as ``train.py`` takes it (forward, LM loss + alpha * usage, backward, clip,
-    AdamW) on a *copy* of the router, vs a dense forward + backward to the input embeddings."""
+    AdamW) on a *copy* of the router, vs a dense forward + backward to the input embeddings.
+
+    Two gate gradients, as ``train.py --gate-gradient`` offers: ``straight_through`` (its default: both
+    branches run on every token, no compute is skipped in training) and ``paper`` (the hard branch)."""
     from .train import usage_penalty
 
     batch, length = cfg.train_shape
@@ -566,15 +566,17 @@ def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
     def lm_loss(logits):
         return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten())
 
-    def routed_step():
-        call = rc.call(record=True, keep_gates=True, router=router)
-        with torch.enable_grad():
-            logits = hero.forward(ids, None, call, use_cache=False)
-            loss = lm_loss(logits) + cfg.train_alpha * usage_penalty(call.passes[-1].gates)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(router.parameters(), 1.0)
-            optimizer.step()
+    def routed_step(straight_through: bool):
+        def fn():
+            call = rc.call(record=True, keep_gates=True, router=router, straight_through=straight_through)
+            with torch.enable_grad():
+                logits = hero.forward(ids, None, call, use_cache=False)
+                loss = lm_loss(logits) + cfg.train_alpha * usage_penalty(call.passes[-1].gates)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(router.parameters(), 1.0)
+                optimizer.step()
+        return fn
 
     def dense_step():
         call = _dense_call(hero)
@@ -584,15 +586,19 @@ def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
                 logits = hero.model(inputs_embeds=inputs, use_cache=False).logits
             lm_loss(logits).backward()
 
-    times = measure({"dense": dense_step, "routed": routed_step}, cfg.reps, cfg.warmup, hero.device)
+    fns = {"dense": dense_step, "routed": routed_step(True), "routed_paper": routed_step(False)}
+    times = measure(fns, cfg.reps, cfg.warmup, hero.device)
     ratio = paired_ratio(times["routed"]["wall"], times["dense"]["wall"])
     out = {"router": rc.name, "batch": batch, "tokens": length,
            "time_s": {k: stats(v["wall"]) for k, v in times.items()},
            "cpu_s": {k: stats(v["cpu"]) for k, v in times.items()},
            "routed_over_dense": ratio,
            "routed_over_dense_cpu": paired_ratio(times["routed"]["cpu"], times["dense"]["cpu"]),
+           "paper_over_dense": paired_ratio(times["routed_paper"]["wall"], times["dense"]["wall"]),
+           "paper_over_dense_cpu": paired_ratio(times["routed_paper"]["cpu"], times["dense"]["cpu"]),
            "tokens_per_s": {k: stats([batch * length / t for t in v["wall"]]) for k, v in times.items()}}
-    say(f"training {batch}x{length}: routed step / dense fwd+bwd x{ratio['median']:.3f}")
+    say(f"training {batch}x{length}: routed step / dense fwd+bwd x{ratio['median']:.3f} (straight-through), "
+        f"x{out['paper_over_dense']['median']:.3f} (hard branch)")
     return out
 
 

@@ -143,8 +143,12 @@ def render(result: dict) -> str:
         rows.append(["wrapped, no call active / bare", _spread(o["no_call_over_bare"]), "—", "—", "—"])
     if result.get("training"):
         t = result["training"]
-        rows.append([f"routed train step / dense fwd+bwd ({t['router']}, {t['batch']}x{t['tokens']})",
+        rows.append([f"routed train step (straight-through) / dense fwd+bwd "
+                     f"({t['router']}, {t['batch']}x{t['tokens']})",
                      _spread(t["routed_over_dense"]), _num(t["routed_over_dense_cpu"]["median"]), "—", "—"])
+        if "paper_over_dense" in t:
+            rows.append(["routed train step (hard branch) / dense fwd+bwd", _spread(t["paper_over_dense"]),
+                         _num(t["paper_over_dense_cpu"]["median"]), "—", "—"])
     mem = result.get("memory") or {}
     if "nf4_over_fp32_peak" in mem:
         rows.append(["NF4 / fp32 weight bytes", _num(mem["nf4_over_fp32_weights"]), "—", "—", "—"])
@@ -200,7 +204,9 @@ def render(result: dict) -> str:
         t = result["training"]
         lines += ["## Training step", "",
                   f"{t['batch']}x{t['tokens']} tokens. *routed*: forward with {t['router']}'s router (a copy), "
-                  "LM loss + alpha * usage penalty, backward, clip, AdamW step, as `hero_core/train.py`. *dense*: "
+                  "LM loss + alpha * usage penalty, backward, clip, AdamW step, as `hero_core/train.py` with its "
+                  "default straight-through gate gradient (both branches run on every token: training skips no "
+                  "compute); *routed_paper*: the same with the hard branch (`--gate-gradient paper`). *dense*: "
                   "forward + backward to the input embeddings (the backbone is frozen).", ""]
         lines += _table(["step", "time (s)", "tokens/s"],
                         [[k, _spread(t["time_s"][k]), _spread(t["tokens_per_s"][k], 0)] for k in t["time_s"]])

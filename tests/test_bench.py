@@ -76,6 +76,7 @@ def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
     assert _positive_finite(r["overhead"]["dense_over_bare"]["median"])
     assert r["overhead"]["max_abs_logit_diff"] <= 1e-5  # the dense variant computes the bare backbone
     assert _positive_finite(r["training"]["routed_over_dense"]["median"])
+    assert _positive_finite(r["training"]["paper_over_dense"]["median"])
     assert "memory" not in r  # --no-memory
 
     keys = [t["key"] for t in r["targets"]]
