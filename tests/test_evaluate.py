@@ -301,6 +301,23 @@ def test_humaneval_truncation_at_stop_sequences():
     assert humaneval.truncate("    return 3\nif __name__ == '__main__':\n") == "    return 3"
 
 
+def test_humaneval_prompt_styles(problems):
+    problem = problems[0]
+    assert humaneval.build_prompt(problem) == problem.prompt
+    chat = humaneval.build_prompt(problem, "chat", lambda text: f"<user>{text}</user><assistant>")
+    assert chat.startswith("<user>Complete the following Python function.") and chat.endswith("```python\n")
+    assert problem.prompt in chat
+    with pytest.raises(ValueError):
+        humaneval.build_prompt(problem, "chat")
+    with pytest.raises(ValueError):
+        humaneval.build_prompt(problem, "poem")
+    # chat style: the model writes the whole function, which redefines the prompt's stub
+    whole = problem.prompt + problem.canonical_solution + "```\nThis function checks..."
+    assert humaneval.check_completion(problem, humaneval.completion_from(whole, "chat")).passed
+    assert humaneval.completion_from(problem.canonical_solution + "\ndef extra(): pass", "completion") \
+        == problem.canonical_solution
+
+
 # -- reasoning exact match -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, parsed", [
