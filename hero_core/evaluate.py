@@ -3,9 +3,11 @@
 Suites (``evaluate(..., suites=[...])``)
     ``main``       seven BIG-bench tasks fixed by the selection rule (:func:`hero_core.bigbench.select_tasks`,
                    dense results only, stored in ``hero_core/eval_tasks.json``): the headline Retain.
-    ``extended``   the selected reasoning and code BIG-bench tasks.
-    ``humaneval``  pass@1, greedy, completions run in a subprocess (:mod:`hero_core.humaneval`).
-    ``reasoning``  exact match of generated answers on held-out generated problems (``data.reasoning_problems``).
+    ``extended``   every selected reasoning and code BIG-bench task (may overlap ``main``).
+    ``humaneval``  pass@1, greedy, completions run in a subprocess (:mod:`hero_core.humaneval`); chat
+                   prompt style when the model has a chat template (``--humaneval-style``).
+    ``reasoning``  exact match of generated answers ("The answer is X", else the last number) on
+                   held-out generated problems (``data.reasoning_problems``), three-shot.
     ``domains``    NLL, perplexity, top-1 agreement and KL(dense || routed) on held-out chat / code /
                    reasoning text, with param skip, net param skip, FLOP share saved, per-layer skip rates.
 
@@ -33,6 +35,14 @@ Methods
         from hero_core import baselines
         static = HeroMethod(hero, "hero", policy=baselines.static_pruning({3, 7}), name="static")
         evaluate(hero, ["hero", "no_history"], ["main"], limit=50, methods=[static])
+
+Command line (``python -m hero_core eval --help``)::
+
+    python -m hero_core eval --checkpoint hero-25 --variants hero,no_history,dense \
+        --suites main,extended,humaneval,reasoning,domains --limit 50 --out results.json
+    python -m hero_core eval --fetch-bigbench          # once: download BIG-bench, extract candidates
+    python -m hero_core eval --select-tasks            # once, dense only: rewrite eval_tasks.json
+    python -m hero_core eval --lm-eval-task hero_core/lm_eval_tasks/hero_reasoning_mc.yaml --variants hero,dense
 
 Data hygiene: BIG-bench and HumanEval are evaluation-only (never read by training); reasoning and
 domain texts come from the ``eval`` split of :mod:`hero_core.data`, disjoint from ``train`` by a hash
