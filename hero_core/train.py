@@ -66,6 +66,11 @@ class TrainConfig:
     # "straight_through": g also learns from FFN(u) - Adapter(u) on skipped tokens (our default: the paper's pure
     # hard-branch gradient, "paper", collapsed every gate below tau at step 16 of a 250-step run here).
     gate_gradient: str = "straight_through"
+    # "hinge": alpha * relu(mean_tokens(sum_j g_j) - E*)^2 with E* the executed FFNs per token that the target
+    # skip leaves, alpha fixed (``hinge_alpha``): no pull below the budget, so no overshoot. "controller": the
+    # paper's L_skip with alpha steered by the controller (oscillated +-20 points around its target here).
+    budget: str = "hinge"
+    hinge_alpha: float = 0.05
 
     def __post_init__(self) -> None:
         check_variant(self.variant, allow_dense=False)
@@ -73,6 +78,8 @@ class TrainConfig:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
         if self.target not in ("distill", "lm"):
             raise ValueError("target must be 'distill' or 'lm'")
+        if self.budget not in ("hinge", "controller"):
+            raise ValueError("budget must be 'hinge' or 'controller'")
         if self.gate_gradient not in ("straight_through", "paper"):
             raise ValueError("gate_gradient must be 'straight_through' or 'paper'")
         for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks"):
@@ -148,6 +155,11 @@ def distill_loss(logits: torch.Tensor, indices: torch.Tensor, logprobs: torch.Te
 def usage_penalty(gates: list[torch.Tensor]) -> torch.Tensor:
     """L_skip = mean over tokens of (sum_j g_j)^2."""
     return torch.stack(gates, 0).sum(0).pow(2).mean()
+
+
+def budget_hinge(gates: list[torch.Tensor], executed_budget: float) -> torch.Tensor:
+    """relu(mean over tokens of sum_j g_j - E*)^2: zero once the soft FFN use meets the budget E*."""
+    return torch.relu(torch.stack(gates, 0).sum(0).mean() - executed_budget).pow(2)
 
 
 # -- state ---------------------------------------------------------------------------------------------
@@ -247,6 +259,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         log_path.write_text("")
     total_params = hero.profile.total_params
     ffn_params = hero.profile.ffn_params
+    # E*: FFNs a token may run on average so that the skipped ones make up target_skip of all parameters.
+    executed_budget = hero.config.n_routed - cfg.target_skip * total_params / ffn_params
     hero.router.train()
     bar = tqdm(range(start, cfg.steps), desc=f"train {out.name}", disable=not progress or not accelerator.is_main_process,
                initial=start, total=cfg.steps)
@@ -269,7 +283,11 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
             loss_target = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch[:, 1:].flatten())
         gates = call.passes[-1].gates
         l_skip = usage_penalty(gates)
-        loss = loss_target + alpha * l_skip
+        if cfg.budget == "hinge":
+            alpha = cfg.hinge_alpha
+            loss = loss_target + alpha * budget_hinge(gates, executed_budget)
+        else:
+            loss = loss_target + alpha * l_skip
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if world > 1:  # the router is not DDP-wrapped: average its gradients by hand
@@ -282,7 +300,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         executed = torch.stack([r.executed for r in call.passes[-1].records])  # (R, N)
         skipped = (~executed).float().sum(0)
         realised = float((skipped * ffn_params / total_params).mean())
-        alpha = float(min(cfg.alpha_max, max(1e-6, alpha * math.exp(cfg.controller_gain * (cfg.target_skip - realised)))))
+        if cfg.budget == "controller":
+            alpha = float(min(cfg.alpha_max, max(1e-6, alpha * math.exp(cfg.controller_gain * (cfg.target_skip - realised)))))
         dt = time.perf_counter() - t0
         row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
                "alpha": alpha, "param_skip": realised, "mean_gate": torch.stack(gates).mean().item(),
@@ -322,6 +341,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs)")
     p.add_argument("--data-blocks", type=int, default=1600, help="training blocks (cycled through)")
     p.add_argument("--init-from", default=None, help="checkpoint to start from")
+    p.add_argument("--budget", choices=["hinge", "controller"], default="hinge",
+                   help="how the target skip is reached (see TrainConfig)")
+    p.add_argument("--hinge-alpha", type=float, default=0.05)
     p.add_argument("--gate-gradient", choices=["straight_through", "paper"], default="straight_through",
                    help="how the gate learns on skipped tokens (see TrainConfig)")
     p.add_argument("--backbone", default=None)
@@ -339,7 +361,8 @@ def run_cli(args) -> int:
                       batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr, alpha_init=args.alpha_init,
                       controller_gain=args.controller_gain, target=args.target, seed=args.seed,
                       save_every=args.save_every, routed_layers=layers, bf16=args.bf16,
-                      data_blocks=args.data_blocks, init_from=args.init_from, gate_gradient=args.gate_gradient)
+                      data_blocks=args.data_blocks, init_from=args.init_from, gate_gradient=args.gate_gradient,
+                      budget=args.budget, hinge_alpha=args.hinge_alpha)
     out = train(cfg, hero)
     print(f"checkpoint written to {out}")
     return 0

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from hero_core import checkpoint as ckpt
-from hero_core.train import TrainConfig, distill_loss, train, usage_penalty
+from hero_core.train import TrainConfig, budget_hinge, distill_loss, train, usage_penalty
 
 
 def _cfg(out, **kw):
     base = dict(out=str(out), steps=6, batch_size=2, seq_len=32, data_mix={"code": 1.0, "reasoning": 1.0},
-                save_every=2, target_skip=0.3, controller_gain=2.0, data_blocks=12)
+                save_every=2, target_skip=0.3, controller_gain=2.0, data_blocks=12, budget="controller")
     base.update(kw)
     return TrainConfig(**base)
 
@@ -46,6 +46,15 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     a, b = ckpt.read_checkpoint(full).state_dict, ckpt.read_checkpoint(resumed).state_dict
     for key in a:
         assert torch.allclose(a[key].float(), b[key].float(), atol=1e-6), key
+
+
+def test_hinge_budget_pulls_gates_down_and_stops_at_the_budget(tmp_path):
+    out = train(_cfg(tmp_path / "hinge", budget="hinge", hinge_alpha=1.0, steps=4), _fresh_tiny(), progress=False)
+    rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert rows[-1]["mean_gate"] < rows[0]["mean_gate"] and rows[-1]["alpha"] == rows[0]["alpha"] == 1.0
+    gates = [torch.full((4,), 0.5, requires_grad=True), torch.full((4,), 0.5, requires_grad=True)]
+    assert budget_hinge(gates, 1.0).item() == 0  # at the budget: no pull
+    assert budget_hinge(gates, 0.5).item() == pytest.approx(0.25)
 
 
 def test_losses():
