@@ -37,8 +37,13 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hero_core app tests scripts
 
+# Trains and tau-calibrates hero-25, local-25, hero-40, local-40 (about 1 CPU-hour each here; see docs/results.md).
 checkpoints: $(STAMP)
-	$(PY) scripts/make_checkpoints.py
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) scripts/make_checkpoints.py
+
+bench: $(STAMP)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core bench --out docs/bench.json
+	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md
 
 clean:
 	rm -rf $(VENV)
