@@ -22,7 +22,8 @@ def _load(args):
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", default=None, help="bundled name (hero-25, hero-40, local-25, local-40) or directory")
+    p.add_argument("--checkpoint", default=None,
+                   help="bundled name (hero-25, hero-40, local-25, local-40) or directory")
     p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
     p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")

@@ -121,7 +121,7 @@ class HeroConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "HeroConfig":
+    def from_dict(cls, data: dict[str, Any]) -> HeroConfig:
         if not isinstance(data, dict):
             raise ValueError(f"router config must be a JSON object, got {type(data).__name__}")
         known = set(cls.__dataclass_fields__)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -197,8 +197,8 @@ class HeroModel:
                 next_id = _pick(logits[0, -1].float(), do_sample, temperature, top_p, generator)
                 new_ids.append(next_id)
                 if on_token is not None:
-                    n_exec = int(call.passes[-1].records and sum(bool(r.executed[-1]) for r in call.passes[-1].records)) \
-                        if variant != "dense" else self.config.n_routed
+                    records = call.passes[-1].records  # empty in the dense variant: every FFN ran
+                    n_exec = sum(bool(r.executed[-1]) for r in records) if records else self.config.n_routed
                     on_token(self.tokenizer.decode([next_id]), n_exec)
                 if next_id == eos or len(new_ids) == max_new_tokens:
                     break

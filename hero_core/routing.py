@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 import torch
 
 from .router import Decision, HeroRouter, PathState
 
-_CURRENT_CALL: contextvars.ContextVar["RoutingCall | None"] = contextvars.ContextVar("hero_routing_call",
+_CURRENT_CALL: contextvars.ContextVar[RoutingCall | None] = contextvars.ContextVar("hero_routing_call",
                                                                                       default=None)
 
 # Per-block fields copied into a trace, in the order of the trace schema.
@@ -65,7 +65,7 @@ class RoutingCall:
     straight_through: bool = False
     # Baselines override the router's hard decision: policy(block, gate (N,), pass) -> (executed (N,), gate (N,)).
     # The returned gate scales the branches as usual (g * FFN, (1 - g) * Adapter).
-    policy: Callable[[int, torch.Tensor, "ForwardPass"], tuple[torch.Tensor, torch.Tensor]] | None = None
+    policy: Callable[[int, torch.Tensor, ForwardPass], tuple[torch.Tensor, torch.Tensor]] | None = None
     passes: list[ForwardPass] = field(default_factory=list)
 
     @property

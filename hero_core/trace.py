@@ -159,7 +159,7 @@ class RoutingTrace:
         return path
 
     @classmethod
-    def from_dict(cls, data: Any) -> "RoutingTrace":
+    def from_dict(cls, data: Any) -> RoutingTrace:
         if not isinstance(data, dict):
             raise TraceFormatError("a trace must be a JSON object")
         version = data.get("schema_version")
@@ -202,7 +202,7 @@ class RoutingTrace:
             raise TraceFormatError(f"trace fields have the wrong type or shape: {err}") from None
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "RoutingTrace":
+    def load(cls, path: str | os.PathLike) -> RoutingTrace:
         path = Path(path)
         if not path.is_file():
             raise TraceFormatError(f"no trace file at {path}")
@@ -212,7 +212,7 @@ class RoutingTrace:
             raise TraceFormatError(f"{path} is not valid JSON ({err}); was it truncated?") from None
         return cls.from_dict(data)
 
-    def equals(self, other: "RoutingTrace") -> bool:
+    def equals(self, other: RoutingTrace) -> bool:
         """Exact equality of every recorded value (used by round-trip and determinism checks)."""
         a, b = self.to_dict(), other.to_dict()
         return _deep_equal(a, b)

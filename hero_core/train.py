@@ -111,7 +111,8 @@ def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path
     from .backbones import cache_dir
 
     mix = "-".join(f"{k}{v:g}" for k, v in sorted(cfg.data_mix.items()))
-    return cache_dir() / "teacher" / f"{hero.backbone.name}-L{cfg.seq_len}-n{n_blocks}-k{cfg.topk}-s{cfg.seed}-{mix}.safetensors"
+    name = f"{hero.backbone.name}-L{cfg.seq_len}-n{n_blocks}-k{cfg.topk}-s{cfg.seed}-{mix}.safetensors"
+    return cache_dir() / "teacher" / name
 
 
 def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, progress: bool = True) -> dict:
@@ -262,8 +263,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     # E*: FFNs a token may run on average so that the skipped ones make up target_skip of all parameters.
     executed_budget = hero.config.n_routed - cfg.target_skip * total_params / ffn_params
     hero.router.train()
-    bar = tqdm(range(start, cfg.steps), desc=f"train {out.name}", disable=not progress or not accelerator.is_main_process,
-               initial=start, total=cfg.steps)
+    bar = tqdm(range(start, cfg.steps), desc=f"train {out.name}", initial=start, total=cfg.steps,
+               disable=not progress or not accelerator.is_main_process)
     rank, world = accelerator.process_index, accelerator.num_processes
     for step in bar:
         t0 = time.perf_counter()
@@ -301,7 +302,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         skipped = (~executed).float().sum(0)
         realised = float((skipped * ffn_params / total_params).mean())
         if cfg.budget == "controller":
-            alpha = float(min(cfg.alpha_max, max(1e-6, alpha * math.exp(cfg.controller_gain * (cfg.target_skip - realised)))))
+            step_factor = math.exp(cfg.controller_gain * (cfg.target_skip - realised))
+            alpha = float(min(cfg.alpha_max, max(1e-6, alpha * step_factor)))
         dt = time.perf_counter() - t0
         row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
                "alpha": alpha, "param_skip": realised, "mean_gate": torch.stack(gates).mean().item(),

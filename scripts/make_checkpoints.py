@@ -45,7 +45,8 @@ def main() -> int:
     for name in args.only:
         variant, skip, steps, start = RUNS[name]
         out = args.out_dir / name
-        cfg = TrainConfig(out=str(out), variant=variant, target_skip=skip, steps=max(1, round(steps * args.steps_scale)),
+        steps = max(1, round(steps * args.steps_scale))
+        cfg = TrainConfig(out=str(out), variant=variant, target_skip=skip, steps=steps,
                           init_from=str(args.out_dir / start) if start else None, data_blocks=DATA_BLOCKS)
         wall, cpu = time.perf_counter(), time.process_time()
         train(cfg, hero)

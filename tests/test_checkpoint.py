@@ -114,7 +114,8 @@ def test_nf4_without_bitsandbytes_is_explained(monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
     with pytest.raises(BackboneError, match="bitsandbytes"):
         load_backbone(None, quantization="nf4", device="cpu")
 

@@ -50,5 +50,6 @@ def test_cli_trace_prints_summary_and_writes_json(tmp_path):
     assert "FFNs run" in result.stdout and "param skip" in result.stdout
     data = json.loads(out.read_text())
     assert data["variant"] == "dense" and data["param_skip"] == 0.0
-    bad = subprocess.run([sys.executable, "-m", "hero_core", "trace", "  "], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run([sys.executable, "-m", "hero_core", "trace", "  "], capture_output=True, text=True,
+                         timeout=300)
     assert bad.returncode == 2 and "empty" in bad.stderr

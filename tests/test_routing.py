@@ -45,7 +45,8 @@ def test_dense_variant_equals_unwrapped_backbone(tiny):
 
 
 def test_every_variant_runs_and_respects_its_ablation(tiny):
-    traces = {v: tiny.trace(PROMPTS[2], variant=v) for v in ("hero", "no_history", "no_memread", "no_aux", "no_pos", "dense")}
+    variants = ("hero", "no_history", "no_memread", "no_aux", "no_pos", "dense")
+    traces = {v: tiny.trace(PROMPTS[2], variant=v) for v in variants}
     assert np.all(traces["no_history"].history_logit == 0)
     assert np.all(traces["no_memread"].memory_attention == 0) and np.all(traces["no_memread"].nu == 0)
     assert np.any(traces["hero"].memory_attention != 0) and np.any(traces["hero"].nu != 0)

@@ -17,8 +17,8 @@ def _cfg(out, **kw):
 
 
 def _fresh_tiny():
-    from hero_core.tiny import tiny_backbone
     from hero_core.model import HeroModel, fresh_router
+    from hero_core.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=0)
     return HeroModel(backbone, fresh_router(backbone), "training")
