@@ -580,12 +580,20 @@ def answers_match(predicted: str | None, answer: str) -> bool:
     return normalize_answer(predicted) == normalize_answer(answer) and predicted is not None
 
 
-def reasoning_prompt(question: str, shots: int = REASONING_SHOTS) -> str:
-    """Few-shot prompt: ``shots`` worked *train*-split problems, then ``Question: ...\\nAnswer:``."""
+def reasoning_exemplars(shots: int = REASONING_SHOTS) -> list[str]:
+    """``shots`` worked *train*-split problems, cycling through the problem kinds (arithmetic story,
+    expression, ordering) so each kind is shown once before any repeats."""
     from .data import reasoning_problems
 
-    exemplars = [p.text for p in reasoning_problems(shots, "train", seed=12345)] if shots else []
-    return "\n\n".join(exemplars + [f"Question: {question}\nAnswer:"])
+    pool = reasoning_problems(max(60, 10 * shots), "train", seed=12345)
+    kinds = sorted({p.kind for p in pool})
+    by_kind = {k: [p for p in pool if p.kind == k] for k in kinds}
+    return [by_kind[kinds[i % len(kinds)]][i // len(kinds)].text for i in range(shots)]
+
+
+def reasoning_prompt(question: str, shots: int = REASONING_SHOTS) -> str:
+    """Few-shot prompt: ``shots`` worked train-split problems, then ``Question: ...\\nAnswer:``."""
+    return "\n\n".join(reasoning_exemplars(shots) + [f"Question: {question}\nAnswer:"])
 
 
 def evaluate_reasoning(method: Method, limit: int | None, *, shots: int = REASONING_SHOTS,

@@ -341,10 +341,11 @@ def test_answer_matching_normalises_numbers_and_case():
 def test_reasoning_prompt_uses_train_exemplars_only():
     from hero_core.data import reasoning_problems, split_of
 
-    prompt = evaluate.reasoning_prompt("What is 1 + 1?", shots=2)
-    assert prompt.endswith("Question: What is 1 + 1?\nAnswer:") and prompt.count("Question:") == 3
-    for p in reasoning_problems(2, "train", seed=12345):
-        assert p.question in prompt and split_of(p.question) == "train"
+    prompt = evaluate.reasoning_prompt("What is 1 + 1?", shots=3)
+    assert prompt.endswith("Question: What is 1 + 1?\nAnswer:") and prompt.count("Question:") == 4
+    shown = [p for p in reasoning_problems(60, "train", seed=12345) if p.question in prompt]
+    assert len(shown) == 3 and len({p.kind for p in shown}) == 3  # one exemplar of each kind
+    assert all(split_of(p.question) == "train" for p in shown)
 
 
 # -- end to end on the tiny model ----------------------------------------------------------------
