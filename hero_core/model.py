@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -79,6 +80,19 @@ class HeroModel:
         self.training_info = training or {}
         inject(self.model, router.config.routed_layers)
         self.profile = compute_profile(self.model, self.router)
+
+    def with_router(self, router: HeroRouter, checkpoint_name: str, training: dict | None = None) -> HeroModel:
+        """Another router on the same (already wrapped) backbone, e.g. to compare checkpoints without
+        loading the backbone twice. The routed layers must match."""
+        if router.config.routed_layers != self.config.routed_layers:
+            raise ValueError(f"router routes layers {router.config.routed_layers}, but this backbone is wrapped "
+                             f"for {self.config.routed_layers}")
+        other = copy.copy(self)
+        other.router = router.to(self.device).eval()
+        other.checkpoint_name = checkpoint_name
+        other.training_info = training or {}
+        other.profile = compute_profile(self.model, other.router)
+        return other
 
     @property
     def config(self) -> HeroConfig:

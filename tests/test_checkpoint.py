@@ -130,3 +130,14 @@ def test_local_checkpoint_loads_through_model(tiny, saved, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(saved, copy)
     assert ckpt.resolve(copy / ckpt.CONFIG_FILE) == copy
+
+
+def test_with_router_shares_the_backbone_and_switches_decisions(tiny):
+    from hero_core.model import fresh_router
+
+    other = tiny.with_router(fresh_router(tiny.backbone), "fresh")
+    assert other.model is tiny.model and other.checkpoint_name == "fresh"
+    fresh, original = other.trace("a b c d"), tiny.trace("a b c d")
+    assert fresh.executed.all() and not original.executed.all()  # fresh gates start near 1
+    with pytest.raises(ValueError, match="routes layers"):
+        tiny.with_router(fresh_router(tiny.backbone, routed_layers=[0, 1]), "partial")
