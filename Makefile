@@ -41,6 +41,11 @@ lint: $(STAMP)
 checkpoints: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) scripts/make_checkpoints.py
 
+# Evaluates every checkpoint, ablation and baseline, then renders docs/results.md from the JSON.
+results: $(STAMP)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) scripts/make_results.py
+	$(PY) scripts/results_report.py
+
 bench: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core bench --out docs/bench.json
 	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md
