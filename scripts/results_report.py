@@ -129,6 +129,20 @@ def render(result: dict, figure: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def update_readme(readme: Path, result: dict) -> None:
+    """Replace the README's results block with the generated comparison table."""
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        return
+    methods = [m for m in result["config"]["methods"] if "/" not in m]
+    block = "\n".join([README_START, "", *comparison_table(result, methods), "", README_END])
+    head, rest = text.split(README_START, 1)
+    readme.write_text(head + block + rest.split(README_END, 1)[1])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("results", type=Path, nargs="?", default=ROOT / "docs" / "results.json")
@@ -138,6 +152,7 @@ def main() -> int:
     result = json.loads(args.results.read_text())
     plot(result, [m for m in result["config"]["methods"] if "/" not in m], args.figure)
     args.out.write_text(render(result, args.figure))
+    update_readme(ROOT / "README.md", result)
     print(f"wrote {args.out} and {args.figure}")
     return 0
 
