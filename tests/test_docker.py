@@ -91,9 +91,24 @@ def test_torch_comes_from_the_cpu_index_at_the_pinned_version(dockerfile):
     pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("torch==")]
     assert len(pins) == 1, "the Dockerfile reads exactly one torch==X pin from requirements.txt"
     args = dict(a.split("=", 1) for k, a in dockerfile if k == "ARG" and "=" in a)
-    assert args["TORCH_INDEX"] == "https://download.pytorch.org/whl/cpu"
+    assert args["TORCH_INDEX"] == ""  # empty: chosen from the base image, CPU index unless it is a CUDA image
     run = next(a for k, a in dockerfile if k == "RUN" and "torch==" in a)
-    assert "sed -n 's/^torch==//p' requirements.txt" in run and '--index-url "${TORCH_INDEX}"' in run
+    assert "sed -n 's/^torch==//p' requirements.txt" in run and '--index-url "$index"' in run
+    assert "else index=https://download.pytorch.org/whl/cpu" in run and "CUDA_VERSION" in run
+
+
+def test_torch_index_choice_in_the_shell():
+    """The RUN line's choice of index, run by sh: CPU index on a plain base, PyPI on a CUDA base."""
+    run = next(a for k, a in instructions((ROOT / "Dockerfile").read_text()) if k == "RUN" and "torch==" in a)
+    choice = run.split("&& echo")[0].split("&&", 1)[1]  # from `index=...` through the if/fi
+    for env, expected in (({}, "https://download.pytorch.org/whl/cpu"), ({"CUDA_VERSION": "12.4.1"},
+                          "https://pypi.org/simple"), ({"TORCH_INDEX": "https://example.invalid/x"},
+                                                       "https://example.invalid/x")):
+        script = f"{choice} && echo $index"
+        out = subprocess.run(["sh", "-c", script], env={"PATH": os.environ["PATH"], **env}, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        if env or not Path("/usr/local/cuda").is_dir():
+            assert out == expected
 
 
 def test_base_image_is_a_build_argument(dockerfile):
