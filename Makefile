@@ -43,6 +43,7 @@ checkpoints: $(STAMP)
 
 # Evaluates every checkpoint, ablation and baseline, then renders docs/results.md from the JSON.
 results: $(STAMP)
+	$(PY) -m hero_core eval --fetch-bigbench
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) scripts/make_results.py
 	$(PY) scripts/results_report.py
 
