@@ -27,12 +27,15 @@ def calibrate(backbone, directory: Path, target: float) -> dict:
     hero = HeroModel(backbone, ckpt.build_router(found), found.name)
     blocks = calibration_blocks(hero)
     before = realised_skip(hero, blocks, found.config.variant, 0.5)
-    tau, skip = calibrate_tau(hero, blocks, target)
+    tau, _ = calibrate_tau(hero, blocks, target)
+    # Round to the app's slider step (0.01), so the slider's starting value is exactly the checkpoint's tau.
+    tau = round(tau, 2)
+    skip = realised_skip(hero, blocks, found.config.variant, tau)
     meta_path = directory / ckpt.CONFIG_FILE
     meta = json.loads(meta_path.read_text())
-    meta["router"]["tau"] = round(tau, 6)
+    meta["router"]["tau"] = tau
     meta["training"]["tau_calibration"] = {"target_param_skip": target, "skip_at_tau_0.5": before,
-                                           "tau": round(tau, 6), "skip_at_tau": skip,
+                                           "tau": tau, "skip_at_tau": skip,
                                            "data": "8 x 128 train-split tokens (chat, code, reasoning)"}
     meta_path.write_text(json.dumps(meta, sort_keys=True, indent=2))
     return meta["training"]["tau_calibration"]

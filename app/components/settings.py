@@ -64,6 +64,18 @@ def tiny_mode() -> bool:
     return os.environ.get(TINY_ENV) == "1"
 
 
+def checkpoint_tau(checkpoint: str, backbone: str, tiny: bool) -> float:
+    """The threshold a checkpoint was calibrated to (from its hero_config.json); 0.5 when unknown."""
+    if tiny or (checkpoint == DEFAULT_CHECKPOINT and backbone):
+        return DEFAULT_TAU  # fresh routers: the paper's tau
+    name = BUNDLED_DEFAULT if checkpoint == DEFAULT_CHECKPOINT else checkpoint
+    try:
+        meta = json.loads((resolve_checkpoint(name) / CHECKPOINT_CONFIG).read_text(encoding="utf-8"))
+        return float(meta["router"]["tau"])
+    except (ValueError, OSError, KeyError, TypeError):
+        return DEFAULT_TAU
+
+
 def checkpoint_options(tiny: bool) -> list[str]:
     if tiny:
         return [DEFAULT_CHECKPOINT]
@@ -95,9 +107,15 @@ def render_sidebar() -> Settings:
     sb.subheader("Routing")
     variant = sb.selectbox("Variant", INFERENCE_VARIANTS, key="sb_variant",
                            format_func=lambda v: f"{v} — {VARIANT_HELP[v]}")
-    tau = sb.slider("τ (what-if threshold)", 0.01, 0.99, DEFAULT_TAU, 0.01, key="sb_tau",
-                    help="An FFN runs when its gate g ≥ τ. The checkpoints use 0.5; move it to see what a "
-                         "different threshold would do (every block is re-run, so later gates change too).")
+    # The slider starts at the chosen checkpoint's own (calibrated) tau and resets when the checkpoint changes.
+    origin = (backbone, checkpoint)
+    if st.session_state.get("sb_tau_origin") != origin:
+        st.session_state["sb_tau_origin"] = origin
+        st.session_state["sb_tau"] = checkpoint_tau(checkpoint, backbone, tiny)
+    tau = sb.slider("τ (what-if threshold)", 0.01, 0.99, step=0.01, key="sb_tau",
+                    help="An FFN runs when its gate g ≥ τ. The slider starts at the checkpoint's own τ (calibrated "
+                         "to its budget); move it to see what a different threshold would do (every block is "
+                         "re-run, so later gates change too).")
     with sb.expander("Advanced"):
         max_tokens = st.number_input("Max prompt tokens", 16, 2048, DEFAULT_MAX_TOKENS, 16, key="sb_max_tokens",
                                      help="Longer prompts are truncated, with a notice.")
