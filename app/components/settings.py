@@ -6,14 +6,18 @@ across pages; :func:`current` rebuilds the frozen :class:`Settings` from them.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import streamlit as st
 
+from hero_core.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
 from hero_core.checkpoint import bundled_names
+from hero_core.checkpoint import resolve as resolve_checkpoint
 from hero_core.config import INFERENCE_VARIANTS
+from hero_core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 TINY_ENV = "HERO_LENS_TINY"
 DEFAULT_CHECKPOINT = "default"
