@@ -19,7 +19,7 @@ from .config import HeroConfig, check_tau, check_variant
 from .inject import decoder_layers, inject
 from .router import HeroRouter
 from .routing import RECORDED_FIELDS, RoutingCall, routing_call
-from .trace import RoutingTrace
+from .trace import STATE_FIELDS, RoutingTrace
 
 log = logging.getLogger(__name__)
 
@@ -230,11 +230,11 @@ class HeroModel:
         R = self.config.n_routed
         per_pass = [_pass_arrays(p, batch_index, R, call.variant, call.record_states) for p in call.passes]
         arrays = {k: np.concatenate([p[k] for p in per_pass], axis=-1) for k in per_pass[0] if k != "memory_attention"
-                  and k not in _STATE_KEYS}
+                  and k not in STATE_FIELDS}
         attention = np.concatenate([p["memory_attention"] for p in per_pass], axis=0)
         states = None
         if call.record_states and call.variant != "dense":
-            states = {k: np.concatenate([p[k] for p in per_pass], axis=1) for k in _STATE_KEYS}
+            states = {k: np.concatenate([p[k] for p in per_pass], axis=1) for k in STATE_FIELDS}
         T = len(token_ids)
         return RoutingTrace(
             backbone=self.backbone.name + (" (nf4)" if self.backbone.quantization else ""),
@@ -249,7 +249,6 @@ class HeroModel:
             states={k: v[:, :T] for k, v in states.items()} if states else None)
 
 
-_STATE_KEYS = ("router_state", "memory_context", "memory_state_norm")
 
 
 def _pass_arrays(fwd, batch_index: int, R: int, variant: str, record_states: bool) -> dict[str, np.ndarray]:
