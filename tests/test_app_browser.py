@@ -160,7 +160,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser_endpoint():
+    """A headless Chromium; yields its DevTools WebSocket URL (each DevTools client opens its own tab)."""
     pytest.importorskip("websockets.sync.client", reason="the DevTools client needs websockets >= 12")
     exe = chromium()
     profile = Path(tempfile.mkdtemp(prefix="hero-lens-chromium-"))
@@ -174,15 +175,27 @@ def browser():
                 pytest.skip("Chromium did not start a DevTools endpoint")
             time.sleep(0.2)
         port, path = port_file.read_text().splitlines()[:2]
-        tools = DevTools(f"ws://127.0.0.1:{port}{path}")
-        tools.send("Page.enable")
-        tools.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1600, "deviceScaleFactor": 1,
-                                                          "mobile": False})
-        yield tools
-        tools.close()
+        yield f"ws://127.0.0.1:{port}{path}"
     finally:
         _stop(proc)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def open_tab(endpoint: str, height: int = 1600) -> DevTools:
+    tools = DevTools(endpoint)
+    tools.send("Page.enable")
+    tools.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": height, "deviceScaleFactor": 1,
+                                                      "mobile": False})
+    # Tabs opened side by side are hidden from each other; a hidden page may defer its drawing.
+    tools.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
+    return tools
+
+
+@pytest.fixture(scope="module")
+def browser(browser_endpoint):
+    tools = open_tab(browser_endpoint)
+    yield tools
+    tools.close()
 
 
 # Streamlit's theme wraps titles in <b>; plotly decodes typed arrays into _fullData.
@@ -265,3 +278,40 @@ def test_generate_page_streams(server, browser, shots):
     time.sleep(1.0)
     assert tools.eval(NO_EXCEPTION_JS)
     tools.screenshot(shots / "generate.png")
+
+
+# Different lengths, so a page showing another session's trace fails on the cell count as well as the values.
+LOAD_PROMPTS = ["The cat sat.", "def f(x):\n    return x * 2", "Q: 12 + 7 = ? A: 19, because 12 + 7 = 19.",
+                "Routing decides per token which feed-forward blocks run.", "שלום עולם 漢字 👩‍💻",
+                "Long " * 20 + "prompt."]
+
+
+def test_simultaneous_sessions_get_their_own_results(server, browser_endpoint, tiny):
+    """A bounded load test: six browser sessions submit different prompts at once, while plain HTTP
+    clients hit the server; every page must show exactly its own prompt's trace, with no exception."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = [tiny.trace(prompt) for prompt in LOAD_PROMPTS]
+    assert len({e.n_tokens for e in expected}) == len(LOAD_PROMPTS)
+    tabs = [open_tab(browser_endpoint, height=1000) for _ in LOAD_PROMPTS]
+    try:
+        for tab, prompt in zip(tabs, LOAD_PROMPTS, strict=True):  # navigate every tab before any has rendered
+            tab.send("Page.navigate", {"url": f"{server}/?{urllib.parse.urlencode({'prompt': prompt})}"})
+
+        def http_get(path: str) -> int:
+            with urllib.request.urlopen(f"{server}{path}", timeout=30) as reply:
+                return reply.status
+
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(http_get, ["/", "/_stcore/health"] * 12))
+        assert statuses == [200] * 24
+        for tab, trace in zip(tabs, expected, strict=True):
+            shown = wait_for_skip_map(tab, trace.n_routed * trace.n_tokens)
+            np.testing.assert_allclose(shown["gate"], trace.gate.reshape(-1), rtol=1e-6)
+            assert tab.eval(NO_EXCEPTION_JS)
+        # Still answering, and still each session's own: re-check the first page after all have finished.
+        shown = wait_for_skip_map(tabs[0], expected[0].n_routed * expected[0].n_tokens)
+        np.testing.assert_allclose(shown["gate"], expected[0].gate.reshape(-1), rtol=1e-6)
+    finally:
+        for tab in tabs:
+            tab.close()

@@ -1,10 +1,19 @@
-"""Property-based tests: trace serialisation holds for any tokens and values."""
+"""Property-based tests: trace serialisation and the figure builders hold for any tokens and values."""
+
+import dataclasses
+import html
+import json
+from html.parser import HTMLParser
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hero_core.accounting import ComputeProfile
+from hero_core.figures import (CELLS_NAME, SKIPPED_NAME, TRAJECTORY_FIELDS, executed_counts, flip_codes, flip_map,
+                               layer_skip_bars, memory_map, skip_heatmap, token_compute_html, token_label,
+                               trajectories)
 from hero_core.trace import RoutingTrace
 
 PROFILE = ComputeProfile(total_params=10_000, ffn_params=300, adapter_params=20, router_params=15,
@@ -38,3 +47,120 @@ def test_json_round_trip_is_exact(tmp_path_factory, trace):
     frame = loaded.to_frame()
     assert len(frame) == trace.n_routed * trace.n_tokens
     assert 0.0 <= loaded.param_skip <= trace.n_routed * PROFILE.ffn_params / PROFILE.total_params + 1e-12
+
+
+# -- figure builders: any trace, any token text --------------------------------------------------------
+# Tokens as a tokenizer may decode them: control characters, emoji, CJK, right-to-left text, markup.
+ANY_TOKEN = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=8)
+WEIRD_TOKEN = st.sampled_from(["\n", "\t", " ", "", "\x00", "\u202e", "שלום", "مرحبا", "漢字", "👩‍💻", "<b>", "&amp;",
+                               "\"'", "\r\n", "\u200b"])
+TOKEN_TEXT = st.one_of(ANY_TOKEN, WEIRD_TOKEN)
+FIGURE_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _with_tokens(trace: RoutingTrace, tokens: list[str]) -> RoutingTrace:
+    return dataclasses.replace(trace, tokens=tokens)
+
+
+@st.composite
+def traces_with_text(draw):
+    trace = draw(traces())
+    return _with_tokens(trace, draw(st.lists(TOKEN_TEXT, min_size=trace.n_tokens, max_size=trace.n_tokens)))
+
+
+class _Spans(HTMLParser):
+    """Collects the text of every ``hero-token`` span (entities decoded, <br> ignored)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.texts: list[str] = []
+        self._inside = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "span" and ("class", "hero-token") in attrs:
+            self.texts.append("")
+            self._inside = True
+        elif tag != "br":
+            assert tag == "div", f"token text produced a <{tag}> tag"
+
+    def handle_endtag(self, tag):
+        if tag == "span":
+            self._inside = False
+
+    def handle_data(self, data):
+        if self._inside:
+            self.texts[-1] += data
+
+
+@FIGURE_SETTINGS
+@given(TOKEN_TEXT, st.integers(2, 30))
+def test_token_labels_are_one_visible_line(token, max_len):
+    label = token_label(token, max_len)
+    assert 1 <= len(label) <= max_len
+    assert not set("\n\r\t") & set(label)
+    assert label.strip()
+
+
+@FIGURE_SETTINGS
+@given(traces_with_text())
+def test_skip_map_plots_every_cell_of_the_trace(trace):
+    R, T = trace.n_routed, trace.n_tokens
+    fig = skip_heatmap(trace)
+    cells = next(d for d in fig.data if d.name == CELLS_NAME)
+    np.testing.assert_array_equal(cells.x, np.tile(np.arange(T), R))
+    np.testing.assert_array_equal(cells.y, np.repeat(np.arange(1, R + 1), T))
+    np.testing.assert_array_equal(cells.marker.color, trace.gate.reshape(-1))
+    marks = next(d for d in fig.data if d.name == SKIPPED_NAME)
+    blocks, tokens = np.nonzero(~trace.executed)
+    assert sorted(zip(np.asarray(marks.y) - 1, marks.x, strict=True)) == sorted(zip(blocks, tokens, strict=True))
+    # Tick labels stay aligned with their tokens, whatever the text (escaped, one line each).
+    axis = fig.layout.xaxis
+    assert list(axis.ticktext) == [html.escape(token_label(trace.tokens[t])) for t in axis.tickvals]
+    assert len(axis.tickvals) <= 64 and axis.tickvals[0] == 0
+    json.loads(fig.to_json())  # serialisable for the browser
+
+
+@FIGURE_SETTINGS
+@given(traces_with_text())
+def test_count_and_rate_figures_are_the_traces_numbers(trace):
+    counts = executed_counts(trace).data[0]
+    np.testing.assert_array_equal(counts.y, trace.executed.sum(axis=0))
+    rates = layer_skip_bars([trace]).data[0]
+    np.testing.assert_allclose(rates.y, 1.0 - trace.executed.mean(axis=1))
+    assert list(rates.x) == [f"L{layer}" for layer in trace.routed_layers]
+
+
+@FIGURE_SETTINGS
+@given(traces_with_text(), st.data())
+def test_memory_map_and_trajectories_show_the_chosen_token(trace, data):
+    t = data.draw(st.integers(0, trace.n_tokens - 1))
+    z = np.array(memory_map(trace, t).data[0].z, dtype=np.float64)
+    lower = np.tril_indices(trace.n_routed, -1)
+    np.testing.assert_array_equal(z[lower], trace.memory_attention[t][lower])
+    assert np.isnan(z[np.triu_indices(trace.n_routed)]).all()
+    fig = trajectories(trace, t)
+    for panel, (field, _) in zip(fig.data, TRAJECTORY_FIELDS, strict=True):
+        np.testing.assert_array_equal(panel.y, getattr(trace, field)[:, t])
+    with pytest.raises(ValueError, match="out of range"):
+        memory_map(trace, trace.n_tokens)
+
+
+@FIGURE_SETTINGS
+@given(traces_with_text(), st.data())
+def test_flip_map_counts_exactly_the_differing_decisions(trace, data):
+    flips = np.array(data.draw(st.lists(st.booleans(), min_size=trace.gate.size, max_size=trace.gate.size)))
+    other = dataclasses.replace(trace, executed=trace.executed ^ flips.reshape(trace.gate.shape))
+    codes = flip_codes(trace, other)
+    assert int((codes >= 2).sum()) == int(flips.sum())
+    np.testing.assert_array_equal(codes == 1, trace.executed & other.executed)
+    assert f": {int(flips.sum())} of {trace.gate.size} " in flip_map(trace, other).layout.title.text
+
+
+@FIGURE_SETTINGS
+@given(st.lists(TOKEN_TEXT, min_size=1, max_size=12), st.data())
+def test_token_text_html_keeps_every_token_and_injects_no_markup(tokens, data):
+    counts = data.draw(st.lists(st.integers(0, 30), min_size=len(tokens), max_size=len(tokens)))
+    parser = _Spans()
+    parser.feed(token_compute_html(tokens, counts, 30))
+    expected = [token.replace("\n", "↵").replace("\t", "⇥") or "∅" for token in tokens]
+    assert parser.texts == expected
