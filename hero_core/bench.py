@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import gc
 import importlib.metadata
 import importlib.util
@@ -447,6 +448,15 @@ def decode_loop(hero, make_call: Callable[[], RoutingCall], prompts: torch.Tenso
     return elapsed
 
 
+ROUTER_ONLY = "router only (τ = 0)"
+
+
+def overhead_bound(ideal: float, overhead: float) -> float:
+    """The speed-up the FLOP ideal leaves once the router's measured per-step overhead is added back:
+    a routed step costs ``1 / ideal`` of a dense step in FLOPs plus ``overhead`` of one in latency."""
+    return 1.0 / (1.0 / ideal + max(0.0, overhead))
+
+
 def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: BenchConfig,
                  say: Callable[[str], None]) -> list[dict[str, Any]]:
     rows = []
@@ -456,11 +466,20 @@ def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Benc
         for rc in routed:
             fns[rc.name] = lambda rc=rc, p=prompts: decode_loop(hero, lambda: rc.call(record=False), p,
                                                                 cfg.decode_tokens)
+        if routed:  # the router and its bookkeeping with every FFN still run (tau = 0): its pure overhead
+            every_ffn = dataclasses.replace(routed[0], tau=0.0)
+            fns[ROUTER_ONLY] = lambda p=prompts: decode_loop(hero, lambda: every_ffn.call(record=False), p,
+                                                             cfg.decode_tokens)
         times = measure(fns, cfg.reps, cfg.warmup, hero.device)
         n = batch * cfg.decode_tokens
         row = {"batch": batch, "prompt_tokens": cfg.decode_prompt, "new_tokens": cfg.decode_tokens,
                "time_s": {k: stats(v["wall"]) for k, v in times.items()},
                "tokens_per_s": {k: stats([n / t for t in v["wall"]]) for k, v in times.items()}, "routed": {}}
+        # The FLOP ideal charges the router its (tiny) FLOPs; at one token per step its cost is the latency of
+        # ~20 small kernels per block instead. overhead = router-only / dense - 1, measured in this run.
+        overhead = (paired_ratio(times[ROUTER_ONLY]["wall"], times["dense"]["wall"])["median"] - 1.0
+                    if routed else None)
+        row["router_overhead"] = overhead
         for rc in routed:
             recorded: list[RoutingCall] = []
             decode_loop(hero, lambda rc=rc: rc.call(record=True), prompts, cfg.decode_tokens, on_done=recorded.append)
@@ -471,7 +490,8 @@ def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Benc
             speedup = paired_ratio(times["dense"]["wall"], times[rc.name]["wall"])
             figures.update(speedup=speedup, speedup_cpu=paired_ratio(times["dense"]["cpu"], times[rc.name]["cpu"]),
                            efficiency=speedup["median"] / figures["ideal_speedup"],
-                           weight_read_ideal=weight_read_ideal(executed, batch, hero.profile))
+                           weight_read_ideal=weight_read_ideal(executed, batch, hero.profile),
+                           overhead_bound=overhead_bound(figures["ideal_speedup"], overhead))
             row["routed"][rc.name] = figures
         rows.append(row)
         say(f"decode batch {batch}: dense {row['tokens_per_s']['dense']['median']:.1f} tok/s · " + " · ".join(

@@ -131,6 +131,9 @@ def render(result: dict) -> str:
         for name, f in row["routed"].items():
             rows.append([f"decode batch {row['batch']}: dense / {name}", _spread(f["speedup"]),
                          _num(f["speedup_cpu"]["median"]), _num(f["ideal_speedup"]), _pct(f["efficiency"], 0)])
+        if row.get("router_overhead") is not None:
+            rows.append([f"decode batch {row['batch']}: router only (τ = 0) / dense",
+                         _num(1.0 + row["router_overhead"]), "—", "1", "—"])
     if result.get("recording"):
         r = result["recording"]
         rows.append([f"record=True / record=False ({r['router']}, {r['batch']}x{r['tokens']})",
@@ -175,17 +178,26 @@ def render(result: dict) -> str:
                   "decode steps only (prefill excluded), every row decoding the same number of tokens. *ideal* is "
                   "the FLOP ideal (the target's); *weight-read ideal* is the speed-up if a step cost the weights it "
                   "reads, as small-batch decoding roughly does: a block's FFN is read when any row of the batch "
-                  "runs it, so at batch > 1 only blocks every row skips save anything.", ""]
+                  "runs it, so at batch > 1 only blocks every row skips save anything. *router only (τ = 0)* runs "
+                  "the router with every FFN executed: its cost over dense is the router's per-step overhead, "
+                  "which the FLOP ideal does not see (at one token a step the router's ~20 small operations per "
+                  "block cost their launch latency, not their FLOPs); *bound* is the FLOP ideal with that "
+                  "overhead added back, what a perfect gather/scatter could reach with this router.", ""]
         rows = []
         for row in result["decode"]:
             label = f"{row['batch']} ({row['prompt_tokens']}+{row['new_tokens']})"
-            rows.append([label, "dense", _spread(row["tokens_per_s"]["dense"], 1), "1", "1", "—", "1", "100 %"])
+            rows.append([label, "dense", _spread(row["tokens_per_s"]["dense"], 1), "1", "1", "—", "1", "—",
+                         "100 %"])
             for name, f in row["routed"].items():
                 rows.append([label, name, _spread(row["tokens_per_s"][name], 1), _num(f["speedup"]["median"]),
                              _num(f["ideal_speedup"]), _pct(f["efficiency"], 0), _num(f.get("weight_read_ideal")),
-                             _pct(f["ffn_executed_share"], 0)])
+                             _num(f.get("overhead_bound")), _pct(f["ffn_executed_share"], 0)])
+            only = next((k for k in row["tokens_per_s"] if k.startswith("router only")), None)
+            if only is not None:
+                rows.append([label, only, _spread(row["tokens_per_s"][only], 1),
+                             _num(1.0 / (1.0 + row["router_overhead"])), "1", "—", "—", "—", "100 %"])
         lines += _table(["batch (prompt+new)", "config", "tokens/s", "speed-up", "ideal", "of ideal",
-                         "weight-read ideal", "FFNs run"], rows)
+                         "weight-read ideal", "bound", "FFNs run"], rows)
 
     if result.get("recording"):
         r = result["recording"]

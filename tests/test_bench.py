@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from hero_core import bench
+from hero_core.bench import ROUTER_ONLY, overhead_bound
 from hero_core.inject import RoutedFFN, unwrapped
 from hero_core.memory import DepthMemory
 
@@ -59,7 +60,7 @@ def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
 
     assert [(row["batch"], row["tokens"]) for row in r["prefill"]] == [(2, 16), (1, 24)]
     for row in r["prefill"] + r["decode"]:
-        assert set(row["time_s"]) == {"dense", "hero-25", "hero-40"}
+        assert set(row["time_s"]) - {ROUTER_ONLY} == {"dense", "hero-25", "hero-40"}
         for s in row["time_s"].values():
             assert s["n"] == 2 and s["min"] <= s["median"] <= s["max"] and all(map(_positive_finite, s["values"]))
         for f in row["routed"].values():
@@ -70,6 +71,10 @@ def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
     assert [row["batch"] for row in r["decode"]] == [1, 3]
     assert all(_positive_finite(f["weight_read_ideal"]) for row in r["decode"] for f in row["routed"].values())
     assert all(_positive_finite(s["median"]) for row in r["decode"] for s in row["tokens_per_s"].values())
+    for row in r["decode"]:  # the router's own decode overhead, and the bound it leaves below the FLOP ideal
+        assert ROUTER_ONLY in row["time_s"] and math.isfinite(row["router_overhead"])
+        for f in row["routed"].values():
+            assert 0 < f["overhead_bound"] <= f["ideal_speedup"] + 1e-12
 
     for key in ("record_ratio", "assemble_ratio"):
         assert _positive_finite(r["recording"][key]["median"])
@@ -241,3 +246,9 @@ def test_single_branch_fast_paths_equal_the_reference(tiny, monkeypatch, run_ffn
     fast = tiny.logits(prompt, policy=same_branch)
     monkeypatch.setattr(RoutedFFN, "_branch", reference)
     assert (fast - tiny.logits(prompt, policy=same_branch)).abs().max() <= 1e-5
+
+
+def test_overhead_bound_adds_the_router_latency_back_to_the_flop_ideal():
+    assert overhead_bound(2.0, 0.0) == 2.0  # no overhead: the FLOP ideal itself
+    assert overhead_bound(2.0, 0.5) == pytest.approx(1.0)  # half a dense step saved, half a step added back
+    assert overhead_bound(1.5, -0.1) == 1.5  # a faster-than-dense "overhead" is measurement noise, not a gain
