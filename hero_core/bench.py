@@ -468,8 +468,8 @@ def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Benc
                                                                 cfg.decode_tokens)
         if routed:  # the router and its bookkeeping with every FFN still run (tau = 0): its pure overhead
             every_ffn = dataclasses.replace(routed[0], tau=0.0)
-            fns[ROUTER_ONLY] = lambda p=prompts: decode_loop(hero, lambda: every_ffn.call(record=False), p,
-                                                             cfg.decode_tokens)
+            fns[ROUTER_ONLY] = lambda p=prompts, rc=every_ffn: decode_loop(hero, lambda: rc.call(record=False), p,
+                                                                           cfg.decode_tokens)
         times = measure(fns, cfg.reps, cfg.warmup, hero.device)
         n = batch * cfg.decode_tokens
         row = {"batch": batch, "prompt_tokens": cfg.decode_prompt, "new_tokens": cfg.decode_tokens,

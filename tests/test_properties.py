@@ -11,9 +11,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hero_core.accounting import ComputeProfile
-from hero_core.figures import (CELLS_NAME, SKIPPED_NAME, TRAJECTORY_FIELDS, executed_counts, flip_codes, flip_map,
-                               layer_skip_bars, memory_map, skip_heatmap, token_compute_html, token_label,
-                               trajectories)
+from hero_core.figures import (
+    CELLS_NAME,
+    SKIPPED_NAME,
+    TRAJECTORY_FIELDS,
+    executed_counts,
+    flip_codes,
+    flip_map,
+    layer_skip_bars,
+    memory_map,
+    skip_heatmap,
+    token_compute_html,
+    token_label,
+    trajectories,
+)
 from hero_core.trace import RoutingTrace
 
 PROFILE = ComputeProfile(total_params=10_000, ffn_params=300, adapter_params=20, router_params=15,
