@@ -3,6 +3,7 @@
 Methods (all on the embedded SmolLM2-135M-Instruct, each at its checkpoint's calibrated tau):
     hero-25, hero-40                     HeRo checkpoints
     local-25, local-40                   the no_history variant trained the same way (paper: w/o History)
+    no_memread-25, no_aux-25, no_pos-25  the paper's ablations, each trained like hero-25 (local-25 is w/o History)
     hero-25/<ablation>                   inference-time ablations of hero-25: no_history, no_memread, no_aux, no_pos
     {static_pruning,random_skip,expert_choice}-{25,40}  baselines at the param skip the hero checkpoint realised on
                                          calibration text (see hero_core.baselines)
@@ -37,6 +38,7 @@ from hero_core.model import HeroModel  # noqa: E402
 from hero_core.train import calibration_blocks, realised_skip  # noqa: E402
 
 ABLATIONS = ("no_history", "no_memread", "no_aux", "no_pos")
+TRAINED_ABLATIONS = ("no_memread-25", "no_aux-25", "no_pos-25")  # bundled when `make checkpoints` has made them
 
 
 def main() -> int:
@@ -48,7 +50,9 @@ def main() -> int:
 
     backbone = load_backbone(device="auto")
     models: dict[str, HeroModel] = {}
-    for name in ("hero-25", "local-25", "hero-40", "local-40"):
+    names = ["hero-25", "local-25", "hero-40", "local-40"]
+    names += [n for n in TRAINED_ABLATIONS if n in ckpt.bundled_names()]
+    for name in names:
         found = ckpt.read_checkpoint(name)
         router = ckpt.build_router(found)
         models[name] = HeroModel(backbone, router, name, found.training) if not models else \

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hero_core import checkpoint as ckpt
-from hero_core.train import TrainConfig, budget_hinge, distill_loss, train, usage_penalty
+from hero_core.train import TrainConfig, budget_hinge, distill_loss, hard_executed, train, usage_penalty
 
 
 def _cfg(out, **kw):
@@ -73,3 +73,21 @@ def test_bad_training_config():
         TrainConfig(out="x", variant="dense")
     with pytest.raises(ValueError, match="target_skip"):
         TrainConfig(out="x", target_skip=1.5)
+
+
+def test_hard_budget_counts_executed_ffns_and_passes_gradient_straight_through():
+    gates = [torch.tensor([0.9, 0.4], requires_grad=True), torch.tensor([0.6, 0.1], requires_grad=True)]
+    counted = hard_executed(gates, tau=0.5)
+    assert [c.tolist() for c in counted] == [[1.0, 0.0], [1.0, 0.0]]  # forward: 1[g >= tau]
+    loss = budget_hinge(counted, 0.5)  # one executed FFN per token against a budget of 0.5
+    assert loss.item() == pytest.approx(0.25)
+    loss.backward()
+    assert all(torch.allclose(g.grad, torch.full((2,), 0.5)) for g in gates)  # d/dg = 2 * 0.5 / 2 tokens
+
+
+def test_hard_budget_trains(tmp_path):
+    out = train(_cfg(tmp_path / "hard", budget="hard", hinge_alpha=1.0, steps=3), _fresh_tiny(), progress=False)
+    rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and rows[-1]["mean_gate"] < rows[0]["mean_gate"]
+    with pytest.raises(ValueError, match="budget must be one of"):
+        _cfg(tmp_path / "bad", budget="soft")

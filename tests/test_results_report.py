@@ -1,0 +1,41 @@
+"""scripts/results_report.py renders every evaluated method from the results JSON, and nothing typed by hand."""
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _report():
+    spec = importlib.util.spec_from_file_location("results_report", ROOT / "scripts" / "results_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bundled_result() -> dict:
+    return json.loads((ROOT / "docs" / "results.json").read_text())
+
+
+def test_every_method_gets_a_row_with_its_measured_param_skip(tmp_path):
+    result = _bundled_result()
+    text = _report().render(result, ROOT / "docs" / "figures" / "retain_vs_skip.png")
+    tables = text.split("## Main-suite accuracy")[0]  # the comparison tables (all methods, ablations)
+    rows = {line.split("|")[1].strip(): line for line in tables.splitlines() if line.startswith("| ")}
+    for summary in result["summary"]:
+        if summary["suite"] == "main":
+            assert summary["method"] in rows, summary["method"]
+            assert f"{100 * summary['param_skip']:.2f}" in rows[summary["method"]]
+
+
+def test_trained_ablations_land_in_the_ablation_table_not_the_main_one():
+    result = copy.deepcopy(_bundled_result())
+    source = next(r for r in result["summary"] if r["method"] == "hero-25" and r["suite"] == "main")
+    result["summary"].append(dict(source, method="no_memread-25", param_skip=0.123456))
+    result["config"]["methods"] = [*result["config"]["methods"], "no_memread-25"]
+    text = _report().render(result, ROOT / "docs" / "figures" / "retain_vs_skip.png")
+    main_part, ablation_part = text.split("## Ablations at the 25 % budget")
+    assert "| no_memread-25 |" not in main_part.split("## Main-suite accuracy")[0]
+    assert "| no_memread-25 | 12.35 |" in ablation_part.split("## Main-suite accuracy")[0]
