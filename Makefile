@@ -49,7 +49,7 @@ results: $(STAMP)
 
 bench: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core bench --out docs/bench.json
-	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md
+	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md --readme README.md
 
 clean:
 	rm -rf $(VENV)

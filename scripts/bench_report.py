@@ -15,6 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.readme_block import replace_block  # noqa: E402
+
 SCHEMA = "hero-lens-bench/1"
 
 
@@ -264,21 +268,37 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
+def readme_lines(result: dict) -> list[str]:
+    """The README's speed block: the targets table and where the full page is."""
+    m = result["machine"]
+    lines = [f"Measured by `make bench` on {m['cpu']} ({m['available_cores']} cores, {m['torch_threads']} torch "
+             f"thread(s), {m['device']}); full page: [docs/performance.md](docs/performance.md).", ""]
+    lines += _table(["target", "measured", "threshold", "status"],
+                    [[t["description"], _target_value(t), _threshold(t), _status(t)]
+                     for t in result.get("targets", [])])
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("bench", nargs="?", type=Path, default=Path("bench.json"),
                         help="bench JSON (default bench.json)")
     parser.add_argument("--out", type=Path, default=Path("docs/performance.md"))
+    parser.add_argument("--readme", type=Path, default=None,
+                        help="also refresh this README's <!-- performance:start/end --> block")
     args = parser.parse_args(argv)
     try:
         result = json.loads(args.bench.read_text())
         text = render(result)
+        block = readme_lines(result)
     except (OSError, json.JSONDecodeError, ValueError, KeyError) as err:
         print(f"error: cannot render {args.bench}: {err}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(f"wrote {args.out}")
+    if args.readme is not None and replace_block(args.readme, "performance", block):
+        print(f"updated the performance block of {args.readme}")
     return 0
 
 

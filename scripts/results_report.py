@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from scripts.readme_block import replace_block  # noqa: E402
 
 # The paper's Llama-3.1-8B-Instruct results (7 lm-eval-harness tasks), quoted from DESIGN.md §1.
 PAPER = [
@@ -97,11 +100,21 @@ def plot(result: dict, methods: list[str], out: Path) -> None:
     fig.savefig(out, dpi=130)
 
 
+def trained_ablations(result: dict) -> list[str]:
+    return [m for m in result["config"]["methods"] if m.split("-")[0] in ("no_memread", "no_aux", "no_pos")]
+
+
+def main_methods(result: dict) -> list[str]:
+    """Checkpoints, baselines and dense: not the ablations (trained or inference-time), which have their table."""
+    trained = trained_ablations(result)
+    return [m for m in result["config"]["methods"] if "/" not in m and m not in trained]
+
+
 def render(result: dict, figure: Path) -> str:
     methods = result["config"]["methods"]
-    trained_ablations = [m for m in methods if m.split("-")[0] in ("no_memread", "no_aux", "no_pos")]
-    main_methods = [m for m in methods if "/" not in m and m not in trained_ablations]
-    ablations = ([m for m in ("hero-25", "local-25") if m in methods] + trained_ablations
+    trained = trained_ablations(result)
+    main = main_methods(result)
+    ablations = ([m for m in ("hero-25", "local-25") if m in methods] + trained
                  + [m for m in methods if m.startswith("hero-25/")] + [m for m in ("dense",) if m in methods])
     cfg = result["config"]
     out = ["# Results", "",
@@ -114,7 +127,7 @@ def render(result: dict, figure: Path) -> str:
            "Retain = mean over the suite's tasks of routed / dense score, in percent. "
            "Domain columns: perplexity ratio routed/dense on held-out text, top-1 agreement with dense, "
            "KL(dense‖routed) in nats per token.", "",
-           CAVEAT, "", "## All methods", ""] + comparison_table(result, main_methods) + [
+           CAVEAT, "", "## All methods", ""] + comparison_table(result, main) + [
            "", f"![Retain vs param skip]({figure.relative_to(ROOT / 'docs').as_posix()})", "",
            "## Ablations at the 25 % budget", "",
            "Trained: local-25 (the paper's w/o History) and no_memread-25, no_aux-25, no_pos-25, each trained "
@@ -122,7 +135,7 @@ def render(result: dict, figure: Path) -> str:
            "(hero-25/…), which shows what each part contributes to that router's decisions, not what a router "
            "trained without it would do.", ""]
     out += comparison_table(result, ablations)
-    out += ["", "## Main-suite accuracy per task (%)", ""] + task_table(result, main_methods)
+    out += ["", "## Main-suite accuracy per task (%)", ""] + task_table(result, main)
     out += ["", "## Checkpoints", "", "| checkpoint | variant | tau (calibrated) | train wall s | train CPU s |",
             "|---|---|---|---|---|"]
     for name, c in result.get("checkpoints", {}).items():
@@ -135,7 +148,6 @@ def render(result: dict, figure: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 CAVEAT = ("**Read the domain columns first.** The main suite here is small (see the limit in docs/results.md) and the "
     "135M dense model is close to chance on several of its tasks, so its Retain moves by tens of points on "
     "a handful of questions and can exceed 100 % for a model whose perplexity has exploded; perplexity "
@@ -144,13 +156,7 @@ CAVEAT = ("**Read the domain columns first.** The main suite here is small (see 
 
 def update_readme(readme: Path, result: dict) -> None:
     """Replace the README's results block with the generated comparison table."""
-    text = readme.read_text()
-    if README_START not in text or README_END not in text:
-        return
-    methods = [m for m in result["config"]["methods"] if "/" not in m]
-    block = "\n".join([README_START, "", *comparison_table(result, methods), "", CAVEAT, "", README_END])
-    head, rest = text.split(README_START, 1)
-    readme.write_text(head + block + rest.split(README_END, 1)[1])
+    replace_block(readme, "results", [*comparison_table(result, main_methods(result)), "", CAVEAT])
 
 
 def main() -> int:
@@ -160,7 +166,7 @@ def main() -> int:
     parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "retain_vs_skip.png")
     args = parser.parse_args()
     result = json.loads(args.results.read_text())
-    plot(result, [m for m in result["config"]["methods"] if "/" not in m], args.figure)
+    plot(result, main_methods(result), args.figure)
     args.out.write_text(render(result, args.figure))
     update_readme(ROOT / "README.md", result)
     print(f"wrote {args.out} and {args.figure}")

@@ -252,3 +252,17 @@ def test_overhead_bound_adds_the_router_latency_back_to_the_flop_ideal():
     assert overhead_bound(2.0, 0.0) == 2.0  # no overhead: the FLOP ideal itself
     assert overhead_bound(2.0, 0.5) == pytest.approx(1.0)  # half a dense step saved, half a step added back
     assert overhead_bound(1.5, -0.1) == 1.5  # a faster-than-dense "overhead" is measurement noise, not a gain
+
+
+def test_report_refreshes_only_the_readme_performance_block(quick_result, tmp_path):
+    report = _report_module()
+    src = tmp_path / "bench.json"
+    src.write_text(json.dumps(quick_result))
+    readme = tmp_path / "README.md"
+    readme.write_text("# T\n\nbefore\n<!-- performance:start -->\nstale\n<!-- performance:end -->\nafter\n")
+    assert report.main([str(src), "--out", str(tmp_path / "perf.md"), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "stale" not in text and text.startswith("# T\n\nbefore\n") and text.endswith("after\n")
+    block = text.split("<!-- performance:start -->")[1].split("<!-- performance:end -->")[0]
+    assert "| target | measured | threshold | status |" in block
+    assert block.count("\n| ") == len(quick_result["targets"]) + 1  # one row per target after the header
