@@ -128,6 +128,12 @@ def stats(values: list[float]) -> dict[str, Any]:
             "min": float(a.min()), "max": float(a.max()), "n": int(a.size), "values": [float(x) for x in a]}
 
 
+def time_stats(times: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Any]]:
+    """Wall and CPU statistics of every configuration that :func:`measure` timed."""
+    return {"time_s": {k: stats(v["wall"]) for k, v in times.items()},
+            "cpu_s": {k: stats(v["cpu"]) for k, v in times.items()}}
+
+
 def paired_ratio(numerator: list[float], denominator: list[float]) -> dict[str, Any]:
     """Median (and spread) of the per-rep ratios numerator_i / denominator_i."""
     return stats([n / d for n, d in zip(numerator, denominator, strict=True)])
@@ -410,9 +416,7 @@ def bench_prefill(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Ben
             fns[rc.name] = run(lambda rc=rc: rc.call(record=False))
         times = measure(fns, cfg.reps, cfg.warmup, hero.device)
         positions = np.tile(np.arange(length), batch)
-        row = {"batch": batch, "tokens": length, "n_tokens": batch * length,
-               "time_s": {k: stats(v["wall"]) for k, v in times.items()},
-               "cpu_s": {k: stats(v["cpu"]) for k, v in times.items()}, "routed": {}}
+        row = {"batch": batch, "tokens": length, "n_tokens": batch * length, **time_stats(times), "routed": {}}
         for rc in routed:
             _, executed = _recorded_pass(hero, rc, ids)
             figures = compute_figures(executed.cpu().numpy(), positions, hero.profile)
@@ -521,8 +525,7 @@ def bench_recording(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig
                     cfg.reps, cfg.warmup, hero.device)
     overhead = paired_ratio(times["record_true"]["wall"], times["record_false"]["wall"])
     out = {"router": rc.name, "batch": batch, "tokens": length,
-           "time_s": {k: stats(v["wall"]) for k, v in times.items()},
-           "cpu_s": {k: stats(v["cpu"]) for k, v in times.items()},
+           **time_stats(times),
            "record_ratio": overhead,
            "record_ratio_cpu": paired_ratio(times["record_true"]["cpu"], times["record_false"]["cpu"]),
            "assemble_ratio": paired_ratio(times["record_and_assemble"]["wall"], times["record_false"]["wall"])}
@@ -557,8 +560,7 @@ def bench_overhead(hero, pool: torch.Tensor, cfg: BenchConfig, say: Callable[[st
     times = measure({"bare": bare, "wrapped_no_call": no_call, "dense_variant": dense}, cfg.reps, cfg.warmup,
                     hero.device)
     ratio = paired_ratio(times["dense_variant"]["wall"], times["bare"]["wall"])
-    out = {"batch": batch, "tokens": length, "time_s": {k: stats(v["wall"]) for k, v in times.items()},
-           "cpu_s": {k: stats(v["cpu"]) for k, v in times.items()}, "dense_over_bare": ratio,
+    out = {"batch": batch, "tokens": length, **time_stats(times), "dense_over_bare": ratio,
            "dense_over_bare_cpu": paired_ratio(times["dense_variant"]["cpu"], times["bare"]["cpu"]),
            "no_call_over_bare": paired_ratio(times["wrapped_no_call"]["wall"], times["bare"]["wall"]),
            "max_abs_logit_diff": diff}
@@ -610,8 +612,7 @@ def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
     times = measure(fns, cfg.reps, cfg.warmup, hero.device)
     ratio = paired_ratio(times["routed"]["wall"], times["dense"]["wall"])
     out = {"router": rc.name, "batch": batch, "tokens": length,
-           "time_s": {k: stats(v["wall"]) for k, v in times.items()},
-           "cpu_s": {k: stats(v["cpu"]) for k, v in times.items()},
+           **time_stats(times),
            "routed_over_dense": ratio,
            "routed_over_dense_cpu": paired_ratio(times["routed"]["cpu"], times["dense"]["cpu"]),
            "paper_over_dense": paired_ratio(times["routed_paper"]["wall"], times["dense"]["wall"]),

@@ -145,23 +145,25 @@ def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int,
     return fig
 
 
-def token_picker(trace: RoutingTrace, *, prefix: str, label: str = "Token") -> int:
-    key = f"{prefix}_token"
-    default, _ = current_cell(trace)
-    if key not in st.session_state or not 0 <= st.session_state[key] < trace.n_tokens:
+def _cell_picker(trace: RoutingTrace, key: str, axis: int, n: int, label: str, describe) -> int:
+    """A selectbox for one coordinate (0 token, 1 block) of the selected cell, kept in sync with the map."""
+    default = current_cell(trace)[axis]
+    if key not in st.session_state or not 0 <= st.session_state[key] < n:
         st.session_state[key] = default
-    token = st.selectbox(label, range(trace.n_tokens), key=key,
-                         format_func=lambda t: f"{t}: {token_label(trace.tokens[t], 24)}",
-                         on_change=lambda: set_cell(st.session_state[key], current_cell(trace)[1]))
-    return int(token)
+
+    def moved() -> None:
+        cell = list(current_cell(trace))
+        cell[axis] = st.session_state[key]
+        set_cell(*cell)
+
+    return int(st.selectbox(label, range(n), key=key, format_func=describe, on_change=moved))
+
+
+def token_picker(trace: RoutingTrace, *, prefix: str, label: str = "Token") -> int:
+    return _cell_picker(trace, f"{prefix}_token", 0, trace.n_tokens, label,
+                        lambda t: f"{t}: {token_label(trace.tokens[t], 24)}")
 
 
 def block_picker(trace: RoutingTrace, *, prefix: str, label: str = "Routed layer") -> int:
-    key = f"{prefix}_block"
-    _, default = current_cell(trace)
-    if key not in st.session_state or not 0 <= st.session_state[key] < trace.n_routed:
-        st.session_state[key] = default
-    block = st.selectbox(label, range(trace.n_routed), key=key,
-                         format_func=lambda j: f"L{trace.routed_layers[j]} (block {j + 1})",
-                         on_change=lambda: set_cell(current_cell(trace)[0], st.session_state[key]))
-    return int(block)
+    return _cell_picker(trace, f"{prefix}_block", 1, trace.n_routed, label,
+                        lambda j: f"L{trace.routed_layers[j]} (block {j + 1})")
