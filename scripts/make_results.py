@@ -14,7 +14,8 @@ Then ``scripts/results_report.py`` turns the JSON into docs/results.md and the R
 Defaults fit this project's 2-core CPU budget (~30 min for 15 methods): the main BIG-bench suite and the
 per-domain quality at 10 examples per task / texts per domain. The extended suite is left out because the
 task-selection rule made it a subset of main (eval_tasks.json); generated-reasoning exact match because the
-dense model scores 0 on it (Retain undefined); HumanEval because greedy generation of 15 methods does not fit.
+dense model scores 0 on it (Retain undefined). HumanEval pass@1 (greedy, ``--humaneval-limit`` problems, 20 by
+default) runs for dense and the four checkpoints only: greedy generation for every baseline does not fit.
 All three run with ``python -m hero_core eval --suites extended,reasoning,humaneval`` on any checkpoint.
 """
 
@@ -38,6 +39,7 @@ from hero_core.model import HeroModel  # noqa: E402
 from hero_core.train import calibration_blocks, realised_skip  # noqa: E402
 
 ABLATIONS = ("no_history", "no_memread", "no_aux", "no_pos")
+CODE_METHODS = ("hero-25", "local-25", "hero-40", "local-40")  # HumanEval pass@1 (with dense as reference)
 TRAINED_ABLATIONS = ("no_memread-25", "no_aux-25", "no_pos-25")  # bundled when `make checkpoints` has made them
 
 
@@ -45,6 +47,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--suites", default="main,domains")
     parser.add_argument("--limit", type=int, default=10, help="examples per task / problems / texts")
+    parser.add_argument("--humaneval-limit", type=int, default=20,
+                        help="HumanEval problems for the checkpoints (0: skip the code suite)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.json")
     args = parser.parse_args()
 
@@ -73,6 +77,14 @@ def main() -> int:
     start = time.perf_counter()
     result = evaluate(hero25, variants=(), suites=args.suites.split(","), limit=args.limit, methods=methods,
                       progress=True, keep_samples=False)
+    if args.humaneval_limit > 0:  # greedy generation is the expensive part: checkpoints only, not baselines
+        code_methods = [HeroMethod(models[n], models[n].config.variant, name=n) for n in CODE_METHODS]
+        code = evaluate(hero25, variants=(), suites=["humaneval"], limit=args.humaneval_limit,
+                        methods=code_methods, progress=True, keep_samples=False)
+        for name, suites in code["results"].items():
+            result["results"].setdefault(name, {}).update(suites)
+        result["summary"] += code["summary"]
+        result["config"]["humaneval"] = {"limit": args.humaneval_limit, "methods": [m.name for m in code_methods]}
     result["config"]["wall_seconds"] = round(time.perf_counter() - start, 1)
     result["config"]["matched_param_skip"] = matched
     result["checkpoints"] = {n: {"tau": m.config.tau, "variant": m.config.variant,

@@ -100,6 +100,23 @@ def plot(result: dict, methods: list[str], out: Path) -> None:
     fig.savefig(out, dpi=130)
 
 
+def humaneval_table(result: dict) -> list[str]:
+    """HumanEval pass@1 of the methods that ran it (greedy, subprocess-executed), with Retain vs dense."""
+    rows = [r for r in result["summary"] if r["suite"] == "humaneval"]
+    if not rows:
+        return []
+    limit = result["config"].get("humaneval", {}).get("limit")
+    out = ["", f"## Code: HumanEval pass@1 (greedy decoding, first {limit} problems, completions executed in a "
+               "subprocess with a timeout)", "",
+           "| method | solved | pass@1 % | Retain % | param skip % while generating |", "|---|---|---|---|---|"]
+    for r in rows:
+        per = result["results"][r["method"]]["humaneval"]
+        solved = f"{per.get('passed', '–')} / {per.get('n', limit)}"
+        out.append(f"| {r['method']} | {solved} | {_fmt(r['score'], 1, True)} | {_fmt(r.get('retain'), 1)} | "
+                   f"{_fmt(r.get('param_skip'), 2, True)} |")
+    return out
+
+
 def trained_ablations(result: dict) -> list[str]:
     return [m for m in result["config"]["methods"] if m.split("-")[0] in ("no_memread", "no_aux", "no_pos")]
 
@@ -135,6 +152,7 @@ def render(result: dict, figure: Path) -> str:
            "(hero-25/…), which shows what each part contributes to that router's decisions, not what a router "
            "trained without it would do.", ""]
     out += comparison_table(result, ablations)
+    out += humaneval_table(result)
     out += ["", "## Main-suite accuracy per task (%)", ""] + task_table(result, main)
     out += ["", "## Checkpoints", "", "| checkpoint | variant | tau (calibrated) | train wall s | train CPU s |",
             "|---|---|---|---|---|"]

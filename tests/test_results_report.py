@@ -39,3 +39,18 @@ def test_trained_ablations_land_in_the_ablation_table_not_the_main_one():
     main_part, ablation_part = text.split("## Ablations at the 25 % budget")
     assert "| no_memread-25 |" not in main_part.split("## Main-suite accuracy")[0]
     assert "| no_memread-25 | 12.35 |" in ablation_part.split("## Main-suite accuracy")[0]
+
+
+def test_humaneval_table_shows_solved_counts_when_the_code_suite_ran():
+    result = copy.deepcopy(_bundled_result())
+    report = _report()
+    result["summary"] = [r for r in result["summary"] if r["suite"] != "humaneval"]
+    assert report.humaneval_table(result) == []  # no code suite, no table
+    result["config"]["humaneval"] = {"limit": 4, "methods": ["hero-25"]}
+    for name, passed, retain in (("dense", 2, 100.0), ("hero-25", 1, 50.0)):
+        result["results"].setdefault(name, {})["humaneval"] = {"passed": passed, "n": 4}
+        result["summary"].append({"method": name, "suite": "humaneval", "score": passed / 4, "retain": retain,
+                                  "param_skip": 0.0 if name == "dense" else 0.2512})
+    table = "\n".join(report.humaneval_table(result))
+    assert "first 4 problems" in table
+    assert "| hero-25 | 1 / 4 | 25.0 | 50.0 | 25.12 |" in table and "| dense | 2 / 4 | 50.0 |" in table
