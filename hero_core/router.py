@@ -53,10 +53,6 @@ class StateEncoder(nn.Module):
     def forward(self, hbar: torch.Tensor) -> torch.Tensor:
         return self.up(F.silu(self.down(self.norm(hbar))))
 
-    def from_unit(self, unit: torch.Tensor) -> torch.Tensor:
-        """Same as :meth:`forward` given ``unit = rms_norm(hbar)`` without weight (see :func:`unit_rms`)."""
-        return self.up(F.silu(self.down(unit * self.norm.weight)))
-
 
 class LocalHead(nn.Module):
     """b = f_psi(hbar). The RMSNorm is our choice: residual norms grow ~10x across depth, and one
@@ -72,14 +68,10 @@ class LocalHead(nn.Module):
     def forward(self, hbar: torch.Tensor) -> torch.Tensor:
         return self.mlp(self.norm(hbar)).squeeze(-1)
 
-    def from_unit(self, unit: torch.Tensor) -> torch.Tensor:
-        """Same as :meth:`forward` given ``unit = rms_norm(hbar)`` without weight (see :func:`unit_rms`)."""
-        return self.mlp(unit * self.norm.weight).squeeze(-1)
-
 
 def unit_rms(hbar: torch.Tensor, norm: nn.RMSNorm) -> torch.Tensor:
-    """hbar / RMS(hbar) with ``norm``'s eps and no weight: both router norms read the same hbar, so it is
-    computed once per block (``norm(hbar) == unit_rms(hbar, norm) * norm.weight``, bit for bit)."""
+    """hbar / RMS(hbar) with ``norm``'s eps and no weight: both router norms read the same hbar, so at
+    inference it is computed once per block and the norms' weights are folded into the next layers."""
     return F.rms_norm(hbar, norm.normalized_shape, None, norm.eps)
 
 
@@ -105,6 +97,7 @@ class PathState:
     memory: DepthMemory | None
     hbar_prev: torch.Tensor | None = None  # hbar_{j-1}: (N, d)
     delta_prev: torch.Tensor | None = None  # delta_{j-1}: (N, d)
+    dist_prev: torch.Tensor | None = None  # ||delta_{j-1}||: (N,)
     p_hist: torch.Tensor | None = None  # p_hist_{j-1}: (N,)
     m_hist: torch.Tensor | None = None  # m_hist_{j-1}: (N,)
     rho: torch.Tensor | None = None  # rho_j of every block, computed once per pass: (R,)
@@ -123,6 +116,18 @@ class Decision:
     memory_weights: torch.Tensor  # alpha_{j, i<j}: (N, j-1)
     state: torch.Tensor  # s_j: (N, d_s)
     context: torch.Tensor  # c_j: (N, d_m)
+
+
+@dataclass(frozen=True)
+class FoldedLayers:
+    """W_hd and the local head's first layer as one inference matmul on rms_norm(hbar) (no weight): both
+    read hbar through an RMSNorm, whose weights are folded into theirs. The same function as the two
+    modules, with products reordered (equal to float rounding)."""
+
+    version: tuple
+    weight: torch.Tensor  # (d_encoder + head_hidden, d)
+    bias: torch.Tensor
+    split: int  # rows of W_hd
 
 
 class HeroRouter(nn.Module):
@@ -167,14 +172,18 @@ class HeroRouter(nn.Module):
         n = hbar.shape[0]
         delta = hbar - path.hbar_prev if path.hbar_prev is not None else torch.zeros_like(hbar)
         dist = delta.norm(dim=-1)
-        if j >= 3:
+        if j >= 3 and torch.is_grad_enabled():
             gamma = F.cosine_similarity(delta, path.delta_prev, dim=-1, eps=self.config.eps)
+        elif j >= 3:  # the same cosine from one dot product and the norms already at hand: cosine_similarity
+            # re-reads both (N, d) states ~4 times, which costs ~1 % of a long prefill per block here
+            eps = self.config.eps
+            gamma = torch.linalg.vecdot(delta, path.delta_prev) / (dist.clamp_min(eps) * path.dist_prev.clamp_min(eps))
         else:
             gamma = hbar.new_zeros(n)
         ones = hbar.new_ones(n)
         p_prev = path.p_hist if path.p_hist is not None else ones
         m_prev = path.m_hist if path.m_hist is not None else ones
-        path.hbar_prev, path.delta_prev = hbar, delta
+        path.hbar_prev, path.delta_prev, path.dist_prev = hbar, delta, dist
         return torch.stack([ones * (j / R), ones * ((R - j) / R), torch.log1p(dist), gamma, p_prev, m_prev], -1)
 
     def decide(self, j: int, hbar: torch.Tensor, path: PathState, variant: str) -> Decision:
@@ -187,8 +196,12 @@ class HeroRouter(nn.Module):
         # Both norms of the router read hbar: at inference share its RMS normalisation (the same numbers
         # as two RMSNorms, bit for bit). With a graph the two norms stay apart, so gradients are unchanged.
         same_norm = not torch.is_grad_enabled() and self.state_encoder.norm.eps == self.local_head.norm.eps
-        unit = unit_rms(hbar, self.state_encoder.norm) if same_norm else None
-        z_h = self.state_encoder.from_unit(unit) if same_norm else self.state_encoder(hbar)
+        if same_norm:  # one matmul for W_hd and the local head's first layer, norm weights folded in
+            first = self._folded_first_layers()
+            hidden = F.linear(unit_rms(hbar, self.state_encoder.norm), first.weight, first.bias)
+            z_h = self.state_encoder.up(F.silu(hidden[:, : first.split]))
+        else:
+            z_h = self.state_encoder(hbar)
         z_a = self.path_encoder(features)
         if variant == "no_aux":
             z_a = torch.zeros_like(z_a)
@@ -214,12 +227,30 @@ class HeroRouter(nn.Module):
             history_logit = hbar.new_zeros(n)
         else:
             history_logit = self.history_head(torch.cat([state, context, novelty[:, None]], -1)).squeeze(-1)
-        local_logit = self.local_head.from_unit(unit) if same_norm else self.local_head(hbar)
+        if same_norm:
+            head = self.local_head.mlp
+            local_logit = head[2](head[1](hidden[:, first.split:])).squeeze(-1)
+        else:
+            local_logit = self.local_head(hbar)
         gate = torch.sigmoid(history_logit + local_logit)
         p_hist = torch.sigmoid(history_logit / c.t_hist)
         m_hist = (path.m_hist if path.m_hist is not None else torch.ones_like(p_hist)) * p_hist
         path.p_hist, path.m_hist = p_hist, m_hist
         return Decision(gate, history_logit, local_logit, p_hist, m_hist, novelty, weights, state, context)
+
+    def _folded_first_layers(self) -> FoldedLayers:
+        """Inference weights, rebuilt whenever a source parameter changed in place (optimiser step, load)."""
+        se, lh = self.state_encoder, self.local_head
+        sources = (se.norm.weight, se.down.weight, lh.norm.weight, lh.mlp[0].weight, lh.mlp[0].bias)
+        version = tuple((p._version, p.data_ptr(), p.dtype, p.device) for p in sources)
+        folded = self.__dict__.get("_folded")
+        if folded is None or folded.version != version:
+            with torch.no_grad():
+                weight = torch.cat([se.down.weight * se.norm.weight, lh.mlp[0].weight * lh.norm.weight])
+                bias = torch.cat([se.down.weight.new_zeros(se.down.out_features), lh.mlp[0].bias])
+            folded = FoldedLayers(version, weight.contiguous(), bias, se.down.out_features)
+            self.__dict__["_folded"] = folded  # derived weights, the same for every call: not per-call state
+        return folded
 
     def parameter_counts(self) -> dict[str, int]:
         """Parameters used per token per routed block, for the net-skip accounting."""

@@ -189,3 +189,32 @@ def test_straight_through_keeps_the_hard_forward_and_gives_g_the_ffn_signal(tiny
         grads = torch.autograd.grad(st_logits.float().pow(2).mean(), gates)
     skipped = ~call.passes[-1].records[0].executed
     assert skipped.any() and grads[0][skipped].abs().sum() > 0  # skipped tokens still learn about the FFN
+
+
+def _gates_of(router, hbars, grad: bool) -> torch.Tensor:
+    with torch.set_grad_enabled(grad):
+        path = router.new_path(hbars[0].shape[0], "hero", device="cpu", dtype=torch.float32)
+        return torch.stack([router.decide(j, h, path, "hero").gate for j, h in enumerate(hbars, start=1)]).detach()
+
+
+def test_inference_fast_path_matches_the_modules_and_follows_weight_updates(tiny):
+    """At inference the router folds its norm weights into one matmul and takes the depth cosine from one
+    dot product; with a graph it runs the paper's modules. Both must agree, also after weights change."""
+    router = tiny.router
+    torch.manual_seed(3)
+    hbars = [torch.randn(5, router.config.d_model) * (1 + j) for j in range(router.config.n_routed)]
+    before = _gates_of(router, hbars, grad=False)
+    torch.testing.assert_close(before, _gates_of(router, hbars, grad=True), rtol=0, atol=1e-6)
+    originals = [w.detach().clone() for w in (router.local_head.norm.weight, router.state_encoder.norm.weight)]
+    try:
+        with torch.no_grad():  # an in-place update, as an optimiser step or load_state_dict makes
+            router.local_head.norm.weight.mul_(-3.0)
+            router.state_encoder.norm.weight.add_(0.5)
+        after = _gates_of(router, hbars, grad=False)
+        assert (after - before).abs().max() > 1e-3  # the folded weights were rebuilt
+        torch.testing.assert_close(after, _gates_of(router, hbars, grad=True), rtol=0, atol=1e-6)
+    finally:
+        with torch.no_grad():
+            router.local_head.norm.weight.copy_(originals[0])
+            router.state_encoder.norm.weight.copy_(originals[1])
+    torch.testing.assert_close(_gates_of(router, hbars, grad=False), before, rtol=0, atol=0)
