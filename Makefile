@@ -37,7 +37,8 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hero_core app tests scripts
 
-# Trains and tau-calibrates hero-25, local-25, hero-40, local-40 (about 1 CPU-hour each here; see docs/results.md).
+# Trains and tau-calibrates hero-25, local-25, hero-40, local-40 and the ablations no_memread-25, no_aux-25,
+# no_pos-25 (6-12 CPU-minutes each here; timings in each checkpoint's hero_config.json).
 checkpoints: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) scripts/make_checkpoints.py
 

@@ -123,6 +123,7 @@ def render(result: dict) -> str:
                     [[t["description"] + (f" ({t['note']})" if t.get("note") else ""), _target_value(t),
                       _threshold(t), _status(t)] for t in result.get("targets", [])])
 
+    lines += decode_reading(result)
     lines += ["## Summary of ratios", "",
               "Medians of paired per-repetition ratios, with their interquartile range; *ideal* is the speed-up "
               "the FLOPs actually skipped would give (router and adapter work charged).", ""]
@@ -186,7 +187,8 @@ def render(result: dict) -> str:
                   "the router with every FFN executed: its cost over dense is the router's per-step overhead, "
                   "which the FLOP ideal does not see (at one token a step the router's ~20 small operations per "
                   "block cost their launch latency, not their FLOPs); *bound* is the FLOP ideal with that "
-                  "overhead added back, what a perfect gather/scatter could reach with this router.", ""]
+                  "overhead added back, what a perfect gather/scatter could reach with this router (the router's FLOPs "
+                  "are in both terms, so the bound errs a few percent low).", ""]
         rows = []
         for row in result["decode"]:
             label = f"{row['batch']} ({row['prompt_tokens']}+{row['new_tokens']})"
@@ -268,11 +270,35 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
+def decode_reading(result: dict) -> list[str]:
+    """Sentences, computed from the run, on how far the router's own latency explains the decode gap."""
+    out = []
+    for row in result.get("decode") or []:
+        overhead = row.get("router_overhead")
+        if overhead is None:
+            continue
+        for name, f in row["routed"].items():
+            achieved, bound = f["speedup"]["median"], f.get("overhead_bound")
+            out.append(f"* decode batch {row['batch']}, {name}: the router alone (every FFN run) costs "
+                       f"{100 * overhead:+.1f} % of a dense step; with that latency added back the FLOP ideal "
+                       f"x{f['ideal_speedup']:.2f} becomes x{bound:.2f}, and x{achieved:.2f} was achieved "
+                       f"({100 * achieved / bound:.0f} % of that bound).")
+    return ["Reading the decode targets:", "", *out, ""] if out else []
+
+
 def readme_lines(result: dict) -> list[str]:
     """The README's speed block: the targets table and where the full page is."""
     m = result["machine"]
     lines = [f"Measured by `make bench` on {m['cpu']} ({m['available_cores']} cores, {m['torch_threads']} torch "
              f"thread(s), {m['device']}); full page: [docs/performance.md](docs/performance.md).", ""]
+    rows = [[f"prefill {r['batch']}x{r['tokens']}", name, _num(f["speedup"]["median"], 2), _num(f["ideal_speedup"], 2),
+             "—"] for r in result.get("prefill") or [] for name, f in r["routed"].items()]
+    rows += [[f"decode batch {r['batch']}", name, _num(f["speedup"]["median"], 2), _num(f["ideal_speedup"], 2),
+              _num(f.get("overhead_bound"), 2)] for r in result.get("decode") or [] for name, f in r["routed"].items()]
+    if rows:
+        lines += ["Speed-up over dense (wall time, median), next to the FLOP ideal and, for decoding, the bound "
+                  "left once the router's measured per-step latency is added back:", ""]
+        lines += _table(["run", "router", "speed-up", "FLOP ideal", "bound with router latency"], rows)
     lines += _table(["target", "measured", "threshold", "status"],
                     [[t["description"], _target_value(t), _threshold(t), _status(t)]
                      for t in result.get("targets", [])])
