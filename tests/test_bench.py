@@ -264,5 +264,7 @@ def test_report_refreshes_only_the_readme_performance_block(quick_result, tmp_pa
     text = readme.read_text()
     assert "stale" not in text and text.startswith("# T\n\nbefore\n") and text.endswith("after\n")
     block = text.split("<!-- performance:start -->")[1].split("<!-- performance:end -->")[0]
-    assert "| target | measured | threshold | status |" in block
-    assert block.count("\n| ") == len(quick_result["targets"]) + 1  # one row per target after the header
+    speed, targets = block.split("| target | measured | threshold | status |")
+    assert targets.count("\n| ") == len(quick_result["targets"])  # one row per target
+    runs = sum(len(r["routed"]) for r in quick_result["prefill"] + quick_result["decode"])
+    assert speed.count("\n| ") == runs + 1  # header + one row per (shape, router)
