@@ -44,11 +44,18 @@ _GL_THRESHOLD = 12_000  # cells above which the skip map switches to WebGL
 
 
 # -- labels ------------------------------------------------------------------------------------
+# Other C0 controls and DEL as their Unicode control pictures (␀, ␛, ␟, ␡): invisible characters would leave
+# an empty tick label and shift the reader's eye to the wrong token.
+_CONTROL_PICTURES = {code: chr(0x2400 + code) for code in range(0x20)} | {0x7F: "␡"}
+
+
 def token_label(token: str, max_len: int = 12) -> str:
-    """A token as a short, visible label: newlines and tabs shown as arrows, blanks as ␣."""
+    """A token as a short, visible label: newlines and tabs shown as arrows, other control characters as
+    control pictures, an all-blank token as ␣."""
     text = token.replace("\r\n", "↵").replace("\n", "↵").replace("\r", "↵").replace("\t", "⇥")
+    text = text.translate(_CONTROL_PICTURES)
     if not text.strip():
-        text = text.replace(" ", "␣") or "∅"
+        text = "".join("␣" if ch.isspace() else ch for ch in text) or "∅"
     return text if len(text) <= max_len else text[: max_len - 1] + "…"
 
 

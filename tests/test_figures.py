@@ -88,6 +88,8 @@ def test_token_label():
     assert F.token_label("\n") == "↵"
     assert F.token_label("   ") == "␣␣␣"
     assert F.token_label("") == "∅"
+    assert F.token_label("\x1f") == "␟" and F.token_label("a\x00b\x1b") == "a␀b␛"  # found by hypothesis
+    assert F.token_label("\u3000") == "␣"  # ideographic space: blank, so shown
     assert F.token_label("abcdefghijklmnop", 6) == "abcde…"
 
 
