@@ -479,8 +479,8 @@ def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Benc
         row = {"batch": batch, "prompt_tokens": cfg.decode_prompt, "new_tokens": cfg.decode_tokens,
                "time_s": {k: stats(v["wall"]) for k, v in times.items()},
                "tokens_per_s": {k: stats([n / t for t in v["wall"]]) for k, v in times.items()}, "routed": {}}
-        # The FLOP ideal charges the router its (tiny) FLOPs; at one token per step its cost is the latency of
-        # ~20 small kernels per block instead. overhead = router-only / dense - 1, measured in this run.
+        # The FLOP ideal charges the router its (tiny) FLOPs; at one token per step its cost is the latency
+        # of about a hundred small operations per block instead. overhead = router-only / dense - 1, this run.
         overhead = (paired_ratio(times[ROUTER_ONLY]["wall"], times["dense"]["wall"])["median"] - 1.0
                     if routed else None)
         row["router_overhead"] = overhead

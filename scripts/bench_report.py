@@ -185,7 +185,7 @@ def render(result: dict) -> str:
                   "reads, as small-batch decoding roughly does: a block's FFN is read when any row of the batch "
                   "runs it, so at batch > 1 only blocks every row skips save anything. *router only (τ = 0)* runs "
                   "the router with every FFN executed: its cost over dense is the router's per-step overhead, "
-                  "which the FLOP ideal does not see (at one token a step the router's ~20 small operations per "
+                  "which the FLOP ideal does not see (at one token a step the router's ~100 small operations per "
                   "block cost their launch latency, not their FLOPs); *bound* is the FLOP ideal with that "
                   "overhead added back, what a perfect gather/scatter could reach with this router (the router's FLOPs "
                   "are in both terms, so the bound errs a few percent low).", ""]
