@@ -71,6 +71,9 @@ def execute(nb: nbformat.NotebookNode, monkeypatch) -> float:
     # The kernel spec runs "python": make that this interpreter (the project's venv under `make test`).
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.setenv("HERO_LENS_NB_ITEMS", TEST_ITEMS)
+    # One torch thread in the kernel: when anything else holds a core (a training run beside `make test`),
+    # two threads on two cores oversubscribe and notebook 02 ran 25x slower here (> 600 s per cell).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.delenv("HERO_LENS_EXPORT_FIGURES", raising=False)
     start = time.perf_counter()
     NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=False,
