@@ -35,7 +35,6 @@ RUNS = {  # name: (variant, target param skip, steps, start from) -- the 40 % ru
     "no_aux-25": ("no_aux", 0.25, 200, None),
     "no_pos-25": ("no_pos", 0.25, 200, None),
 }
-BUDGET = "hinge"
 DATA_BLOCKS = 800  # 800 x 128 tokens = 102k tokens, shared (with its dense-teacher cache) by every run
 
 
@@ -44,7 +43,8 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=list(RUNS), help="subset of runs")
     parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply every run's steps (quick trials)")
     parser.add_argument("--out-dir", type=Path, default=BUNDLED_DIR)
-    parser.add_argument("--budget", choices=BUDGETS, default=BUDGET, help="how the target skip is reached")
+    parser.add_argument("--budget", choices=BUDGETS, default=TrainConfig.budget,
+                        help="how the target skip is reached")
     args = parser.parse_args()
     backbone = load_backbone(device="auto")
     hero = HeroModel(backbone, fresh_router(backbone), "training")
