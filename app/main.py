@@ -11,6 +11,7 @@ import logging
 import streamlit as st
 from components import settings as app_settings
 from components.runtime import load_model
+from components.widgets import show_callback_error
 
 log = logging.getLogger("hero_lens.app")
 
@@ -30,6 +31,7 @@ def main() -> None:
                           for i, (path, title, icon, url) in enumerate(PAGES)])
     settings = app_settings.render_sidebar()
     st.session_state["sb_settings"] = settings
+    show_callback_error()
     try:
         hero = load_model(settings.model)
         st.sidebar.caption(f"Loaded **{hero.backbone.name}**{' (NF4)' if hero.backbone.quantization else ''} · "

@@ -53,6 +53,8 @@ def bundled_names() -> list[str]:
 def resolve(name_or_path: str | os.PathLike) -> Path:
     """A bundled checkpoint name (``hero-25`` …) or a directory holding the two files."""
     text = str(name_or_path)
+    if not text.strip():
+        raise CheckpointError("no checkpoint given: type a checkpoint directory or choose a bundled name")
     if text in bundled_names():
         return BUNDLED_DIR / text
     path = Path(text).expanduser()

@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 
-    for name, module in (("train", "train"), ("eval", "evaluate"), ("bench", "bench"), ("data", "data")):
+    for name, module in (("train", "train"), ("eval", "evaluate"), ("bench", "bench"), ("data", "data"),
+                         ("frontier", "frontier")):
         try:
             mod = __import__(f"hero_core.{module}", fromlist=["add_arguments"])
         except ModuleNotFoundError as err:

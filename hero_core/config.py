@@ -20,6 +20,12 @@ from typing import Any
 
 # Variants a router can be trained as; every one is also selectable at inference.
 TRAINABLE_VARIANTS = ("hero", "no_history", "no_memread", "no_aux", "no_pos")
+# How the hard branch uses the gate (recorded in every checkpoint):
+#   "paper":    h = hbar + g * FFN(u)  if g >= tau,  else  hbar + (1 - g) * Adapter(u)   (the paper's form)
+#   "unscaled": h = hbar + FFN(u)      if g >= tau,  else  hbar + Adapter(u); in training the gate learns from
+#               the soft mixture's gradient (straight-through), d out / d g = FFN(u) - Adapter(u).
+# Under "paper" an executed FFN is shrunk by g, so a run with 0 % skip is still not the dense model.
+BRANCH_SCALINGS = ("paper", "unscaled")
 # ``dense`` is an inference mode: every FFN runs unscaled, routers are bypassed.
 INFERENCE_VARIANTS = TRAINABLE_VARIANTS + ("dense",)
 
@@ -83,11 +89,15 @@ class HeroConfig:
     # (every FFN executed, scaled by ~0.98) while the gate still has gradient (g(1-g) ~ 0.018).
     gate_bias_init: float = 4.0
     eps: float = 1e-6
+    # Checkpoints written before this field existed were all trained with the paper's scaling.
+    branch_scaling: str = "paper"
     extra: dict[str, Any] = field(default_factory=dict)  # free-form provenance (training recipe, notes)
 
     def __post_init__(self) -> None:
         check_variant(self.variant, allow_dense=False)
         self.tau = check_tau(self.tau)
+        if self.branch_scaling not in BRANCH_SCALINGS:
+            raise ValueError(f"branch_scaling must be one of {BRANCH_SCALINGS}, got {self.branch_scaling!r}")
         for name in ("d_model", "d_ffn", "d_hidden_state", "d_aux", "d_encoder", "d_path_hidden",
                      "d_memory", "head_hidden"):
             value = getattr(self, name)

@@ -165,14 +165,64 @@ _TOPICS = ["the water cycle", "photosynthesis", "how vaccines work", "the French
            "the origins of jazz", "healthy breakfast ideas", "learning a new language", "saving money",
            "writing a cover letter", "planning a garden", "the basics of budgeting", "staying focused",
            "how clouds form", "electric cars", "the Great Wall of China", "how yeast makes bread rise"]
+_MORE_TOPICS = ["the Pythagorean theorem", "prime numbers", "how airplanes fly", "the causes of World War I",
+                "how the stock market works", "the nitrogen cycle", "how a computer's memory works", "rainbows",
+                "the history of the bicycle", "how to make a budget spreadsheet", "how wind turbines work",
+                "the Renaissance", "how the eye sees colour", "antibiotics and resistance", "the Amazon rainforest",
+                "how a nuclear reactor works", "the water on Mars", "how a car engine works", "desert animals",
+                "the Industrial Revolution", "how sound travels", "the ancient Egyptians", "the theory of evolution",
+                "how credit cards work", "public speaking", "the basics of photography", "how to train a puppy",
+                "the causes of inflation", "DNA and genes", "how solar panels work", "the Olympic Games",
+                "how to write a good essay", "the Roman Empire", "magnets", "how a compass works",
+                "the history of money", "how fish breathe", "time zones", "the seasons", "how rockets reach orbit",
+                "the human brain", "how to cook rice", "the history of the telephone", "dinosaurs",
+                "how 3D printing works", "the Arctic", "how to learn to swim", "how a bill becomes a law",
+                "the causes of the Great Depression", "how to stay hydrated", "how the heart pumps blood",
+                "the speed of light", "how trees grow", "the printing of books today", "how bridges carry loads",
+                "the Maya civilisation", "how to start running", "how a thermostat works", "the history of maps",
+                "how spiders spin webs", "how passwords are kept safe", "the causes of droughts",
+                "how a microwave oven heats food", "the invention of the light bulb", "how snow forms",
+                "how to plan a trip", "the basics of first aid", "the structure of an atom", "how bread is baked",
+                "the history of the calendar", "how satellites help us", "the food chain", "how to make friends",
+                "the Ottoman Empire", "how ants communicate", "the greenhouse effect", "how vaccines are tested",
+                "how a piano makes sound", "the history of the Olympics", "how to read a nutrition label",
+                "the causes of lightning", "how submarines dive", "the Middle Ages", "how to save energy at home",
+                "how wolves live in packs", "the basics of probability", "how a lock and key work",
+                "how tea is grown", "the geography of Africa", "how elevators work", "the life of Marie Curie",
+                "how the Moon affects Earth", "how rivers shape valleys", "the basics of saving for retirement",
+                "how hurricanes form", "the history of chocolate", "how birds navigate", "how to write a poem",
+                "how traffic lights are timed", "the basics of nutrition", "how fireworks get their colours",
+                "the life cycle of a butterfly", "how a library organises books", "the history of the internet",
+                "how a dishwasher works", "the structure of a cell", "how glaciers move", "how to take notes",
+                "the history of democracy", "how cheese is made", "how to keep a plant alive indoors",
+                "the basics of geometry", "how jet engines work", "the life of Leonardo da Vinci",
+                "how to manage stress", "how a river delta forms", "how fingerprints are unique"]
 _ASKS = ["Explain {t} to a ten-year-old.", "Give me three interesting facts about {t}.",
          "Write a short paragraph about {t}.", "What are the most common misconceptions about {t}?",
          "Summarise {t} in a few sentences.", "Why does {t} matter in everyday life?"]
+_MORE_ASKS = ["What is the most surprising thing about {t}?", "Describe {t} in simple steps.",
+              "How would you teach {t} to a beginner?", "Write two questions a student might ask about {t}, "
+              "and answer them."]
+# Questions drawn from the Python reference manual's own topic list (pydoc_data, part of the stdlib).
+_PYDOC_ASKS = ["In Python, what does the '{t}' topic of the language reference cover? Give a short example.",
+               "Explain Python's '{t}' to someone who knows another programming language."]
+
+
+def _pydoc_topics() -> list[str]:
+    try:
+        from pydoc_data.topics import topics
+    except ImportError:  # stripped interpreters may lack pydoc_data
+        return []
+    return sorted(topics)
 
 
 def chat_prompts(split: str = "train") -> list[str]:
+    """Our chat prompts (about 1,900 in all); a hash of the prompt text assigns each to one split."""
     _check_split(split)
     prompts = [ask.format(t=topic) for topic in _TOPICS for ask in _ASKS]
+    prompts += [ask.format(t=topic) for topic in _TOPICS for ask in _MORE_ASKS]
+    prompts += [ask.format(t=topic) for topic in _MORE_TOPICS for ask in _ASKS + _MORE_ASKS]
+    prompts += [ask.format(t=topic.replace("-", " ")) for topic in _pydoc_topics() for ask in _PYDOC_ASKS]
     return [p for p in prompts if split_of(p) == split]
 
 
@@ -184,7 +234,7 @@ def chat_cache_path(backbone_name: str, split: str) -> Path:
 
 
 def chat_texts(hero, split: str = "train", max_new_tokens: int = 96, limit: int | None = None,
-               progress: bool = False) -> list[str]:
+               progress: bool = False, batch_size: int = 64) -> list[str]:
     """Chat-formatted prompt + the dense model's own greedy response, generated once and cached."""
     path = chat_cache_path(hero.backbone.name, split)
     prompts = chat_prompts(split)[:limit]
@@ -199,14 +249,39 @@ def chat_texts(hero, split: str = "train", max_new_tokens: int = 96, limit: int 
         from tqdm import tqdm
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
-            for prompt in tqdm(missing, desc="self-distilling chat data", disable=not progress):
-                reply, _ = hero.generate(prompt, max_new_tokens=max_new_tokens, variant="dense", chat_template=True)
-                text = hero.format_prompt(prompt, chat_template=True) + reply
-                cached[prompt] = text
-                fh.write(json.dumps({"prompt": prompt, "text": text, "max_new_tokens": max_new_tokens}) + "\n")
+        with path.open("a", encoding="utf-8") as fh, tqdm(total=len(missing), desc="self-distilling chat data",
+                                                          disable=not progress) as bar:
+            for start in range(0, len(missing), batch_size):
+                batch = missing[start: start + batch_size]
+                for prompt, reply in zip(batch, dense_replies(hero, batch, max_new_tokens)):
+                    text = hero.format_prompt(prompt, chat_template=True) + reply
+                    cached[prompt] = text
+                    fh.write(json.dumps({"prompt": prompt, "text": text, "max_new_tokens": max_new_tokens}) + "\n")
                 fh.flush()  # an interrupted run keeps what it generated
+                bar.update(len(batch))
     return [cached[p] for p in prompts]
+
+
+def dense_replies(hero, prompts: list[str], max_new_tokens: int) -> list[str]:
+    """Greedy replies of the dense backbone to chat prompts, batched with left padding.
+
+    Runs the wrapped model with no routing call active, which is exactly the dense backbone; in bf16
+    autocast where the hardware runs it faster (this is training text, not an evaluation reference)."""
+    import torch
+
+    from .precision import resolve_dtype
+
+    tok = hero.tokenizer
+    texts = [hero.format_prompt(p, chat_template=True) for p in prompts]
+    enc = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    fast = resolve_dtype("auto", hero.device) == torch.bfloat16
+    with torch.no_grad(), torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=fast):
+        out = hero.model.generate(input_ids=enc["input_ids"].to(hero.device),
+                                  attention_mask=enc["attention_mask"].to(hero.device),
+                                  max_new_tokens=max_new_tokens, do_sample=False,
+                                  pad_token_id=tok.pad_token_id or tok.eos_token_id)
+    new = out[:, enc["input_ids"].shape[1]:]
+    return [tok.decode(row, skip_special_tokens=True) for row in new]
 
 
 # -- mixtures -----------------------------------------------------------------------------------------
@@ -221,7 +296,7 @@ def domain_texts(domain: str, split: str, n: int, hero=None, seed: int = 0) -> l
     if domain == "chat":
         if hero is None:
             raise ValueError("chat texts are the dense model's own responses: pass the HeroModel")
-        return chat_texts(hero, split, limit=n)
+        return chat_texts(hero, split, limit=n, progress=True)
     raise ValueError(f"unknown domain {domain!r}; choose one of {DOMAINS}")
 
 

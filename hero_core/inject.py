@@ -77,44 +77,53 @@ class RoutedFFN(nn.Module):
         gate = decision.gate
         executed = gate >= call.tau  # (N,) bool
         if call.policy is not None:
+            fwd.ffn_input, fwd.ffn_hbar = flat_u, flat_hbar
             executed, gate = call.policy(self.block, gate, fwd)
+            fwd.ffn_input = fwd.ffn_hbar = None
         active = fwd.active.reshape(-1) if fwd.active is not None else None
         adapter = router.adapters[self.block - 1]
+        scaled = router.config.branch_scaling == "paper"
         if call.straight_through and torch.is_grad_enabled():
-            out = self._straight_through(flat_u, gate, executed, active, adapter)
+            out = self._straight_through(flat_u, gate, executed, active, adapter, scaled)
         else:
-            out = self._branch(flat_u, gate, executed, active, adapter)
+            # gate None: the branches run unscaled (FFN(u) or Adapter(u)), as the model was trained.
+            out = self._branch(flat_u, gate if scaled else None, executed, active, adapter)
         call.add_record(self.block, decision, executed, fwd.path)
         return out.view(B, T, D)
 
-    def _branch(self, u: torch.Tensor, gate: torch.Tensor, executed: torch.Tensor,
+    def _branch(self, u: torch.Tensor, gate: torch.Tensor | None, executed: torch.Tensor,
                 active: torch.Tensor | None, adapter: nn.Module) -> torch.Tensor:
         """Hard branch with real compute skipping: gather each branch's tokens, run it, scatter back.
 
-        u: (N, D); gate, executed, active: (N,). Padding tokens (active False) run neither branch.
-        Writes go in place into one output buffer (zeroed only when padding rows must stay 0); when one
-        branch takes every token it runs on ``u`` directly, without gather or scatter."""
+        u: (N, D); gate (None: unscaled branches), executed, active: (N,). Padding tokens (active False)
+        run neither branch. Writes go in place into one output buffer (zeroed only when padding rows must
+        stay 0); when one branch takes every token it runs on ``u`` directly, without gather or scatter."""
         run_ffn = executed if active is None else executed & active
         idx_ffn = run_ffn.nonzero().squeeze(1)
         n_ffn = idx_ffn.numel()
         if n_ffn == u.shape[0]:  # every token executes: no gather needed
-            return gate[:, None].to(u.dtype) * self.base_layer(u)
+            ffn = self.base_layer(u)
+            return ffn if gate is None else gate[:, None].to(u.dtype) * ffn
         adapter_dtype = adapter.w1.weight.dtype
         if n_ffn == 0 and active is None:  # every token takes the adapter
-            return ((1 - gate[:, None]) * adapter(u.to(adapter_dtype))).to(u.dtype)
+            skipped = adapter(u.to(adapter_dtype))
+            return (skipped if gate is None else (1 - gate[:, None]) * skipped).to(u.dtype)
         out = torch.empty_like(u) if active is None else torch.zeros_like(u)
         if n_ffn:
-            out.index_copy_(0, idx_ffn, gate[idx_ffn, None].to(u.dtype) * self.base_layer(u.index_select(0, idx_ffn)))
+            ffn = self.base_layer(u.index_select(0, idx_ffn))
+            out.index_copy_(0, idx_ffn, ffn if gate is None else gate[idx_ffn, None].to(u.dtype) * ffn)
         run_adapter = ~executed if active is None else ~executed & active
         idx = run_adapter.nonzero().squeeze(1)
         if idx.numel():
-            skipped = (1 - gate[idx, None]) * adapter(u.index_select(0, idx).to(adapter_dtype))
+            skipped = adapter(u.index_select(0, idx).to(adapter_dtype))
+            if gate is not None:
+                skipped = (1 - gate[idx, None]) * skipped
             out.index_copy_(0, idx, skipped.to(u.dtype))
         return out
 
 
     def _straight_through(self, u: torch.Tensor, gate: torch.Tensor, executed: torch.Tensor,
-                          active: torch.Tensor | None, adapter: nn.Module) -> torch.Tensor:
+                          active: torch.Tensor | None, adapter: nn.Module, scaled: bool) -> torch.Tensor:
         """Training variant of the hard branch: same forward value, but g learns what the FFN is worth.
 
         With the paper's hard branch, a token whose gate fell below tau only ever sees the adapter, so
@@ -122,12 +131,16 @@ class RoutedFFN(nn.Module):
         collapsed below tau together (distillation loss 1.5 -> 13 in 16 steps). Here both branches run on
         every token and ``(g - sg(g)) * sg(FFN(u) - Adapter(u))`` (value 0) is added, so
         d out / d g = FFN(u) - Adapter(u), the derivative of the soft mixture. No compute is saved in
-        training; inference always uses :meth:`_branch`."""
+        training; inference always uses :meth:`_branch`. With ``scaled`` False (unscaled branches) the forward
+        value is FFN(u) or Adapter(u) as it will be at inference, and the gate's only gradient is this one."""
         g = gate[:, None].to(u.dtype)
         g_const = g.detach()
         ffn = self.base_layer(u)
         skip = adapter(u.to(adapter.w1.weight.dtype)).to(u.dtype)
-        hard = torch.where(executed[:, None], g_const * ffn, (1 - g_const) * skip)
+        if scaled:
+            hard = torch.where(executed[:, None], g_const * ffn, (1 - g_const) * skip)
+        else:
+            hard = torch.where(executed[:, None], ffn, skip)
         out = hard + (g - g_const) * (ffn - skip).detach()
         return out if active is None else out * active[:, None].to(u.dtype)
 

@@ -158,28 +158,83 @@ class HeroModel:
         with routing_call(call):
             return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
 
+    def tau_for_param_skip(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, variant: str,
+                           param_skip: float, *, iters: int = 12) -> tuple[float, float]:
+        """The tau whose run on this very input realises the param skip closest to ``param_skip``.
+
+        Skip grows with tau, but not exactly monotonically (later gates read a residual stream that earlier
+        decisions changed), so bisection keeps the best tau seen. Returns (tau, realised param skip)."""
+        from .accounting import token_compute
+
+        def realised(tau: float) -> float:
+            call = self.new_call(variant, tau)
+            with torch.no_grad():
+                self.forward(input_ids, attention_mask, call, use_cache=False)
+            executed = torch.stack([r.executed for r in call.passes[-1].records]).cpu().numpy()  # (R, B*T)
+            if attention_mask is not None:
+                executed = executed[:, attention_mask.reshape(-1).bool().cpu().numpy()]
+            return float(token_compute(executed, self.profile)["param_skip"].mean())
+
+        lo, hi = 1e-3, 1.0 - 1e-3
+        best = (lo, realised(lo))
+        for _ in range(iters):
+            mid = (lo + hi) / 2
+            skip = realised(mid)
+            if abs(skip - param_skip) < abs(best[1] - param_skip):
+                best = (mid, skip)
+            lo, hi = (mid, hi) if skip < param_skip else (lo, mid)
+        return best
+
+    def _resolve_tau(self, enc: Encoded, variant: str, tau: float | None,
+                     param_skip: float | None) -> tuple[float | None, str]:
+        """tau for a call and how it was chosen: the checkpoint's, the caller's, or matched to a param skip."""
+        if param_skip is None:
+            return tau, "checkpoint" if tau is None else "given"
+        if tau is not None:
+            raise PromptError("give either tau or param_skip, not both")
+        if variant == "dense":
+            raise PromptError("the dense variant runs every FFN: param_skip applies to routed variants only")
+        if isinstance(param_skip, bool) or not isinstance(param_skip, (int, float)) or not 0.0 <= param_skip < 1.0:
+            raise PromptError(f"param_skip must be a number in [0, 1), got {param_skip!r}")
+        chosen, realised = self.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, float(param_skip))
+        return chosen, f"param_skip={float(param_skip):.4g} (realised {realised:.4g}, tau bisected on this input)"
+
     def trace(self, prompt: str | Sequence[str], variant: str = "hero", *, tau: float | None = None,
               record_states: bool = False, chat_template: bool = False, max_tokens: int | None = None,
-              policy=None) -> RoutingTrace | list[RoutingTrace]:
+              policy=None, param_skip: float | None = None,
+              quality: bool = False) -> RoutingTrace | list[RoutingTrace]:
         """Route a prompt (or a list, batched with padding) and record every decision.
 
-        ``policy`` (see :mod:`hero_core.baselines`) replaces the router's hard decision."""
+        ``policy`` (see :mod:`hero_core.baselines`) replaces the router's hard decision. ``param_skip``
+        picks tau for this run so its realised param skip is the closest reachable to it (equal-compute
+        comparisons); the trace records the tau and the rule in ``tau_rule``. ``quality`` also runs the dense
+        model on the same tokens and records per-token ``nll``, ``dense_nll``, ``kl_to_dense`` and ``top1_agree``."""
         single = isinstance(prompt, str)
         prompts = [prompt] if single else list(prompt)
         if not prompts:
             raise PromptError("no prompts given")
         enc = self.encode(prompts, chat_template=chat_template, max_tokens=max_tokens)
+        tau, rule = self._resolve_tau(enc, variant, tau, param_skip)
         call = self.new_call(variant, tau, record_states=record_states, policy=policy)
         with torch.no_grad():
-            self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
-        traces = [self._assemble(call, b, enc.input_ids[b][enc.attention_mask[b].bool()].tolist(), enc.notices[b])
-                  for b in range(len(prompts))]
+            routed = self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
+            dense = (self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False),
+                                  use_cache=False) if quality else None)
+        traces = []
+        for b in range(len(prompts)):
+            keep = enc.attention_mask[b].bool()
+            trace = self._assemble(call, b, enc.input_ids[b][keep].tolist(), enc.notices[b], tau_rule=rule)
+            if dense is not None:
+                trace.quality = _token_quality(dense[b][keep], routed[b][keep], enc.input_ids[b][keep])
+            traces.append(trace)
         return traces[0] if single else traces
 
     def logits(self, prompt: str, variant: str = "hero", *, tau: float | None = None,
-               chat_template: bool = False, max_tokens: int | None = None, policy=None) -> torch.Tensor:
-        """Next-token logits (T, V), tokenised exactly as :meth:`trace` does."""
+               chat_template: bool = False, max_tokens: int | None = None, policy=None,
+               param_skip: float | None = None) -> torch.Tensor:
+        """Next-token logits (T, V), tokenised exactly as :meth:`trace` does (``param_skip`` as there)."""
         enc = self.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
+        tau, _ = self._resolve_tau(enc, variant, tau, param_skip)
         call = self.new_call(variant, tau, record=False, policy=policy)
         with torch.no_grad():
             return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)[0].float()
@@ -187,10 +242,12 @@ class HeroModel:
     def generate(self, prompt: str, max_new_tokens: int = 64, variant: str = "hero", *, tau: float | None = None,
                  do_sample: bool = False, temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
                  chat_template: bool = False, record_states: bool = False,
-                 on_token: Callable[[str, int], None] | None = None) -> tuple[str, RoutingTrace]:
+                 on_token: Callable[[str, int], None] | None = None,
+                 param_skip: float | None = None) -> tuple[str, RoutingTrace]:
         """Decode with the KV cache, routing every new token. ``on_token(text, n_executed)`` streams.
 
-        Returns the generated text (without the prompt) and the trace over prompt + generated tokens."""
+        Returns the generated text (without the prompt) and the trace over prompt + generated tokens.
+        ``param_skip`` picks tau on the prompt (as :meth:`trace` does) and decodes at that tau."""
         from transformers import DynamicCache
 
         if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
@@ -200,6 +257,9 @@ class HeroModel:
         enc = self.encode([prompt], chat_template=chat_template,
                           max_tokens=max(1, self.max_tokens - max_new_tokens))
         generator = torch.Generator(device="cpu").manual_seed(seed) if seed is not None else None
+        tau, rule = self._resolve_tau(enc, variant, tau, param_skip)
+        if param_skip is not None:
+            rule = rule.replace("on this input", "on the prompt")
         call = self.new_call(variant, tau, record_states=record_states)
         cache = DynamicCache(config=self.model.config)
         ids = enc.input_ids
@@ -221,12 +281,12 @@ class HeroModel:
         all_ids = ids[0].tolist() + new_ids[:-1] if new_ids else ids[0].tolist()
         # The last sampled token was never fed back, so it has no routing record: the trace covers the
         # tokens that went through the model.
-        trace = self._assemble(call, 0, all_ids, enc.notices[0], n_prompt_tokens=ids.shape[1])
+        trace = self._assemble(call, 0, all_ids, enc.notices[0], n_prompt_tokens=ids.shape[1], tau_rule=rule)
         return self.tokenizer.decode(new_ids, skip_special_tokens=True), trace
 
     # -- trace assembly -----------------------------------------------------------------------
     def _assemble(self, call: RoutingCall, batch_index: int, token_ids: list[int], notices: list[str],
-                  n_prompt_tokens: int | None = None) -> RoutingTrace:
+                  n_prompt_tokens: int | None = None, tau_rule: str = "checkpoint") -> RoutingTrace:
         R = self.config.n_routed
         per_pass = [_pass_arrays(p, batch_index, R, call.variant, call.record_states) for p in call.passes]
         arrays = {k: np.concatenate([p[k] for p in per_pass], axis=-1) for k in per_pass[0] if k != "memory_attention"
@@ -246,9 +306,20 @@ class HeroModel:
             p_hist=arrays["p_hist"][:, :T], m_hist=arrays["m_hist"][:, :T], nu=arrays["novelty"][:, :T],
             memory_attention=attention[:T], forgetting=self.router.forgetting().detach().cpu().double().numpy(),
             profile=self.profile, n_prompt_tokens=n_prompt_tokens, notices=list(notices),
-            states={k: v[:, :T] for k, v in states.items()} if states else None)
+            states={k: v[:, :T] for k, v in states.items()} if states else None, tau_rule=tau_rule)
 
 
+
+
+def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
+    """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
+    from .quality import kl_from_dense, next_token_nll, top1_agreement
+
+    pad = np.array([np.nan])
+    return {"nll": np.concatenate([next_token_nll(routed, ids).cpu().double().numpy(), pad]),
+            "dense_nll": np.concatenate([next_token_nll(dense, ids).cpu().double().numpy(), pad]),
+            "kl_to_dense": kl_from_dense(dense, routed).cpu().double().numpy(),
+            "top1_agree": top1_agreement(dense, routed).cpu().double().numpy()}
 
 
 def _pass_arrays(fwd, batch_index: int, R: int, variant: str, record_states: bool) -> dict[str, np.ndarray]:

@@ -48,6 +48,10 @@ class ForwardPass:
     shape: tuple[int, int]  # (B, T)
     path: PathState | None = None
     pending_hbar: torch.Tensor | None = None  # hbar_j handed from the norm tap to the FFN wrapper
+    # The current block's FFN input u_j and post-attention state hbar_j (N, d), set only while a policy
+    # decides: a reference policy such as the oracle compares FFN(u) with Adapter(u) itself.
+    ffn_input: torch.Tensor | None = None
+    ffn_hbar: torch.Tensor | None = None
     records: list[BlockRecord] = field(default_factory=list)
     gates: list[torch.Tensor] = field(default_factory=list)  # g with grad, for the usage loss
 

@@ -25,6 +25,7 @@ SCHEMA_VERSION = 1
 # Per (block x token) arrays, named as in the saved JSON.
 BLOCK_TOKEN_FIELDS = ("gate", "executed", "history_logit", "local_logit", "p_hist", "m_hist", "nu")
 STATE_FIELDS = ("router_state", "memory_context", "memory_state_norm")
+QUALITY_FIELDS = ("nll", "dense_nll", "kl_to_dense")  # per token, with quality=True (plus top1_agree)
 
 
 class TraceFormatError(ValueError):
@@ -53,6 +54,12 @@ class RoutingTrace:
     n_prompt_tokens: int | None = None  # tokens before generation started (None: all are prompt)
     notices: list[str] = field(default_factory=list)
     states: dict[str, np.ndarray] | None = None  # router_state (R,T,d_s), memory_context (R,T,d_m), norm (R,T)
+    # How tau was chosen: "checkpoint" (its trained tau), "given", or "param_skip=…" (matched compute on this input)
+    tau_rule: str = "checkpoint"
+    # With quality=True: per-token arrays (T,) against the dense model on the same tokens. ``nll`` and
+    # ``dense_nll`` at position t score the prediction of token t + 1 (NaN at the last token, which has none);
+    # ``kl_to_dense`` is KL(dense || routed) of the next-token distribution at t.
+    quality: dict[str, np.ndarray] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -69,6 +76,22 @@ class RoutingTrace:
                                        f"expected (routed layers, tokens) = {(R, T)}")
         if self.memory_attention.shape != (T, R, R):
             raise TraceFormatError(f"memory_attention has shape {self.memory_attention.shape}, expected {(T, R, R)}")
+        if self.quality is not None:
+            self.quality = {k: np.asarray(v, dtype=np.float64) for k, v in self.quality.items()}
+            for name in QUALITY_FIELDS:
+                if name not in self.quality or self.quality[name].shape != (T,):
+                    raise TraceFormatError(f"trace quality needs {QUALITY_FIELDS} of shape ({T},)")
+
+    def quality_summary(self) -> dict[str, float] | None:
+        """Perplexity ratio routed / dense, mean KL and top-1 agreement over the prompt (None without quality)."""
+        if self.quality is None:
+            return None
+        nll, dense = self.quality["nll"][:-1], self.quality["dense_nll"][:-1]
+        out = {"mean_kl_to_dense": float(self.quality["kl_to_dense"].mean())}
+        out["perplexity_ratio"] = float(np.exp(nll.mean() - dense.mean())) if len(nll) else 1.0
+        if "top1_agree" in self.quality:
+            out["top1_agreement"] = float(self.quality["top1_agree"].mean())
+        return out
 
     # -- derived figures ------------------------------------------------------------------------
     @property
@@ -126,13 +149,15 @@ class RoutingTrace:
         for name in BLOCK_TOKEN_FIELDS:
             frame[name] = getattr(self, name).reshape(-1)
         frame["margin"] = frame["gate"] - self.tau
+        for name, values in (self.quality or {}).items():  # per-token quality, repeated on the token's rows
+            frame[name] = values[token_index]
         return frame.sort_values(["token_index", "block"], kind="stable").reset_index(drop=True)
 
     # -- serialisation --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema_version": self.schema_version, "backbone": self.backbone, "checkpoint": self.checkpoint,
-            "variant": self.variant, "tau": self.tau, "tokens": list(self.tokens),
+            "variant": self.variant, "tau": self.tau, "tau_rule": self.tau_rule, "tokens": list(self.tokens),
             "token_ids": [int(i) for i in self.token_ids], "routed_layers": [int(i) for i in self.routed_layers],
             "n_prompt_tokens": self.n_prompt_tokens, "notices": list(self.notices),
             "memory_attention": self.memory_attention.tolist(), "forgetting": self.forgetting.tolist(),
@@ -142,6 +167,8 @@ class RoutingTrace:
             out[name] = getattr(self, name).tolist()
         if self.states is not None:
             out["states"] = {k: np.asarray(v).tolist() for k, v in self.states.items()}
+        if self.quality is not None:  # NaN (no next token) is written as null: JSON has no NaN
+            out["quality"] = {k: [None if math.isnan(x) else x for x in v.tolist()] for k, v in self.quality.items()}
         return out
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -195,7 +222,11 @@ class RoutingTrace:
                 m_hist=block_token("m_hist", np.float64), nu=block_token("nu", np.float64),
                 memory_attention=attention, forgetting=np.asarray(data["forgetting"], dtype=np.float64),
                 profile=profile, n_prompt_tokens=data.get("n_prompt_tokens"),
-                notices=[str(n) for n in data.get("notices", [])], states=states, schema_version=version)
+                notices=[str(n) for n in data.get("notices", [])], states=states,
+                tau_rule=str(data.get("tau_rule", "checkpoint")), schema_version=version,
+                quality=None if data.get("quality") is None else
+                {k: np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
+                 for k, v in data["quality"].items()})
         except TraceFormatError:
             raise
         except (TypeError, ValueError, KeyError) as err:

@@ -40,7 +40,8 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint as ckpt
-from .config import TRAINABLE_VARIANTS, check_variant
+from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, check_variant
+from .precision import DTYPES, check_dtype, resolve_dtype
 from .model import HeroModel, fresh_router, load_hero
 
 log = logging.getLogger(__name__)
@@ -66,12 +67,15 @@ class TrainConfig:
     alpha_max: float = 0.1
     target: str = "distill"  # distill | lm
     topk: int = 32
-    data_mix: dict = field(default_factory=lambda: {"chat": 1.0, "code": 1.0, "reasoning": 1.0})
+    data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})
     seed: int = 0
     save_every: int = 25
     routed_layers: list[int] | None = None
     storage_dtype: str = "float16"  # bundled checkpoints stay < 10 MB
-    bf16: bool = False  # autocast the backbone in bf16 (GPUs); CPU default stays fp32
+    # Autocast precision of the forward/backward (master weights stay fp32): "auto" takes bf16 where a probe
+    # shows it faster (hero_core.precision). On this project's CPUs a 4 x 128 step runs ~2x faster in bf16.
+    dtype: str = "auto"
+    threads: int = 0  # torch threads; 0 keeps torch's default (every core)
     data_blocks: int = 1600  # size of the (cached) training set in blocks; steps cycle through it
     init_from: str | None = None  # start from this checkpoint's weights (e.g. a tighter budget from a looser one)
     # "straight_through": g also learns from FFN(u) - Adapter(u) on skipped tokens (our default: the paper's pure
@@ -86,8 +90,19 @@ class TrainConfig:
     # 25 % recipe (200 steps; eval --suites domains --limit 10, perplexity ratio chat / code / reasoning):
     # hero 6.03 / 7.94 / 2.82 (soft hinge 5.48 / 7.81 / 3.06), no_history 5.70 / 7.12 / 2.79 (soft 7.89 /
     # 8.17 / 3.05), calibrated tau 0.53 / 0.52. It helps the local router, not HeRo: not the default.
-    budget: str = "hinge"
+    budget: str = "hard"
     hinge_alpha: float = 0.05
+    # Budget curriculum: the target skip rises linearly from the starting skip (0, or the init checkpoint's
+    # target) to ``target_skip`` over this share of the steps, so the router leaves the dense model gradually.
+    budget_ramp: float = 0.3
+    # "unscaled": executed FFN / adapter outputs are not multiplied by g or 1 - g (see config.BRANCH_SCALINGS);
+    # "paper": the paper's scaling. Recorded in the checkpoint's HeroConfig.
+    branch_scaling: str = "unscaled"
+    warm_start: bool = True  # fit adapters to their FFNs by local distillation before training (warmstart.py)
+    warm_start_tokens: int = 8192
+    # Gate separation: weight of mean(relu(m - |g - tau|)) / m with m = 0.1, which pushes gates out of the band
+    # around tau where bf16 rounding or a tiny input change flips the decision. 0 turns it off.
+    separation: float = 0.0
 
     def __post_init__(self) -> None:
         check_variant(self.variant, allow_dense=False)
@@ -99,6 +114,11 @@ class TrainConfig:
             raise ValueError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
         if self.gate_gradient not in ("straight_through", "paper"):
             raise ValueError("gate_gradient must be 'straight_through' or 'paper'")
+        if self.branch_scaling not in BRANCH_SCALINGS:
+            raise ValueError(f"branch_scaling must be one of {BRANCH_SCALINGS}, got {self.branch_scaling!r}")
+        check_dtype(self.dtype)
+        if not 0.0 <= self.budget_ramp <= 1.0:
+            raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")
         for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
@@ -114,7 +134,9 @@ def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.T
     per_domain: list[list[int]] = []
     for domain, w in weights.items():
         want = max(1, round(n_blocks * w / total))
-        n_texts = {"chat": min(60, max(8, want // 2)), "code": max(8, want // 3), "reasoning": want * 2}[domain]
+        # Texts to draw ``want`` blocks from: every chat prompt (the self-distilled replies are the scarce
+        # part), a stdlib chunk gives ~8 blocks, a reasoning problem about half of one.
+        n_texts = {"chat": None, "code": max(8, want // 3), "reasoning": want * 2}[domain]
         texts = domain_texts(domain, "train", n_texts, hero=hero, seed=cfg.seed)
         blocks = token_blocks(texts, hero.tokenizer, cfg.seq_len)
         if not blocks:
@@ -180,6 +202,26 @@ def hard_executed(gates: list[torch.Tensor], tau: float) -> list[torch.Tensor]:
     return [(g >= tau).to(g.dtype) + g - g.detach() for g in gates]
 
 
+def separation_penalty(gates: list[torch.Tensor], tau: float, margin: float = 0.1) -> torch.Tensor:
+    """mean(relu(margin - |g - tau|)) / margin: 1 for gates sitting on tau, 0 outside the band."""
+    g = torch.cat([x.reshape(-1) for x in gates])
+    return torch.relu(margin - (g - tau).abs()).mean() / margin
+
+
+def near_tau_share(gates: list[torch.Tensor], tau: float, margin: float = 0.1) -> float:
+    """Share of gates within ``margin`` of tau: decisions a small numeric change can flip."""
+    g = torch.cat([x.detach().reshape(-1) for x in gates])
+    return float(((g - tau).abs() < margin).float().mean())
+
+
+def target_skip_at(step: int, cfg: TrainConfig, start_skip: float) -> float:
+    """Budget curriculum: linear from ``start_skip`` to ``cfg.target_skip`` over the first budget_ramp of steps."""
+    ramp_steps = cfg.budget_ramp * cfg.steps
+    if ramp_steps < 1:
+        return cfg.target_skip
+    return start_skip + (cfg.target_skip - start_skip) * min(1.0, (step + 1) / ramp_steps)
+
+
 def budget_hinge(gates: list[torch.Tensor], executed_budget: float) -> torch.Tensor:
     """relu(mean over tokens of sum_j g_j - E*)^2: zero once the soft FFN use meets the budget E*."""
     return torch.relu(torch.stack(gates, 0).sum(0).mean() - executed_budget).pow(2)
@@ -243,7 +285,9 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     from accelerate import Accelerator
     from tqdm import tqdm
 
-    accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no")
+    accelerator = Accelerator()
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
     if hero is None:
@@ -254,12 +298,22 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     injected = hero.model._hero_routed_layers
     if cfg.routed_layers is not None and list(cfg.routed_layers) != injected:
         raise ValueError(f"routed_layers {cfg.routed_layers} differ from the wrapped model's {injected}")
-    router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected)
-    router.config.extra = {"train_config": asdict(cfg)}
+    router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected,
+                          branch_scaling=cfg.branch_scaling)
+    compute_dtype = resolve_dtype(cfg.dtype, hero.device)
+    router.config.extra = {"train_config": asdict(cfg), "compute_dtype": str(compute_dtype).removeprefix("torch.")}
+    log.info("training %s in %s autocast (asked for %s), %d torch threads", out.name, compute_dtype, cfg.dtype,
+             torch.get_num_threads())
+    start_skip = 0.0
     if cfg.init_from is not None:
         start_from = ckpt.read_checkpoint(cfg.init_from)
         ckpt.check_backbone(start_from, hero.backbone.fingerprint, hero.backbone.name)
+        if start_from.config.branch_scaling != cfg.branch_scaling:
+            raise ValueError(f"{cfg.init_from} was trained with branch_scaling={start_from.config.branch_scaling!r}, "
+                             f"this run asks for {cfg.branch_scaling!r}: start fresh or match it")
         router.load_state_dict({k: v.float() for k, v in ckpt.build_router(start_from).state_dict().items()})
+        start_skip = float(start_from.training.get("train_config", {}).get("target_skip", 0.0))
+        router.config.extra["tokens_before"] = int(start_from.training.get("tokens_seen", 0))
     hero.router = router.to(hero.device)
     from .model import compute_profile
 
@@ -272,6 +326,15 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
 
     optimizer = torch.optim.AdamW(hero.router.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, alpha = 0, cfg.alpha_init
+    if cfg.warm_start and cfg.init_from is None and not (state_dir / "state.json").is_file():
+        from .warmstart import warm_start_adapters
+
+        router.config.extra["warm_start"] = warm_start_adapters(hero.model, hero.router, blocks,
+                                                                max_tokens=cfg.warm_start_tokens, progress=progress)
+        _save_state(state_dir, hero, optimizer, 0, alpha)  # a resumed run does not fit the adapters again
+        (state_dir / "warm_start.json").write_text(json.dumps(router.config.extra["warm_start"]))
+    elif (state_dir / "warm_start.json").is_file():
+        router.config.extra["warm_start"] = json.loads((state_dir / "warm_start.json").read_text())
     resumed = _load_state(state_dir, hero, optimizer)
     if resumed:
         start, alpha = resumed
@@ -282,8 +345,6 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         log_path.write_text("")
     total_params = hero.profile.total_params
     ffn_params = hero.profile.ffn_params
-    # E*: FFNs a token may run on average so that the skipped ones make up target_skip of all parameters.
-    executed_budget = hero.config.n_routed - cfg.target_skip * total_params / ffn_params
     hero.router.train()
     bar = tqdm(range(start, cfg.steps), desc=f"train {out.name}", initial=start, total=cfg.steps,
                disable=not progress or not accelerator.is_main_process)
@@ -297,7 +358,10 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
             group["lr"] = lr_at(step, cfg)
         call = hero.new_call(cfg.variant, record=True, keep_gates=True,
                              straight_through=cfg.gate_gradient == "straight_through")
-        with accelerator.autocast():
+        # E*: FFNs a token may run on average so that the skipped ones make up the step's target skip.
+        step_target = target_skip_at(step, cfg, start_skip)
+        executed_budget = hero.config.n_routed - step_target * total_params / ffn_params
+        with torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=compute_dtype == torch.bfloat16):
             logits = hero.forward(batch, None, call, use_cache=False)
         if targets is not None:
             loss_target = distill_loss(logits[:, :-1], targets["indices"][rows][:, :-1].to(hero.device),
@@ -312,6 +376,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
             loss = loss_target + alpha * budget_hinge(counted, executed_budget)
         else:
             loss = loss_target + alpha * l_skip
+        if cfg.separation > 0:
+            loss = loss + cfg.separation * separation_penalty(gates, call.tau)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if world > 1:  # the router is not DDP-wrapped: average its gradients by hand
@@ -329,12 +395,14 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
             alpha = float(min(cfg.alpha_max, max(1e-6, alpha * step_factor)))
         dt = time.perf_counter() - t0
         row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
-               "alpha": alpha, "param_skip": realised, "mean_gate": torch.stack(gates).mean().item(),
-               "grad_norm": float(grad_norm), "lr": lr_at(step, cfg), "tokens_per_s": batch.numel() / dt}
+               "alpha": alpha, "param_skip": realised, "target_skip": step_target,
+               "mean_gate": torch.stack(gates).mean().item(), "near_tau": near_tau_share(gates, call.tau),
+               "grad_norm": float(grad_norm), "lr": lr_at(step, cfg), "tokens_per_s": batch.numel() * world / dt}
         if accelerator.is_main_process:
             with log_path.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            bar.set_postfix(skip=f"{100 * realised:.1f}%", kd=f"{row['loss_target']:.3f}", alpha=f"{alpha:.2e}")
+            bar.set_postfix(skip=f"{100 * realised:.1f}%", kd=f"{row['loss_target']:.3f}",
+                            tok_s=f"{row['tokens_per_s']:.0f}", near_tau=f"{row['near_tau']:.2f}")
         done = step + 1
         if accelerator.is_main_process and (done % cfg.save_every == 0 or done == cfg.steps):
             _save_state(state_dir, hero, optimizer, done, alpha)
@@ -342,7 +410,10 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
             return out
     hero.router.eval()
     if accelerator.is_main_process:
-        summary = {"train_config": asdict(cfg), "steps_done": cfg.steps,
+        tokens_seen = cfg.steps * cfg.batch_size * cfg.seq_len + int(router.config.extra.get("tokens_before", 0))
+        summary = {"train_config": asdict(cfg), "steps_done": cfg.steps, "tokens_seen": tokens_seen,
+                   "compute_dtype": router.config.extra["compute_dtype"],
+                   "warm_start": router.config.extra.get("warm_start"),
                    "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {}}
         ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
                              storage_dtype=cfg.storage_dtype)
@@ -363,10 +434,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save-every", type=int, default=25)
     p.add_argument("--routed-layers", default=None, help="e.g. '0-29' or '1,3,5-9' (default: all blocks)")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs)")
+    p.add_argument("--dtype", choices=DTYPES, default="auto",
+                   help="autocast precision; auto = bf16 where a probe shows it faster")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: every core)")
+    p.add_argument("--branch-scaling", choices=BRANCH_SCALINGS, default="unscaled",
+                   help="scale executed/skipped branches by g / 1-g (paper) or not (unscaled)")
+    p.add_argument("--budget-ramp", type=float, default=0.3, help="share of steps over which the budget rises")
+    p.add_argument("--no-warm-start", dest="warm_start", action="store_false",
+                   help="start adapters cold instead of fitting them to their FFNs")
+    p.add_argument("--separation", type=float, default=0.0, help="weight of the gate-separation term")
     p.add_argument("--data-blocks", type=int, default=1600, help="training blocks (cycled through)")
     p.add_argument("--init-from", default=None, help="checkpoint to start from")
-    p.add_argument("--budget", choices=BUDGETS, default="hinge",
+    p.add_argument("--budget", choices=BUDGETS, default="hard",
                    help="how the target skip is reached (see TrainConfig)")
     p.add_argument("--hinge-alpha", type=float, default=0.05)
     p.add_argument("--gate-gradient", choices=["straight_through", "paper"], default="straight_through",
@@ -385,7 +464,9 @@ def run_cli(args) -> int:
     cfg = TrainConfig(out=args.out, variant=args.variant, target_skip=args.target_skip, steps=args.steps,
                       batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr, alpha_init=args.alpha_init,
                       controller_gain=args.controller_gain, target=args.target, seed=args.seed,
-                      save_every=args.save_every, routed_layers=layers, bf16=args.bf16,
+                      save_every=args.save_every, routed_layers=layers, dtype=args.dtype, threads=args.threads,
+                      branch_scaling=args.branch_scaling, budget_ramp=args.budget_ramp,
+                      warm_start=args.warm_start, separation=args.separation,
                       data_blocks=args.data_blocks, init_from=args.init_from, gate_gradient=args.gate_gradient,
                       budget=args.budget, hinge_alpha=args.hinge_alpha)
     out = train(cfg, hero)

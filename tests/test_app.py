@@ -217,10 +217,31 @@ def test_bad_thread_setting_is_an_error_message(monkeypatch):
     assert any("HERO_LENS_THREADS must be a positive integer" in e.value for e in at.error)
 
 
+def picker(at, name: str):
+    """The cell picker of a page ("why_token", "memory_block", ...): its key also names the trace it belongs to."""
+    found = [s for s in at.selectbox if s.key and s.key.startswith(name + "_")]
+    assert len(found) == 1, f"expected one {name} picker, found {[s.key for s in at.selectbox]}"
+    return found[0]
+
+
+def test_pickers_survive_a_changed_prompt(app):
+    """A second, different prompt must not crash the pickers (they once parsed the label '76: .' as an int)."""
+    for page in ("memory", "why"):
+        at = app(page)
+        picker(at, f"{page}_token").select(7).run()
+        assert_clean(at)
+        at.text_area(key=f"{page}_prompt").input("A much shorter prompt.").run()
+        assert_clean(at)
+        token = picker(at, f"{page}_token")
+        assert 0 <= token.value < len(token.options)
+        token.select(len(token.options) - 1).run()
+        assert_clean(at)
+
+
 # -- memory -----------------------------------------------------------------------------------------------
 def test_memory_view_for_a_chosen_token(app, tiny):
     at = app("memory")
-    at.selectbox(key="memory_token").select(5).run()
+    picker(at, "memory_token").select(5).run()
     assert_clean(at)
     expected = tiny.trace(DEFAULT_PROMPT)
     R = expected.n_routed
@@ -248,10 +269,10 @@ def test_selected_cell_is_shared_across_pages(app):
     at.session_state["shared_cell"] = {"token": 3, "block": 2}
     at.switch_page("views/why.py").run()
     assert_clean(at)
-    assert at.selectbox(key="why_token").value == 3
-    assert at.selectbox(key="why_block").value == 2
+    assert picker(at, "why_token").value == 3
+    assert picker(at, "why_block").value == 2
     at.switch_page("views/memory.py").run()
-    assert at.selectbox(key="memory_token").value == 3
+    assert picker(at, "memory_token").value == 3
 
 
 def test_clicked_point_to_cell():
@@ -368,8 +389,8 @@ def test_why_split_and_attribution(app, tiny):
     from hero_core.attribution import explain
 
     at = app("why")
-    at.selectbox(key="why_token").select(6)
-    at.selectbox(key="why_block").select(2).run()
+    picker(at, "why_token").select(6)
+    picker(at, "why_block").select(2).run()
     assert_clean(at)
     trace = tiny.trace(DEFAULT_PROMPT)
     a, b = trace.history_logit[2, 6], trace.local_logit[2, 6]

@@ -68,16 +68,21 @@ def tiny_mode() -> bool:
     return os.environ.get(TINY_ENV) == "1"
 
 
-def checkpoint_tau(checkpoint: str, backbone: str, tiny: bool) -> float:
-    """The threshold a checkpoint was calibrated to (from its hero_config.json); 0.5 when unknown."""
+def checkpoint_defaults(checkpoint: str, backbone: str, tiny: bool) -> tuple[float, str]:
+    """The threshold and variant a checkpoint was trained with (its hero_config.json); (0.5, hero) when unknown."""
     if tiny or (checkpoint == DEFAULT_CHECKPOINT and backbone):
-        return DEFAULT_TAU  # fresh routers: the paper's tau
+        return DEFAULT_TAU, "hero"  # fresh routers: the paper's tau
     name = BUNDLED_DEFAULT if checkpoint == DEFAULT_CHECKPOINT else checkpoint
     try:
         meta = json.loads((resolve_checkpoint(name) / CHECKPOINT_CONFIG).read_text(encoding="utf-8"))
-        return float(meta["router"]["tau"])
+        variant = str(meta["router"].get("variant", "hero"))
+        return float(meta["router"]["tau"]), variant if variant in INFERENCE_VARIANTS else "hero"
     except (ValueError, OSError, KeyError, TypeError):
-        return DEFAULT_TAU
+        return DEFAULT_TAU, "hero"
+
+
+def checkpoint_tau(checkpoint: str, backbone: str, tiny: bool) -> float:
+    return checkpoint_defaults(checkpoint, backbone, tiny)[0]
 
 
 def checkpoint_options(tiny: bool) -> list[str]:
@@ -102,20 +107,21 @@ def render_sidebar() -> Settings:
     precision = sb.selectbox("Precision", list(PRECISIONS), format_func=PRECISIONS.get, key="sb_precision")
     device = sb.selectbox("Device", DEVICES, key="sb_device")
     choice = sb.selectbox("Checkpoint", checkpoint_options(tiny), key="sb_checkpoint",
-                          help="Router checkpoint. 'default' is the bundled hero-25 when it fits the backbone, "
-                               "else fresh untrained routers.")
+                          help=f"Router checkpoint. 'default' is the bundled {BUNDLED_DEFAULT} when it fits the "
+                               "backbone, else fresh untrained routers.")
     checkpoint = choice
     if choice == CUSTOM_CHECKPOINT:
+        # An empty path stays empty: loading it fails with a message instead of quietly using the default.
         checkpoint = sb.text_input("Checkpoint directory", key="sb_checkpoint_path",
-                                   placeholder="/path/to/checkpoint").strip() or DEFAULT_CHECKPOINT
+                                   placeholder="/path/to/checkpoint").strip()
     sb.subheader("Routing")
-    variant = sb.selectbox("Variant", INFERENCE_VARIANTS, key="sb_variant",
-                           format_func=lambda v: f"{v} — {VARIANT_HELP[v]}")
-    # The slider starts at the chosen checkpoint's own (calibrated) tau and resets when the checkpoint changes.
+    # A newly chosen checkpoint brings the variant it was trained as (local-* -> no_history) and its own tau.
     origin = (backbone, checkpoint)
     if st.session_state.get("sb_tau_origin") != origin:
         st.session_state["sb_tau_origin"] = origin
-        st.session_state["sb_tau"] = checkpoint_tau(checkpoint, backbone, tiny)
+        st.session_state["sb_tau"], st.session_state["sb_variant"] = checkpoint_defaults(checkpoint, backbone, tiny)
+    variant = sb.selectbox("Variant", INFERENCE_VARIANTS, key="sb_variant",
+                           format_func=lambda v: f"{v} — {VARIANT_HELP[v]}")
     tau = sb.slider("τ (what-if threshold)", 0.01, 0.99, step=0.01, key="sb_tau",
                     help="An FFN runs when its gate g ≥ τ. The slider starts at the checkpoint's own τ (calibrated "
                          "to its budget); move it to see what a different threshold would do (every block is "

@@ -7,10 +7,13 @@ are re-seeded from these when they reappear.
 
 from __future__ import annotations
 
+import hashlib
+
 from functools import partial
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -125,14 +128,46 @@ def set_cell(token: int, block: int) -> None:
     st.session_state[SHARED_CELL] = {"token": int(token), "block": int(block)}
 
 
-def _on_map_click(chart_key: str, n_tokens: int, n_blocks: int, prefix: str) -> None:
-    cell = cell_from_selection(st.session_state.get(chart_key), n_tokens, n_blocks)
+CALLBACK_ERROR = "hero_callback_error"
+
+
+def guarded(callback):
+    """Wrap a widget callback so an error in it is shown like any page error (main.py), not as a traceback.
+
+    Streamlit runs callbacks before the script, outside main()'s error handling; the message is kept in
+    session state and shown at the top of the next run."""
+    def run(*args, **kwargs):
+        try:
+            callback(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - every error must reach the user as a message
+            st.session_state[CALLBACK_ERROR] = f"{type(err).__name__}: {err}"
+    return run
+
+
+def show_callback_error() -> None:
+    message = st.session_state.pop(CALLBACK_ERROR, None)
+    if message:
+        st.error(f"A control could not be applied ({message}); the view was reset to a valid cell.")
+
+
+def picker_key(trace: RoutingTrace, prefix: str, axis: str) -> str:
+    """Widget key of a cell picker, unique to the trace's tokens and blocks.
+
+    A selectbox whose options change under the same key can hand back a stale value (Streamlit matched it
+    by its label, and a callback then saw the label string '76: .' instead of an index); a new prompt,
+    checkpoint or variant gets a new widget instead, seeded from the shared cell."""
+    digest = hashlib.sha1(repr((trace.token_ids, trace.routed_layers)).encode()).hexdigest()[:10]
+    return f"{prefix}_{axis}_{digest}"
+
+
+def _on_map_click(chart_key: str, trace: RoutingTrace, prefix: str) -> None:
+    cell = cell_from_selection(st.session_state.get(chart_key), trace.n_tokens, trace.n_routed)
     if cell is None:
         return
     set_cell(*cell)
     # Move this page's pickers to the clicked cell (allowed: callbacks run before the widgets).
-    st.session_state[f"{prefix}_token"] = cell[0]
-    st.session_state[f"{prefix}_block"] = cell[1]
+    st.session_state[picker_key(trace, prefix, "token")] = cell[0]
+    st.session_state[picker_key(trace, prefix, "block")] = cell[1]
 
 
 def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int, int] | None = None,
@@ -141,29 +176,36 @@ def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int,
     fig = skip_heatmap(trace, selected=selected, title=title)
     chart_key = f"{prefix}_map"
     st.plotly_chart(fig, key=chart_key, selection_mode="points", config={"displaylogo": False},
-                    on_select=partial(_on_map_click, chart_key, trace.n_tokens, trace.n_routed, prefix))
+                    on_select=guarded(partial(_on_map_click, chart_key, trace, prefix)))
     return fig
+
+
+def clamp_index(value: Any, n: int, default: int) -> int:
+    """``value`` as an index in [0, n), or ``default`` when it is not an integer (never parses a label)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return min(max(default, 0), n - 1)
+    return min(max(int(value), 0), n - 1)
 
 
 def _cell_picker(trace: RoutingTrace, key: str, axis: int, n: int, label: str, describe) -> int:
     """A selectbox for one coordinate (0 token, 1 block) of the selected cell, kept in sync with the map."""
     default = current_cell(trace)[axis]
-    if key not in st.session_state or not 0 <= st.session_state[key] < n:
-        st.session_state[key] = default
+    st.session_state[key] = clamp_index(st.session_state.get(key, default), n, default)
 
     def moved() -> None:
         cell = list(current_cell(trace))
-        cell[axis] = st.session_state[key]
+        cell[axis] = clamp_index(st.session_state.get(key), n, cell[axis])
         set_cell(*cell)
 
-    return int(st.selectbox(label, range(n), key=key, format_func=describe, on_change=moved))
+    chosen = st.selectbox(label, range(n), key=key, format_func=describe, on_change=guarded(moved))
+    return clamp_index(chosen, n, default)
 
 
 def token_picker(trace: RoutingTrace, *, prefix: str, label: str = "Token") -> int:
-    return _cell_picker(trace, f"{prefix}_token", 0, trace.n_tokens, label,
+    return _cell_picker(trace, picker_key(trace, prefix, "token"), 0, trace.n_tokens, label,
                         lambda t: f"{t}: {token_label(trace.tokens[t], 24)}")
 
 
 def block_picker(trace: RoutingTrace, *, prefix: str, label: str = "Routed layer") -> int:
-    return _cell_picker(trace, f"{prefix}_block", 1, trace.n_routed, label,
+    return _cell_picker(trace, picker_key(trace, prefix, "block"), 1, trace.n_routed, label,
                         lambda j: f"L{trace.routed_layers[j]} (block {j + 1})")
