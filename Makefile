@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast lint checkpoints bench results install browser-deps clean
+.PHONY: run test test-fast lint checkpoints bench results results-bigbench install browser-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -47,8 +47,16 @@ checkpoints: $(STAMP)
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_A) & \
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_B); wait
 
-# Evaluates every checkpoint, ablation and baseline, then renders docs/results.md from the JSON.
+# The quality results: the skip-quality frontier of every bundled checkpoint on held-out text (with the oracle and
+# random references), greedy generations and memory entropy -> docs/quality.json, docs/quality.md,
+# docs/figures/frontier.png and the README's quality block (scripts/make_frontier.py, quality_report.py).
 results: $(STAMP)
+	$(PY) scripts/make_frontier.py
+	$(PY) scripts/quality_report.py
+	$(PY) scripts/recipe_probes.py --report
+
+# The BIG-bench / HumanEval suites of every checkpoint and baseline (slow: ~30 min) -> docs/results.md.
+results-bigbench: $(STAMP)
 	$(PY) -m hero_core eval --fetch-bigbench
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) scripts/make_results.py
 	$(PY) scripts/results_report.py

@@ -23,7 +23,8 @@ def _load(args):
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default=None,
-                   help="bundled name (hero-25, hero-40, local-25, local-40) or directory")
+                   help="bundled name (default hero-10; also local-10, hero-25, local-25, hero-40, local-40, "
+                        "no_memread-10, no_aux-10, no_pos-10) or a checkpoint directory")
     p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
     p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")

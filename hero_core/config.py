@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 # Variants a router can be trained as; every one is also selectable at inference.
@@ -28,6 +29,26 @@ TRAINABLE_VARIANTS = ("hero", "no_history", "no_memread", "no_aux", "no_pos")
 BRANCH_SCALINGS = ("paper", "unscaled")
 # ``dense`` is an inference mode: every FFN runs unscaled, routers are bypassed.
 INFERENCE_VARIANTS = TRAINABLE_VARIANTS + ("dense",)
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """What a variant's router uses (docs/method.md, "Variants"). One table, read by the router and the app."""
+
+    history: bool  # the history head a = f_theta([s; c; nu]) (False: a = 0, the local router)
+    memory_read: bool  # the depth memory and its read c, nu (False: c = 0, nu = 0)
+    path_encoder: bool  # z_a = FFN_path(features) (False: z_a = 0)
+    positional: bool  # the features r, q_rem, d, gamma (False: zeroed)
+    description: str
+
+
+VARIANTS = MappingProxyType({
+    "hero": VariantSpec(True, True, True, True, "full HeRo: local + history heads"),
+    "no_history": VariantSpec(False, False, True, True, "local router only (a = 0)"),
+    "no_memread": VariantSpec(True, False, True, True, "history head without the memory read"),
+    "no_aux": VariantSpec(True, True, False, True, "no path encoder"),
+    "no_pos": VariantSpec(True, True, True, False, "no positional path features"),
+})
 
 
 def check_variant(variant: str, *, allow_dense: bool = True) -> str:

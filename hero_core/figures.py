@@ -205,6 +205,29 @@ def executed_counts(trace: RoutingTrace) -> go.Figure:
     return fig
 
 
+def token_quality_bars(trace: RoutingTrace) -> go.Figure:
+    """Per-token KL(dense || routed) of the next-token distribution: where routing changed the model's output.
+
+    Needs a trace recorded with ``quality=True``; the bars sit under the same token axis as the skip map."""
+    if trace.quality is None:
+        raise ValueError("this trace has no quality row: record it with hero.trace(..., quality=True)")
+    kl = trace.quality["kl_to_dense"]
+    agree = trace.quality.get("top1_agree", np.ones_like(kl))
+    labels = [html.escape(token_label(t, 24)) for t in trace.tokens]
+    fig = go.Figure(go.Bar(
+        x=np.arange(trace.n_tokens), y=kl, name="KL to dense",
+        marker={"color": np.where(agree > 0.5, "#4c78a8", "#e45756"),
+                "pattern": {"shape": np.where(agree > 0.5, "", "/").tolist()}},
+        customdata=np.stack([labels, np.where(agree > 0.5, "same", "differs")], -1),
+        hovertemplate="token %{x}: <b>%{customdata[0]}</b><br>KL(dense‖routed) %{y:.4f} nats<br>"
+                      "top-1 next token vs dense: %{customdata[1]}<extra></extra>"))
+    fig.update_layout(title={"text": "Quality per token: KL(dense‖routed) of the next-token distribution "
+                                     "(hatched red: top-1 differs from dense)"},
+                      xaxis=_token_axis(trace.tokens), yaxis={"title": {"text": "nats"}}, height=260,
+                      plot_bgcolor="white", margin={"l": 60, "r": 20, "t": 50, "b": 60}, showlegend=False)
+    return fig
+
+
 def compute_colour(count: float, max_count: int) -> str:
     """Background colour of a token that executed ``count`` of ``max_count`` FFNs (rgb string)."""
     share = 0.0 if max_count <= 0 else min(1.0, max(0.0, count / max_count))

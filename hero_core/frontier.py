@@ -127,11 +127,13 @@ def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str
     return out
 
 
-def frontier(models: dict, *, oracle: bool = False, random: bool = False, taus: Sequence[float] = DEFAULT_TAUS,
+def frontier(models: dict, *, oracle: bool = False, random: bool = False,
+             taus: Sequence[float] | dict[str, Sequence[float]] = DEFAULT_TAUS,
              oracle_thresholds: Sequence[float] = DEFAULT_ORACLE_THRESHOLDS,
              random_skips: Sequence[float] = DEFAULT_RANDOM_SKIPS, limit: int = 40, max_tokens: int = 256,
              domains: Sequence[str] = ("chat", "code", "reasoning"), progress: bool = False) -> dict:
-    """Sweep every model in ``models`` ({checkpoint name: HeroModel}) over ``taus``, plus the references."""
+    """Sweep every model in ``models`` ({checkpoint name: HeroModel}) over ``taus`` (one list for all, or
+    {name: list}), plus the references. The references use the first model's adapters."""
     from .baselines import skipped_ffns_for
     from .data import domain_texts
     from .evaluate import HeroMethod
@@ -139,9 +141,10 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, taus: 
     first = next(iter(models.values()))
     methods, curves = [], {}
     for name, hero in models.items():
-        points = [HeroMethod(hero, hero.config.variant, tau=t, name=f"{name}@tau={t:g}") for t in taus]
+        grid = taus.get(name, DEFAULT_TAUS) if isinstance(taus, dict) else taus
+        points = [HeroMethod(hero, hero.config.variant, tau=t, name=f"{name}@tau={t:g}") for t in grid]
         curves[name] = {"kind": "checkpoint", "variant": hero.config.variant, "tau": hero.config.tau,
-                        "knob": "tau", "points": [(t, p.name) for t, p in zip(taus, points)]}
+                        "knob": "tau", "points": [(t, p.name) for t, p in zip(grid, points)]}
         methods += points
     if oracle:
         points = [HeroMethod(first, "hero", name=f"oracle@{e:g}", policy=oracle_skipping(first, e))

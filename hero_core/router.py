@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import HeroConfig
+from .config import VARIANTS, HeroConfig
 from .memory import DepthMemory
 
 N_PATH_FEATURES = 6
@@ -154,7 +154,7 @@ class HeroRouter(nn.Module):
 
     # -- per-call state -------------------------------------------------------------------------
     def new_path(self, n_tokens: int, variant: str, *, device, dtype) -> PathState:
-        needs_memory = variant in ("hero", "no_aux", "no_pos")
+        needs_memory = VARIANTS[variant].memory_read
         memory = DepthMemory(n_tokens, self.config.d_memory, self.config.eps, device=device, dtype=dtype,
                              capacity=self.config.n_routed) if needs_memory else None
         return PathState(memory=memory)
@@ -189,8 +189,9 @@ class HeroRouter(nn.Module):
     def decide(self, j: int, hbar: torch.Tensor, path: PathState, variant: str) -> Decision:
         """Gate of routed block j (1-based) for N tokens with post-attention states hbar (N, d)."""
         c = self.config
+        spec = VARIANTS[variant]
         features = self.path_features(j, hbar, path)
-        if variant == "no_pos":
+        if not spec.positional:
             features = features.clone()
             features[:, _POSITIONAL_FEATURES] = 0.0
         # Both norms of the router read hbar: at inference share its RMS normalisation (the same numbers
@@ -203,7 +204,7 @@ class HeroRouter(nn.Module):
         else:
             z_h = self.state_encoder(hbar)
         z_a = self.path_encoder(features)
-        if variant == "no_aux":
+        if not spec.path_encoder:
             z_a = torch.zeros_like(z_a)
         state = torch.cat([z_h, z_a], dim=-1)  # s_j: (N, d_s)
         n = hbar.shape[0]
@@ -223,7 +224,7 @@ class HeroRouter(nn.Module):
             weights = hbar.new_zeros(n, j - 1)
             novelty = hbar.new_zeros(n)
 
-        if variant == "no_history":
+        if not spec.history:
             history_logit = hbar.new_zeros(n)
         else:
             history_logit = self.history_head(torch.cat([state, context, novelty[:, None]], -1)).squeeze(-1)

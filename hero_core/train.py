@@ -41,8 +41,8 @@ import torch.nn.functional as F
 
 from . import checkpoint as ckpt
 from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, check_variant
-from .precision import DTYPES, check_dtype, resolve_dtype
 from .model import HeroModel, fresh_router, load_hero
+from .precision import DTYPES, check_dtype, resolve_dtype
 
 log = logging.getLogger(__name__)
 
@@ -327,12 +327,17 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     optimizer = torch.optim.AdamW(hero.router.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, alpha = 0, cfg.alpha_init
     if cfg.warm_start and cfg.init_from is None and not (state_dir / "state.json").is_file():
-        from .warmstart import warm_start_adapters
+        from .warmstart import cached_warm_start
 
-        router.config.extra["warm_start"] = warm_start_adapters(hero.model, hero.router, blocks,
-                                                                max_tokens=cfg.warm_start_tokens, progress=progress)
-        _save_state(state_dir, hero, optimizer, 0, alpha)  # a resumed run does not fit the adapters again
-        (state_dir / "warm_start.json").write_text(json.dumps(router.config.extra["warm_start"]))
+        # Every fresh run on the same data fits the same adapters: the fit is cached beside the teacher's.
+        cache = teacher_cache_path(hero, cfg, n_blocks).with_suffix("")
+        cache = cache.parent.parent / "adapters" / f"{cache.name}-t{cfg.warm_start_tokens}-r{router.config.adapter_rank}"
+        router.config.extra["warm_start"] = cached_warm_start(hero.model, hero.router, blocks, cache,
+                                                              max_tokens=cfg.warm_start_tokens, progress=progress)
+        if accelerator.is_main_process:  # every rank fits the same adapters (same data, same seed)
+            _save_state(state_dir, hero, optimizer, 0, alpha)  # a resumed run does not fit the adapters again
+            (state_dir / "warm_start.json").write_text(json.dumps(router.config.extra["warm_start"]))
+        accelerator.wait_for_everyone()
     elif (state_dir / "warm_start.json").is_file():
         router.config.extra["warm_start"] = json.loads((state_dir / "warm_start.json").read_text())
     resumed = _load_state(state_dir, hero, optimizer)
@@ -413,6 +418,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         tokens_seen = cfg.steps * cfg.batch_size * cfg.seq_len + int(router.config.extra.get("tokens_before", 0))
         summary = {"train_config": asdict(cfg), "steps_done": cfg.steps, "tokens_seen": tokens_seen,
                    "compute_dtype": router.config.extra["compute_dtype"],
+                   "init_from": Path(cfg.init_from).name if cfg.init_from else None,
                    "warm_start": router.config.extra.get("warm_start"),
                    "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {}}
         ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,

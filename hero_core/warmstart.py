@@ -10,7 +10,9 @@ small regression per block. Measured on SmolLM2-135M: R^2 0.48-0.96 by block, ab
 from __future__ import annotations
 
 import logging
+import os
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -47,30 +49,56 @@ def collect_ffn_pairs(model: torch.nn.Module, blocks: torch.Tensor, routed_layer
             for i, p in pairs.items()}
 
 
-def fit_adapter(adapter: torch.nn.Module, u: torch.Tensor, target: torch.Tensor, *, epochs: int = 6,
-                batch: int = 512, lr: float = 3e-3, seed: int = 0) -> float:
-    """Minimise ||Adapter(u) - FFN(u)||^2 by Adam; returns R^2 on the pairs (1 = perfect, 0 = plain skip)."""
+def _r2(adapter: torch.nn.Module, u: torch.Tensor, target: torch.Tensor) -> float:
+    with torch.no_grad():
+        residual = (adapter(u) - target).pow(2).sum()
+        total = (target - target.mean(0)).pow(2).sum()
+    return float(1.0 - residual / total.clamp_min(1e-12))
+
+
+def _initial_weights(u: torch.Tensor, target: torch.Tensor, rank: int, ridge: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """A closed-form start for W_1 and W_2 (reduced-rank regression, then ridge regression through the SiLU).
+
+    W_1: the ``rank`` directions of the least-squares linear map u -> FFN(u) that carry most of its fitted output,
+    scaled so every pre-activation has unit variance. W_2: ridge regression of FFN(u) on SiLU(W_1 u)."""
+    d = u.shape[1]
+    eye = torch.eye(d, dtype=u.dtype)
+    linear = torch.linalg.solve(u.T @ u + ridge * len(u) * eye, u.T @ target)  # (d, d): target ~ u @ linear
+    _, _, vh = torch.linalg.svd(u @ linear, full_matrices=False)
+    w1 = (linear @ vh[:rank].T).T  # (rank, d)
+    w1 = w1 / (u @ w1.T).std(0).clamp_min(1e-6)[:, None]
+    h = F.silu(u @ w1.T)
+    w2 = torch.linalg.solve(h.T @ h + ridge * len(u) * torch.eye(rank, dtype=u.dtype), h.T @ target).T  # (d, rank)
+    return w1, w2
+
+
+def fit_adapter(adapter: torch.nn.Module, u: torch.Tensor, target: torch.Tensor, *, steps: int = 300,
+                batch: int = 1024, lr: float = 1e-3, ridge: float = 1e-4, seed: int = 0) -> float:
+    """Minimise ||Adapter(u) - FFN(u)||^2: a closed-form start (:func:`_initial_weights`), then Adam.
+
+    Returns R^2 on the pairs (1 = perfect, 0 = no better than a constant; a cold adapter, W_2 = 0, is a plain
+    skip). Adam from a random start reached a median R^2 of 0.16 over SmolLM2's blocks in 96 steps; the
+    closed-form start is most of the fit."""
     generator = torch.Generator().manual_seed(seed)
-    params = [p for p in adapter.parameters()]
+    params = list(adapter.parameters())
     device, dtype = params[0].device, params[0].dtype
+    u64, y64 = u.double(), target.double()
+    w1, w2 = _initial_weights(u64, y64, adapter.w1.weight.shape[0], ridge)
+    with torch.no_grad():
+        adapter.w1.weight.copy_(w1.to(device, dtype))
+        adapter.w2.weight.copy_(w2.to(device, dtype))
     u, target = u.to(device, dtype), target.to(device, dtype)
-    if not adapter.w2.weight.detach().any():  # W_2 starts at 0, which leaves W_1 without gradient
-        torch.nn.init.normal_(adapter.w2.weight, std=1e-3, generator=generator)
     optimizer = torch.optim.Adam(params, lr=lr)
-    steps = max(1, epochs * len(u) // batch)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, steps))
     with torch.enable_grad():
         for _ in range(steps):
-            rows = torch.randint(0, len(u), (batch,), generator=generator)
+            rows = torch.randint(0, len(u), (min(batch, len(u)),), generator=generator)
             loss = F.mse_loss(adapter(u[rows]), target[rows])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             schedule.step()
-    with torch.no_grad():
-        residual = (adapter(u) - target).pow(2).sum()
-        total = (target - target.mean(0)).pow(2).sum()
-    return float(1.0 - residual / total.clamp_min(1e-12))
+    return _r2(adapter, u, target)
 
 
 def warm_start_adapters(model: torch.nn.Module, router, blocks: torch.Tensor, *, max_tokens: int = 8192,
@@ -88,4 +116,30 @@ def warm_start_adapters(model: torch.nn.Module, router, blocks: torch.Tensor, *,
     report = {"tokens": int(min(max_tokens, blocks.numel())), "r2_by_block": r2,
               "r2_median": float(torch.tensor(r2).median()), "seconds": round(time.perf_counter() - t0, 1)}
     log.info("adapter warm start: median R^2 %.3f in %.0f s", report["r2_median"], report["seconds"])
+    return report
+
+
+def cached_warm_start(model: torch.nn.Module, router, blocks: torch.Tensor, cache: Path, *, max_tokens: int,
+                      progress: bool = True) -> dict:
+    """:func:`warm_start_adapters`, reusing a fit saved at ``cache`` (.safetensors + .json) for the same data.
+
+    The key (chosen by the caller) must name the backbone, the data and the adapter shape; the saved fit is
+    only used when its tensors match this router's adapters exactly in name and shape."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    weights, meta = cache.with_suffix(".safetensors"), cache.with_suffix(".json")
+    expected = {k: v.shape for k, v in router.adapters.state_dict().items()}
+    if weights.is_file() and meta.is_file():
+        saved = load_file(weights)
+        if {k: v.shape for k, v in saved.items()} == expected:
+            router.adapters.load_state_dict(saved)
+            return json.loads(meta.read_text()) | {"cached": True}
+    report = warm_start_adapters(model, router, blocks, max_tokens=max_tokens, progress=progress)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = weights.with_suffix(".tmp")
+    save_file({k: v.detach().cpu().contiguous() for k, v in router.adapters.state_dict().items()}, tmp)
+    os.replace(tmp, weights)
+    meta.write_text(json.dumps(report))
     return report

@@ -31,15 +31,15 @@ from hero_core.model import HeroModel, fresh_router  # noqa: E402
 from hero_core.train import TrainConfig, train  # noqa: E402
 
 RUNS = {  # name: (variant, target param skip, steps of 4 x 128 tokens, start from)
-    "hero-10": ("hero", 0.10, 1200, None),
-    "local-10": ("no_history", 0.10, 1200, None),
-    "hero-25": ("hero", 0.25, 500, "hero-10"),
-    "local-25": ("no_history", 0.25, 500, "local-10"),
-    "hero-40": ("hero", 0.40, 300, "hero-25"),
-    "local-40": ("no_history", 0.40, 300, "local-25"),
-    "no_memread-10": ("no_memread", 0.10, 400, None),
-    "no_aux-10": ("no_aux", 0.10, 400, None),
-    "no_pos-10": ("no_pos", 0.10, 400, None),
+    "hero-10": ("hero", 0.10, 700, None),
+    "local-10": ("no_history", 0.10, 700, None),
+    "hero-25": ("hero", 0.25, 300, "hero-10"),
+    "local-25": ("no_history", 0.25, 300, "local-10"),
+    "hero-40": ("hero", 0.40, 200, "hero-25"),
+    "local-40": ("no_history", 0.40, 200, "local-25"),
+    "no_memread-10": ("no_memread", 0.10, 150, None),
+    "no_aux-10": ("no_aux", 0.10, 150, None),
+    "no_pos-10": ("no_pos", 0.10, 150, None),
 }
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
 

@@ -336,9 +336,11 @@ def test_default_checkpoint_pair(monkeypatch):
     import components.compare as compare
 
     monkeypatch.setattr(compare, "bundled_names", lambda: ["hero-25", "hero-40", "local-25", "local-40"])
-    assert compare.default_checkpoints() == ["hero-25", "local-25"]
+    assert compare.default_checkpoints() == ["hero-25", "local-25"]  # no -10 pair bundled here
     monkeypatch.setattr(compare, "bundled_names", lambda: ["hero-40", "local-40"])
     assert compare.default_checkpoints() == ["hero-40", "local-40"]
+    monkeypatch.setattr(compare, "bundled_names", lambda: ["hero-10", "hero-25", "local-10", "local-25"])
+    assert compare.default_checkpoints() == ["hero-10", "local-10"]  # the quality-first pair comes first
     monkeypatch.setattr(compare, "bundled_names", lambda: ["hero-25"])
     assert compare.default_checkpoints() == ["hero-25"]
 

@@ -10,7 +10,7 @@ from hero_core import checkpoint as ckpt
 from hero_core.config import HeroConfig
 from hero_core.data import chat_prompts, split_of
 from hero_core.precision import resolve_dtype
-from hero_core.train import (TrainConfig, near_tau_share, separation_penalty, target_skip_at, train)
+from hero_core.train import TrainConfig, near_tau_share, separation_penalty, target_skip_at, train
 from hero_core.warmstart import collect_ffn_pairs, fit_adapter
 
 
@@ -69,7 +69,7 @@ def test_adapter_warm_start_fits_the_ffn_better_than_cold():
     torch.nn.init.zeros_(adapter.w2.weight)  # cold: a plain skip, R^2 <= 0
     with torch.no_grad():
         cold = 1 - float((adapter(u) - y).pow(2).sum() / (y - y.mean(0)).pow(2).sum())
-    warm = fit_adapter(adapter, u, y, epochs=30, batch=128)
+    warm = fit_adapter(adapter, u, y, steps=200, batch=128)
     # a rank-8 adapter captures little of a random FFN; on SmolLM2 the median R^2 is ~0.5
     assert cold <= 1e-6 and warm > cold + 0.05
 
@@ -127,3 +127,17 @@ def test_chat_prompts_are_many_varied_and_split_by_hash():
     assert not set(train_prompts) & set(eval_prompts)
     assert all(split_of(p) == "eval" for p in eval_prompts)
     assert any("Python" in p for p in train_prompts)  # the reference-manual questions are in
+
+
+def test_warm_start_is_cached_per_data_and_shape(tmp_path):
+    from hero_core.warmstart import cached_warm_start
+
+    blocks = torch.randint(0, 1000, (4, 32))
+    first = _tiny("unscaled")
+    report = cached_warm_start(first.model, first.router, blocks, tmp_path / "fit", max_tokens=64, progress=False)
+    assert "cached" not in report and len(report["r2_by_block"]) == first.config.n_routed
+    second = _tiny("unscaled", seed=0)
+    again = cached_warm_start(second.model, second.router, blocks, tmp_path / "fit", max_tokens=64, progress=False)
+    assert again["cached"] and again["r2_by_block"] == report["r2_by_block"]
+    for a, b in zip(first.router.adapters.state_dict().values(), second.router.adapters.state_dict().values()):
+        assert torch.equal(a, b)

@@ -25,7 +25,7 @@ MAX_RUNS = 4
 
 def default_checkpoints() -> list[str]:
     names = bundled_names()
-    for target in ("25", "40"):
+    for target in ("10", "25", "40"):
         pair = [f"hero-{target}", f"local-{target}"]
         if all(n in names for n in pair):
             return pair
@@ -60,7 +60,7 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
             return []
         options = bundled_names()
         if len(options) < 2:
-            st.info("Comparing checkpoints needs at least two bundled checkpoints (hero-25, local-25, …); "
+            st.info("Comparing checkpoints needs at least two bundled checkpoints (hero-10, local-10, …); "
                     f"available: {', '.join(options) or 'none yet'}. Run `make checkpoints` to train them.")
             return []
         chosen = st.multiselect("Checkpoints", options, default=default_checkpoints(), key=f"{prefix}_checkpoints",

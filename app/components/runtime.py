@@ -122,8 +122,9 @@ def _model(args: tuple) -> HeroModel:
 def _trace_dict(backbone, precision, device, checkpoint, tiny, prompt, variant, tau, chat_template,
                 max_tokens) -> dict:
     hero = _load(backbone, precision, device, checkpoint, tiny)
-    return hero.trace(prompt, variant=variant, tau=tau, chat_template=chat_template,
-                      max_tokens=max_tokens).to_dict()
+    # quality=True: the dense model runs on the same tokens, so every route is shown with what it cost
+    return hero.trace(prompt, variant=variant, tau=tau, chat_template=chat_template, max_tokens=max_tokens,
+                      quality=variant != "dense").to_dict()
 
 
 def get_trace(run: RunSpec) -> RoutingTrace:

@@ -16,7 +16,7 @@ import streamlit as st
 from hero_core.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
 from hero_core.checkpoint import bundled_names
 from hero_core.checkpoint import resolve as resolve_checkpoint
-from hero_core.config import INFERENCE_VARIANTS
+from hero_core.config import INFERENCE_VARIANTS, VARIANTS
 from hero_core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 TINY_ENV = "HERO_LENS_TINY"
@@ -26,9 +26,8 @@ PRECISIONS = MappingProxyType({"full": "full precision", "nf4": "4-bit NF4"})
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_TAU = 0.5
 DEFAULT_MAX_TOKENS = 512  # interactive cap; longer prompts are cut with a notice
-VARIANT_HELP = MappingProxyType({"hero": "full HeRo: local + history heads", "no_history": "local router only (a = 0)",
-                                 "no_memread": "history head without the memory read", "no_aux": "no path encoder",
-                                 "no_pos": "no positional path features", "dense": "every FFN runs, no router"})
+VARIANT_HELP = MappingProxyType({**{v: spec.description for v, spec in VARIANTS.items()},
+                                 "dense": "every FFN runs, no router"})
 
 
 @dataclass(frozen=True)

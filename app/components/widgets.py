@@ -8,7 +8,6 @@ are re-seeded from these when they reappear.
 from __future__ import annotations
 
 import hashlib
-
 from functools import partial
 from types import MappingProxyType
 from typing import Any
@@ -91,6 +90,15 @@ def show_metrics(trace: RoutingTrace) -> None:
                    "spent, net of adapter, router and memory-read FLOPs.")
     cols[3].metric("FFNs per token", f"{s['ffn_executed_per_token']:.1f} / {trace.n_routed}")
     cols[4].metric("Tokens", f"{trace.n_tokens}")
+    q = trace.quality_summary()
+    if q is not None:
+        cols = st.columns(5)
+        cols[0].metric("Perplexity ratio", f"{q['perplexity_ratio']:.3f}", help="Routed / dense perplexity of "
+                       "this prompt's own tokens (1 = unchanged). One prompt is a small sample: see docs/results.md "
+                       "for held-out figures with intervals.")
+        cols[1].metric("Top-1 agreement", f"{q.get('top1_agreement', float('nan')):.0%}",
+                       help="Share of positions where routed and dense predict the same next token.")
+        cols[2].metric("KL to dense", f"{q['mean_kl_to_dense']:.4f}", help="Mean KL(dense‖routed), nats/token.")
 
 
 def show_token_compute(trace: RoutingTrace) -> None:

@@ -8,7 +8,7 @@ from components import widgets
 from components.exports import export_panel
 from components.runtime import RunSpec, get_trace
 
-from hero_core.figures import decision_split, executed_counts, layer_skip_bars, token_label
+from hero_core.figures import decision_split, executed_counts, layer_skip_bars, token_label, token_quality_bars
 
 P = "explorer"
 started = time.perf_counter()
@@ -30,6 +30,9 @@ st.markdown(
     f"**Selected:** token {token} “`{token_label(trace.tokens[token], 24)}`” at layer L{split['layer']}: "
     f"g = {split['gate']:.4f} (a = {split['history_logit']:+.3f}, b = {split['local_logit']:+.3f}, "
     f"margin to τ {split['margin']:+.4f}) → FFN **{verdict}**. Click any cell to select it.")
+if trace.quality is not None:
+    figures["quality per token"] = token_quality_bars(trace)
+    st.plotly_chart(figures["quality per token"], key=f"{P}_quality")
 links = st.columns(3)
 links[0].page_link("views/memory.py", label="Its memory →", icon=":material/memory:")
 links[1].page_link("views/why.py", label="Why this decision? →", icon=":material/help:")

@@ -19,7 +19,7 @@ hero = load_model(settings.model)
 if hero.checkpoint_name == "untrained":
     st.warning("These routers are untrained, so their gates sit near 1 and almost every FFN runs. The tour still "
                "works — move τ above the gates to see skipping — but it is far more telling with a trained "
-               "checkpoint (hero-25, hero-40).")
+               "checkpoint (hero-10, hero-25, hero-40).")
 source = st.radio("Example text", ["a short example", "the prompt from the other pages"], horizontal=True,
                   key=f"{P}_source")
 prompt = TEACHING_PROMPT if source == "a short example" else st.session_state.get(SHARED_PROMPT, TEACHING_PROMPT)

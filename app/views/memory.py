@@ -6,10 +6,11 @@ from components.exports import export_panel
 from components.runtime import RunSpec, get_trace
 from components.widgets import clickable_skip_map, prompt_input, show_notices, token_picker
 
+from hero_core.config import VARIANTS
 from hero_core.figures import forgetting_bars, mean_memory_map, memory_map, token_label, trajectories
 
 P = "memory"
-MEMORY_VARIANTS = ("hero", "no_aux", "no_pos")  # the variants that read a depth memory
+MEMORY_VARIANTS = tuple(v for v, spec in VARIANTS.items() if spec.memory_read)  # variants that read a memory
 
 st.title("Memory view")
 st.caption("At routed block j a token reads its depth memory: c_j = Σ_{i<j} α_{j,i} v_i, a weighted average of "

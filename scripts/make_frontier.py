@@ -1,0 +1,190 @@
+"""The quality results of the bundled checkpoints (``make results`` runs this first): docs/quality.json.
+
+* the **frontier**: every bundled hero-/local- checkpoint swept over tau on held-out text (40 texts per domain,
+  256 tokens each), the oracle reference (not deployable) and random skipping with hero-10's adapters; the
+  ablations at their own tau. Domains run in parallel processes (``--jobs``), one torch thread each.
+* **greedy chat answers** of dense, hero-10 and local-10 on held-out chat prompts: the common prefix with the
+  dense answer within its first 24 tokens, and five answers side by side;
+* **memory-attention entropy** of each checkpoint (1 = uniform over the earlier blocks).
+
+Then ``scripts/quality_report.py`` renders docs/quality.md, docs/figures/frontier.png and the README block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
+ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")
+TAUS = (0.2, 0.35, 0.5, 0.65, 0.8)
+DOMAINS = ("chat", "code", "reasoning")
+SHOWN_PROMPTS = ("What is the capital of France?", "Give me three tips for staying focused while studying.",
+                 "Explain why the sky is blue in two sentences.", "Write a Python function that reverses a string.",
+                 "If I have 3 apples and buy 5 more, how many apples do I have?")
+PREFIX_TOKENS = 24
+
+
+def load_models(names):
+    from hero_core import checkpoint as ckpt
+    from hero_core.backbones import load_backbone
+    from hero_core.model import HeroModel
+
+    backbone = load_backbone(device="cpu")
+    models = {}
+    for name in names:
+        if name not in ckpt.bundled_names():
+            print(f"{name}: not bundled, left out", flush=True)
+            continue
+        found = ckpt.read_checkpoint(name)
+        router = ckpt.build_router(found)
+        models[name] = (HeroModel(backbone, router, name, found.training) if not models
+                        else next(iter(models.values())).with_router(router, name, found.training))
+    return models
+
+
+def frontier_part(domain: str, limit: int, out: Path) -> None:
+    import torch
+
+    from hero_core.frontier import frontier
+
+    torch.set_num_threads(1)
+    models = load_models([*CURVES, *ABLATIONS])
+    taus = {name: (TAUS if name in CURVES else (models[name].config.tau,)) for name in models}
+    with torch.no_grad():
+        result = frontier(models, oracle=True, random=True, taus=taus, limit=limit, domains=(domain,),
+                          progress=True)
+    out.write_text(json.dumps(result))
+
+
+def merge(parts: list[dict]) -> dict:
+    merged = json.loads(json.dumps(parts[0]))
+    merged["domains"] = [d for p in parts for d in p["domains"]]
+    for part in parts[1:]:
+        for name, curve in part["curves"].items():
+            for into, point in zip(merged["curves"][name]["points"], curve["points"]):
+                into.update({d: point[d] for d in part["domains"]})
+    return merged
+
+
+def common_prefix(a: list[int], b: list[int], n: int) -> int:
+    k = 0
+    for x, y in zip(a[:n], b[:n]):
+        if x != y:
+            break
+        k += 1
+    return k
+
+
+def generations(models: dict, n_prompts: int) -> dict:
+    from hero_core.data import chat_prompts
+
+    hero = next(iter(models.values()))
+    tok = hero.tokenizer
+    held_out = chat_prompts("eval")[:n_prompts]
+    routed = [name for name in ("hero-10", "local-10") if name in models]
+
+    def answer(model, prompt, variant):
+        text, _ = model.generate(prompt, max_new_tokens=PREFIX_TOKENS, variant=variant, chat_template=True)
+        return text, tok(text, add_special_tokens=False)["input_ids"]
+
+    prefixes = {name: [] for name in routed}
+    for prompt in held_out:
+        _, dense_ids = answer(hero, prompt, "dense")
+        for name in routed:
+            _, ids = answer(models[name], prompt, models[name].config.variant)
+            prefixes[name].append(common_prefix(dense_ids, ids, PREFIX_TOKENS))
+    shown = []
+    for prompt in SHOWN_PROMPTS:
+        row = {"prompt": prompt, "dense": models[routed[0]].generate(prompt, max_new_tokens=48, variant="dense",
+                                                                     chat_template=True)[0]}
+        for name in routed:
+            row[name] = models[name].generate(prompt, max_new_tokens=48, variant=models[name].config.variant,
+                                              chat_template=True)[0]
+        shown.append(row)
+    return {"prompts": len(held_out), "prefix_tokens": PREFIX_TOKENS,
+            "common_prefix": {n: {"median": statistics.median(v), "mean": statistics.fmean(v), "values": v}
+                              for n, v in prefixes.items()},
+            "shown": shown}
+
+
+def memory_entropy(models: dict, limit: int) -> dict:
+    from hero_core.analysis import memory_stats
+    from hero_core.config import VARIANTS
+    from hero_core.data import domain_texts
+
+    hero = next(iter(models.values()))
+    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+    out = {}
+    for name, model in models.items():
+        if not VARIANTS[model.config.variant].memory_read:
+            continue
+        traces = {d: [model.trace(t, variant=model.config.variant, max_tokens=256) for t in ts]
+                  for d, ts in texts.items()}
+        stats = memory_stats(traces)
+        out[name] = {row["domain"]: {"normalised_entropy": row["normalised_entropy"],
+                                     "previous_share": row["previous_share"],
+                                     "uniform_previous_share": row["uniform_previous_share"]}
+                     for row in stats.to_dict("records")}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--limit", type=int, default=40, help="held-out texts per domain")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel domain processes")
+    parser.add_argument("--generation-prompts", type=int, default=20)
+    parser.add_argument("--part", choices=DOMAINS, help=argparse.SUPPRESS)
+    parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "quality.json")
+    args = parser.parse_args()
+    if args.part:
+        frontier_part(args.part, args.limit, args.part_out)
+        return 0
+    start = time.perf_counter()
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {d: Path(tmp) / f"{d}.json" for d in DOMAINS}
+        pending = list(DOMAINS)
+        running: list[subprocess.Popen] = []
+        while pending or running:
+            while pending and len(running) < args.jobs:
+                d = pending.pop(0)
+                running.append(subprocess.Popen([sys.executable, __file__, "--part", d, "--part-out", str(paths[d]),
+                                                 "--limit", str(args.limit)], env=env))
+            for proc in list(running):
+                if proc.poll() is not None:
+                    running.remove(proc)
+                    if proc.returncode:
+                        raise SystemExit(f"frontier part failed ({proc.args})")
+            time.sleep(1)
+        result = {"frontier": merge([json.loads(paths[d].read_text()) for d in DOMAINS])}
+    import torch
+
+    torch.set_num_threads(max(1, args.jobs))
+    models = load_models([*CURVES, *ABLATIONS])
+    with torch.no_grad():
+        result["generations"] = generations(models, args.generation_prompts)
+        result["memory_entropy"] = memory_entropy(models, limit=10)
+    result["checkpoints"] = {n: {"variant": m.config.variant, "tau": m.config.tau,
+                                 "branch_scaling": m.config.branch_scaling,
+                                 "training": {k: v for k, v in m.training_info.items() if k != "train_config"}}
+                             for n, m in models.items()}
+    result["wall_seconds"] = round(time.perf_counter() - start, 1)
+    args.out.write_text(json.dumps(result, indent=1))
+    print(f"wrote {args.out} in {result['wall_seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

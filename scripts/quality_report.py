@@ -1,0 +1,250 @@
+"""Render docs/quality.md, docs/figures/frontier.png and the README's quality block from docs/quality.json.
+
+Every number comes from the JSON written by ``scripts/make_frontier.py``. The oracle is a reference that
+needs the FFN's output to decide whether to skip it (not deployable); the paper's budgets are marked, its
+numbers are quoted only in docs/results.md's labelled table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hero_core.frontier import at_skip  # noqa: E402
+from scripts.readme_block import replace_block  # noqa: E402
+
+DOMAINS = ("chat", "code", "reasoning")
+PAPER_BUDGETS = (26.87, 38.82)  # the paper's two HeRo operating points (Llama-3.1-8B), param skip %
+TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agreement or None)
+    "hero-10": (0.10, 1.10, 0.85),
+    "hero-25": (0.25, 2.0, None),
+    "hero-40": (0.38, 6.0, None),
+}
+STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#000000", ":"),
+         "random": ("#7f7f7f", "-."), "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
+         "no_pos": ("#8c564b", "none")}
+
+
+def own_point(curve: dict) -> dict | None:
+    """The point of a checkpoint's curve at its own (trained) tau."""
+    return next((p for p in curve["points"] if abs(p["knob"] - curve["tau"]) < 1e-9), None)
+
+
+def _ratio(cell: dict) -> str:
+    return f"{cell['perplexity_ratio']:.3f} [{cell['ratio_low']:.3f}, {cell['ratio_high']:.3f}]"
+
+
+def own_tau_table(frontier: dict, names: list[str]) -> list[str]:
+    head = ["checkpoint", "variant", "tau"]
+    for d in DOMAINS:
+        head += [f"{d}: param skip %", f"{d}: ppl ratio [95 % CI]", f"{d}: top-1 %"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in names:
+        curve = frontier["curves"].get(name)
+        point = own_point(curve) if curve else None
+        if point is None:
+            continue
+        cells = [name, curve["variant"], f"{curve['tau']:g}"]
+        for d in DOMAINS:
+            c = point[d]
+            cells += [f"{100 * c['param_skip']:.1f}", _ratio(c), f"{100 * c['top1_agreement']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def target_lines(frontier: dict) -> list[str]:
+    lines = ["| checkpoint | target | measured (chat / code / reasoning) | met? |", "|---|---|---|---|"]
+    for name, (skip, ratio, top1) in TARGETS.items():
+        curve = frontier["curves"].get(name)
+        point = own_point(curve) if curve else None
+        if point is None:
+            lines.append(f"| {name} | — | not trained | no |")
+            continue
+        skips = [point[d]["param_skip"] for d in DOMAINS]
+        ratios = [point[d]["perplexity_ratio"] for d in DOMAINS]
+        agree = [point[d]["top1_agreement"] for d in DOMAINS]
+        ok = min(skips) >= skip and max(ratios) <= ratio and (top1 is None or min(agree) >= top1)
+        target = f"skip ≥ {100 * skip:.0f} %, ratio ≤ {ratio:g}" + (f", top-1 ≥ {100 * top1:.0f} %" if top1 else "")
+        measured = (f"skip {' / '.join(f'{100 * s:.1f}' for s in skips)} %, ratio "
+                    f"{' / '.join(f'{r:.2f}' for r in ratios)}"
+                    + (f", top-1 {' / '.join(f'{100 * a:.0f}' for a in agree)} %" if top1 else ""))
+        lines.append(f"| {name} | {target} | {measured} | {'yes' if ok else 'no'} |")
+    return lines
+
+
+def matched_table(frontier: dict) -> list[str]:
+    """hero vs local (and the references) interpolated at the param skip each hero checkpoint realises."""
+    curves = frontier["curves"]
+    lines = ["| budget | domain | param skip % (hero's own tau) | hero | local | random (same adapters) | "
+             "oracle (not deployable) | hero ≤ local? |", "|---|---|---|---|---|---|---|---|"]
+    for budget in ("10", "25", "40"):
+        hero, local = curves.get(f"hero-{budget}"), curves.get(f"local-{budget}")
+        point = own_point(hero) if hero else None
+        if point is None or local is None:
+            continue
+        for d in DOMAINS:
+            skip = point[d]["param_skip"]
+            cells = {"hero": point[d]}
+            for name, curve in (("local", local), ("random", curves.get("random")), ("oracle", curves.get("oracle"))):
+                cells[name] = at_skip(curve, d, skip) if curve else None
+            shown = [_ratio(cells[k]) if cells[k] else "outside its range" for k in ("hero", "local", "random",
+                                                                                      "oracle")]
+            verdict = "–"
+            if cells["local"]:
+                verdict = "yes" if cells["hero"]["perplexity_ratio"] <= cells["local"]["perplexity_ratio"] else "no"
+                if cells["hero"]["ratio_high"] >= cells["local"]["ratio_low"] and \
+                        cells["local"]["ratio_high"] >= cells["hero"]["ratio_low"]:
+                    verdict += " (intervals overlap)"
+            lines.append(f"| {budget} % | {d} | {100 * skip:.1f} | " + " | ".join(shown) + f" | {verdict} |")
+    return lines
+
+
+def plot(frontier: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(DOMAINS), figsize=(14, 4.6), sharey=True)
+    for ax, d in zip(axes, DOMAINS):
+        for name, curve in frontier["curves"].items():
+            family = name.split("-")[0] if curve["kind"] == "checkpoint" else name
+            family = {"hero": "hero", "local": "local"}.get(family, family)
+            colour, style = STYLE.get(family, ("#17becf", "-"))
+            pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
+            xs, ys = [x for x, _ in pts], [y for _, y in pts]
+            label = {"oracle": "oracle (not deployable)", "random": "random, same adapters"}.get(name, name)
+            if style == "none":  # ablations: their own point only
+                ax.scatter(xs, ys, color=colour, marker="D", s=30, label=label, zorder=4)
+                continue
+            ax.plot(xs, ys, color=colour, linestyle=style, linewidth=1.2, alpha=0.85,
+                    label=label if not name.endswith(("-25", "-40")) else None)
+            own = own_point(curve) if curve["kind"] == "checkpoint" else None
+            if own is not None:
+                x, y = 100 * own[d]["param_skip"], own[d]["perplexity_ratio"]
+                ax.scatter([x], [y], color=colour, s=55, zorder=5, edgecolor="white")
+                ax.annotate(name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        for budget in PAPER_BUDGETS:
+            ax.axvline(budget, color="#bbbbbb", linewidth=0.8)
+        ax.text(PAPER_BUDGETS[0], 0.98, " paper's budgets", transform=ax.get_xaxis_transform(), fontsize=7,
+                color="#888888", va="top")
+        ax.set_yscale("log")
+        ax.set_title(d)
+        ax.set_xlabel("param skip % (paper definition)")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("perplexity ratio routed / dense (log)")
+    axes[-1].legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"Skip–quality frontier on held-out text, {frontier['backbone']} "
+                 f"({frontier['limit']} texts per domain, {frontier['max_tokens']} tokens each); big dots: "
+                 "the bundled checkpoints at their own tau", fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+
+
+def generation_lines(gen: dict) -> list[str]:
+    lines = [f"Greedy answers (chat template, {gen['prompts']} held-out chat prompts): tokens of the routed answer "
+             f"equal to the dense answer before the first difference, within the first {gen['prefix_tokens']}.", "",
+             "| checkpoint | median common prefix | mean |", "|---|---|---|"]
+    for name, stats in gen["common_prefix"].items():
+        lines.append(f"| {name} | {stats['median']:g} / {gen['prefix_tokens']} | {stats['mean']:.1f} |")
+    lines += ["", "Five prompts, 48 new tokens each (dense beside the routed checkpoints at their own tau):", ""]
+    names = [k for k in gen["shown"][0] if k not in ("prompt",)]
+    for row in gen["shown"]:
+        lines.append(f"**{row['prompt']}**")
+        lines.append("")
+        for name in names:
+            text = " ".join(row[name].split()).replace("|", "\\|")
+            lines.append(f"- *{name}*: {text}")
+        lines.append("")
+    return lines
+
+
+def entropy_lines(entropy: dict) -> list[str]:
+    lines = ["| checkpoint | " + " | ".join(f"{d}: entropy / uniform" for d in DOMAINS)
+             + " | previous-block share (uniform) |", "|---|" + "---|" * (len(DOMAINS) + 1)]
+    for name, per in entropy.items():
+        cells = [f"{per[d]['normalised_entropy']:.3f}" for d in DOMAINS if d in per]
+        prev = per[DOMAINS[0]]
+        lines.append(f"| {name} | " + " | ".join(cells)
+                     + f" | {prev['previous_share']:.3f} ({prev['uniform_previous_share']:.3f}) |")
+    return lines
+
+
+def training_lines(checkpoints: dict) -> list[str]:
+    lines = ["| checkpoint | variant | branch | tokens seen | starts from | precision | train wall s | CPU s | "
+             "adapter warm start median R² |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, c in checkpoints.items():
+        t = c["training"]
+        timing = t.get("timing", {})
+        warm = t.get("warm_start") or {}
+        lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {t.get('tokens_seen', '–'):,} | "
+                     f"{t.get('init_from') or '–'} | {t.get('compute_dtype', '–')} | {timing.get('wall_s', '–')} | "
+                     f"{timing.get('cpu_s', '–')} | {warm.get('r2_median', float('nan')):.2f} |")
+    return lines
+
+
+def render(result: dict, figure: Path) -> str:
+    fr = result["frontier"]
+    names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
+    ablations = ["hero-10", "local-10"] + [n for n in ("no_memread-10", "no_aux-10", "no_pos-10") if n in fr["curves"]]
+    out = ["# Quality of the bundled routers", "",
+           "Generated by `scripts/quality_report.py` from `docs/quality.json` (written by `scripts/make_frontier.py`, "
+           f"`make results`, {result['wall_seconds']:.0f} s). Do not edit by hand.", "",
+           f"Held-out text: {fr['limit']} texts per domain from the evaluation split of `hero_core.data` (disjoint "
+           f"from training by a hash of each text's key), {fr['max_tokens']} tokens each. Perplexity ratio = routed / "
+           "dense perplexity of the same tokens, pooled over texts, with a 95 % bootstrap interval over texts; "
+           "top-1 = share of positions where routed and dense predict the same next token.", "",
+           "## Targets", ""] + target_lines(fr) + [
+           "", "## The bundled checkpoints at their own tau", ""] + own_tau_table(fr, names) + [
+           "", f"![Skip–quality frontier]({figure.relative_to(ROOT / 'docs').as_posix()})", "",
+           "## HeRo against the local router at equal compute", "",
+           "Each row takes the param skip the hero checkpoint realises at its own tau on that domain and reads the "
+           "other curves at the same skip (log-linear interpolation between their tau points). The oracle runs both "
+           "branches and skips where the adapter changes the block output least: it needs the FFN's output to "
+           "decide, so it saves nothing and is the upper reference for routers with these adapters.", ""]
+    out += matched_table(fr)
+    out += ["", "## Ablations at the 10 % budget (trained)", "",
+            "`local-10` is the paper's w/o History. The others are trained from fresh routers with the same recipe "
+            "but fewer steps (see the training table), so they are not a like-for-like comparison with hero-10.", ""]
+    out += own_tau_table(fr, ablations)
+    if "generations" in result:
+        out += ["", "## Greedy generations", ""] + generation_lines(result["generations"])
+    if result.get("memory_entropy"):
+        out += ["## Is the memory read selective?", "",
+                "Entropy of each memory-attention row over the earlier blocks, divided by the entropy of uniform "
+                "weights (1 = read evenly), averaged over tokens and blocks from the third on; and the weight on the "
+                "immediately previous block beside its uniform value.", ""] + entropy_lines(result["memory_entropy"])
+    out += ["", "## Training", ""] + training_lines(result["checkpoints"])
+    return "\n".join(out) + "\n"
+
+
+def readme_lines(result: dict) -> list[str]:
+    fr = result["frontier"]
+    names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
+    return [*own_tau_table(fr, names), "", *target_lines(fr)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("quality", type=Path, nargs="?", default=ROOT / "docs" / "quality.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "quality.md")
+    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "frontier.png")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    args = parser.parse_args()
+    result = json.loads(args.quality.read_text())
+    plot(result["frontier"], args.figure)
+    args.out.write_text(render(result, args.figure))
+    if args.readme:
+        replace_block(args.readme, "quality", readme_lines(result))
+    print(f"wrote {args.out} and {args.figure}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
