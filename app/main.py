@@ -10,6 +10,7 @@ import logging
 
 import streamlit as st
 from components import settings as app_settings
+from components.glossary import render_glossary
 from components.runtime import load_model
 from components.widgets import show_callback_error
 
@@ -31,6 +32,7 @@ def main() -> None:
                           for i, (path, title, icon, url) in enumerate(PAGES)])
     settings = app_settings.render_sidebar()
     st.session_state["sb_settings"] = settings
+    render_glossary()
     show_callback_error()
     try:
         hero = load_model(settings.model)

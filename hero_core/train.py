@@ -99,6 +99,9 @@ class TrainConfig:
     # "paper": the paper's scaling. Recorded in the checkpoint's HeroConfig.
     branch_scaling: str = "unscaled"
     warm_start: bool = True  # fit adapters to their FFNs by local distillation before training (warmstart.py)
+    # Fit the local head to the warm-started adapters' error so training starts at the budget with the oracle's
+    # choices instead of identical gates that all cross tau together (warmstart.fit_gate_to_adapter_error).
+    gate_warm_start: bool = True
     warm_start_tokens: int = 8192
     # Gate separation: weight of mean(relu(m - |g - tau|)) / m with m = 0.1, which pushes gates out of the band
     # around tau where bf16 rounding or a tiny input change flips the decision. 0 turns it off.
@@ -334,12 +337,23 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         cache = cache.parent.parent / "adapters" / f"{cache.name}-t{cfg.warm_start_tokens}-r{router.config.adapter_rank}"
         router.config.extra["warm_start"] = cached_warm_start(hero.model, hero.router, blocks, cache,
                                                               max_tokens=cfg.warm_start_tokens, progress=progress)
+        if cfg.gate_warm_start and cfg.target_skip > 0:
+            from .warmstart import fit_gate_to_adapter_error
+
+            share = cfg.target_skip * hero.profile.total_params / hero.profile.ffn_params / hero.config.n_routed
+            router.config.extra["gate_warm_start"] = fit_gate_to_adapter_error(
+                hero.model, hero.router, blocks, min(share, 0.95), progress=progress)
+            start_skip = cfg.target_skip  # the fitted gates already skip at the budget: no ramp from 0
         if accelerator.is_main_process:  # every rank fits the same adapters (same data, same seed)
             _save_state(state_dir, hero, optimizer, 0, alpha)  # a resumed run does not fit the adapters again
-            (state_dir / "warm_start.json").write_text(json.dumps(router.config.extra["warm_start"]))
+            (state_dir / "warm_start.json").write_text(json.dumps(
+                {k: router.config.extra[k] for k in ("warm_start", "gate_warm_start") if k in router.config.extra}))
         accelerator.wait_for_everyone()
     elif (state_dir / "warm_start.json").is_file():
-        router.config.extra["warm_start"] = json.loads((state_dir / "warm_start.json").read_text())
+        saved = json.loads((state_dir / "warm_start.json").read_text())
+        router.config.extra.update(saved)
+        if "gate_warm_start" in saved:
+            start_skip = cfg.target_skip
     resumed = _load_state(state_dir, hero, optimizer)
     if resumed:
         start, alpha = resumed
@@ -420,6 +434,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
                    "compute_dtype": router.config.extra["compute_dtype"],
                    "init_from": Path(cfg.init_from).name if cfg.init_from else None,
                    "warm_start": router.config.extra.get("warm_start"),
+                   "gate_warm_start": router.config.extra.get("gate_warm_start"),
                    "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {}}
         ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
                              storage_dtype=cfg.storage_dtype)
@@ -449,6 +464,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-warm-start", dest="warm_start", action="store_false",
                    help="start adapters cold instead of fitting them to their FFNs")
     p.add_argument("--separation", type=float, default=0.0, help="weight of the gate-separation term")
+    p.add_argument("--no-gate-warm-start", dest="gate_warm_start", action="store_false",
+                   help="start the local head at zero (every gate equal) instead of fitting it to adapter error")
     p.add_argument("--data-blocks", type=int, default=1600, help="training blocks (cycled through)")
     p.add_argument("--init-from", default=None, help="checkpoint to start from")
     p.add_argument("--budget", choices=BUDGETS, default="hard",
@@ -472,7 +489,7 @@ def run_cli(args) -> int:
                       controller_gain=args.controller_gain, target=args.target, seed=args.seed,
                       save_every=args.save_every, routed_layers=layers, dtype=args.dtype, threads=args.threads,
                       branch_scaling=args.branch_scaling, budget_ramp=args.budget_ramp,
-                      warm_start=args.warm_start, separation=args.separation,
+                      warm_start=args.warm_start, separation=args.separation, gate_warm_start=args.gate_warm_start,
                       data_blocks=args.data_blocks, init_from=args.init_from, gate_gradient=args.gate_gradient,
                       budget=args.budget, hinge_alpha=args.hinge_alpha)
     out = train(cfg, hero)

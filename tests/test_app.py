@@ -513,3 +513,21 @@ def test_local_model_directory(monkeypatch):
     assert_clean(at)
     spec = chart(at, "Skip map")
     assert spec["layout"]["yaxis"]["ticktext"][-1] == "L29"
+
+
+def test_glossary_is_in_every_page_sidebar(app):
+    for page in ("explorer", "memory", "why"):
+        at = app(page)
+        assert_clean(at)
+        glossary = [e for e in at.sidebar.expander if e.label == "Glossary"]
+        assert glossary and any("branch scaling" in m.value for m in glossary[0].markdown)
+
+
+def test_explorer_shows_quality_beside_the_route(app, tiny):
+    at = app("explorer")
+    assert_clean(at)
+    expected = tiny.trace(DEFAULT_PROMPT, quality=True)
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["Perplexity ratio"] == f"{expected.quality_summary()['perplexity_ratio']:.3f}"
+    bars = chart(at, "Quality per token")["data"][0]
+    np.testing.assert_allclose(values(bars["y"]), expected.quality["kl_to_dense"], rtol=1e-5, atol=1e-9)

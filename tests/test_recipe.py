@@ -97,15 +97,18 @@ def test_recipe_run_records_its_choices_and_resumes_without_refitting(tmp_path):
                       data_mix={"code": 1.0, "reasoning": 1.0}, target_skip=0.3, save_every=2, warm_start_tokens=128,
                       separation=0.01, dtype="fp32")
     train(cfg, hero, progress=False, stop_after=2)
-    warm = json.loads((tmp_path / "run" / "_state" / "warm_start.json").read_text())
+    saved = json.loads((tmp_path / "run" / "_state" / "warm_start.json").read_text())
+    warm, gate = saved["warm_start"], saved["gate_warm_start"]
     assert len(warm["r2_by_block"]) == hero.config.n_routed
+    assert 0.0 <= gate["predicted_skip_share"] <= 1.0 and gate["decision_agreement_with_oracle"] > 0.5
     out = train(cfg, _tiny("unscaled", gate_bias_init=4.0), progress=False)
     found = ckpt.read_checkpoint(out)
     assert found.config.branch_scaling == "unscaled"
-    assert found.training["warm_start"] == warm and found.training["tokens_seen"] == 4 * 2 * 32
+    assert found.training["warm_start"] == warm and found.training["gate_warm_start"] == gate
+    assert found.training["tokens_seen"] == 4 * 2 * 32
     assert found.training["compute_dtype"] == "float32"
     rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
-    assert [r["target_skip"] for r in rows] == sorted(r["target_skip"] for r in rows)  # curriculum rises
+    assert all(r["target_skip"] == pytest.approx(0.3) for r in rows)  # fitted gates start at the budget
     assert all(0.0 <= r["near_tau"] <= 1.0 for r in rows)
     # a run that continues from this checkpoint must keep its branch scaling
     with pytest.raises(ValueError, match="branch_scaling"):
@@ -141,3 +144,19 @@ def test_warm_start_is_cached_per_data_and_shape(tmp_path):
     assert again["cached"] and again["r2_by_block"] == report["r2_by_block"]
     for a, b in zip(first.router.adapters.state_dict().values(), second.router.adapters.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_gate_warm_start_puts_the_skips_where_the_adapter_is_worst():
+    from hero_core.warmstart import fit_gate_to_adapter_error
+
+    hero = _tiny("unscaled", gate_bias_init=4.0, spread=False)
+    blocks = torch.randint(0, 1000, (8, 32))
+    report = fit_gate_to_adapter_error(hero.model, hero.router, blocks, 0.3, max_tokens=256, steps=300,
+                                       progress=False)
+    assert report["decision_agreement_with_oracle"] > 0.75
+    assert abs(report["predicted_skip_share"] - 0.3) < 0.15
+    call = hero.new_call("hero", 0.5)
+    with torch.no_grad():
+        hero.forward(blocks, None, call, use_cache=False)
+    skip = 1 - torch.stack([r.executed for r in call.passes[-1].records]).float().mean()
+    assert 0.1 < skip < 0.5  # gates no longer all sit at sigmoid(4) = 0.98: about the asked 30 % skip
