@@ -18,7 +18,8 @@ def _load(args):
         return tiny_hero()
     from .model import load_hero
 
-    return load_hero(args.checkpoint, backbone=args.backbone, quantization=args.quantization, device=args.device)
+    return load_hero(args.checkpoint, backbone=args.backbone, quantization=args.quantization, device=args.device,
+                     dtype=args.dtype)
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -28,6 +29,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
     p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"],
+                   help="backbone precision without --quantization (auto: bf16 where a probe shows it faster)")
     p.add_argument("--variant", default="hero", choices=INFERENCE_VARIANTS)
     p.add_argument("--tau", type=float, default=None, help="gate threshold (default: the checkpoint's, 0.5)")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")

@@ -376,15 +376,23 @@ def fresh_router(backbone: Backbone, variant: str = "hero", routed_layers: list[
 
 
 def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os.PathLike | None = None,
-              quantization: str | None = None, device: str = "auto", seed: int = 0) -> HeroModel:
+              quantization: str | None = None, device: str = "auto", seed: int = 0,
+              dtype: str = "fp32") -> HeroModel:
     """Load a backbone (embedded SmolLM2-135M-Instruct by default) with a router checkpoint.
 
     ``checkpoint`` is a bundled name (``hero-10`` (the default), ``local-10``, ``hero-25``, ``local-25``,
     ``hero-40``, ``local-40``, ``no_memread-10``, ``no_aux-10``, ``no_pos-10``), a checkpoint directory, or
     None for the bundled default; when no trained checkpoint fits, fresh (untrained)
     routers are used and a warning says so.
+
+    ``dtype`` is the backbone's precision in full-precision mode: ``fp32`` (default, the reference), ``bf16``,
+    or ``auto`` (bf16 where a probe shows it faster, hero_core.precision). Routers always run in fp32.
     """
-    bb = load_backbone(backbone, quantization=quantization, device=device)
+    from .backbones import resolve_device
+    from .precision import resolve_dtype
+
+    torch_dtype = resolve_dtype(dtype, resolve_device(device))
+    bb = load_backbone(backbone, quantization=quantization, device=device, dtype=torch_dtype)
     if checkpoint is None:
         if DEFAULT_CHECKPOINT in ckpt.bundled_names():
             found = ckpt.read_checkpoint(DEFAULT_CHECKPOINT)

@@ -315,14 +315,14 @@ def test_compare_variants(app, tiny):
     assert table["top-1 agreement %"][1] == pytest.approx(100 * q["top1_agreement"], abs=1e-3)
 
 
-def test_compare_precision_full_vs_nf4(app):
+def test_compare_precision_full_vs_bf16_vs_nf4(app):
     pytest.importorskip("bitsandbytes")
     at = app("compare")
     at.radio(key="compare_preset").set_value("precision").run()
     assert_clean(at)
     table = at.dataframe[0].value
-    assert table["run"].tolist() == ["hero · full", "hero · nf4"]
-    assert len([d for d in chart(at, "Skip maps")["data"] if d.get("name") == CELLS_NAME]) == 2
+    assert table["run"].tolist() == ["hero · full", "hero · bf16", "hero · nf4"]
+    assert len([d for d in chart(at, "Skip maps")["data"] if d.get("name") == CELLS_NAME]) == 3
 
 
 def test_compare_checkpoints_in_test_mode_explains(app):

@@ -3,6 +3,8 @@ precision choice, and the broader chat data."""
 
 import json
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -160,3 +162,24 @@ def test_gate_warm_start_puts_the_skips_where_the_adapter_is_worst():
         hero.forward(blocks, None, call, use_cache=False)
     skip = 1 - torch.stack([r.executed for r in call.passes[-1].records]).float().mean()
     assert 0.1 < skip < 0.5  # gates no longer all sit at sigmoid(4) = 0.98: about the asked 30 % skip
+
+
+def test_bf16_backbone_routes_and_records_like_fp32(tmp_path):
+    """A bf16 backbone (load_hero(dtype="bf16")) runs the fp32 router; decisions match fp32 up to gates near tau."""
+    from hero_core.tiny import tiny_backbone
+
+    fp32 = _tiny("unscaled")
+    backbone = tiny_backbone(seed=0)
+    backbone.model.to(torch.bfloat16)
+    from hero_core.model import HeroModel
+
+    bf16 = HeroModel(backbone, fp32.router, "tiny-bf16")
+    prompt = "The quick brown fox jumps over the lazy dog."
+    a, b = fp32.trace(prompt), bf16.trace(prompt)
+    assert b.gate.shape == a.gate.shape and np.isfinite(b.gate).all()
+    clear = np.abs(a.gate - a.tau) > 0.05  # away from tau, bf16 rounding must not flip a decision
+    assert (a.executed[clear] == b.executed[clear]).mean() > 0.95
+    with pytest.raises(ValueError, match="dtype"):
+        from hero_core import load_hero
+
+        load_hero(dtype="fp16")

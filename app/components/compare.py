@@ -75,8 +75,8 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
             model = settings.with_model(precision=precision).model
             runs.append(RunSpec.from_settings(settings, prompt, chat, model=model,
                                               label=f"{settings.variant} · {precision}"))
-        st.caption("Both runs use the sidebar's checkpoint and variant; quality is against the full-precision "
-                   "dense model. Gates near τ may flip under 4-bit rounding: the margins tell.")
+        st.caption("Every run uses the sidebar's checkpoint and variant; quality is against the full-precision "
+                   "dense model. Gates near τ may flip under bf16 or 4-bit rounding: the margins tell.")
     else:
         n = st.number_input("Runs", 2, MAX_RUNS, 2, key=f"{prefix}_n_runs")
         options = checkpoint_options(settings.model.tiny)

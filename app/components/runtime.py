@@ -55,6 +55,10 @@ def _tiny_model(precision: str, device: str) -> HeroModel:
     from hero_core.tiny import tiny_backbone, tiny_hero
 
     hero = tiny_hero(device=device)
+    if precision == "bf16":
+        backbone = tiny_backbone()
+        backbone.model.to(torch.bfloat16)
+        return HeroModel(backbone, copy.deepcopy(hero.router), hero.checkpoint_name)
     if precision != "nf4":
         return hero
     # The same tiny weights, saved and re-loaded in 4-bit through the normal loader.
@@ -74,7 +78,8 @@ def _load(backbone: str, precision: str, device: str, checkpoint: str, tiny: boo
         hero = _tiny_model(precision, device)
     else:
         hero = load_hero(None if checkpoint == DEFAULT_CHECKPOINT else checkpoint, backbone=backbone or None,
-                         quantization="nf4" if precision == "nf4" else None, device=device)
+                         quantization="nf4" if precision == "nf4" else None, device=device,
+                         dtype="bf16" if precision == "bf16" else "fp32")
     hero.trace(WARMUP_PROMPT)  # the first forward pays one-off costs; pay them inside the loading spinner
     return hero
 

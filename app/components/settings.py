@@ -22,7 +22,7 @@ from hero_core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 TINY_ENV = "HERO_LENS_TINY"
 DEFAULT_CHECKPOINT = "default"
 CUSTOM_CHECKPOINT = "directory…"
-PRECISIONS = MappingProxyType({"full": "full precision", "nf4": "4-bit NF4"})
+PRECISIONS = MappingProxyType({"full": "full precision (fp32)", "bf16": "bfloat16", "nf4": "4-bit NF4"})
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_TAU = 0.5
 DEFAULT_MAX_TOKENS = 512  # interactive cap; longer prompts are cut with a notice
