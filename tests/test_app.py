@@ -286,8 +286,24 @@ def test_clicked_point_to_cell():
 
 
 # -- compare ----------------------------------------------------------------------------------------------
+def test_compare_matches_compute_by_default(app, tiny):
+    at = app("compare")
+    assert_clean(at)
+    assert at.toggle(key="compare_match").value is True
+    reference = tiny.trace(DEFAULT_PROMPT, variant="hero")
+    table = at.dataframe[0].value
+    for variant, tau, skip in zip(table["run"], table["τ"], table["param skip %"], strict=True):
+        expected = tiny.trace(DEFAULT_PROMPT, variant=variant, param_skip=reference.param_skip) \
+            if variant != "hero" else reference
+        assert tau == pytest.approx(round(expected.tau, 4)) and skip == pytest.approx(round(100 * expected.param_skip, 4))
+    shared = tiny.trace(DEFAULT_PROMPT, variant="no_history")  # at the shared tau the gap is larger or equal
+    matched_gap = abs(table["param skip %"][1] - 100 * reference.param_skip)
+    assert matched_gap <= abs(100 * shared.param_skip - 100 * reference.param_skip) + 1e-6
+
+
 def test_compare_variants(app, tiny):
     at = app("compare")
+    at.toggle(key="compare_match").set_value(False).run()
     variants = ["hero", "no_history", "no_memread"]
     assert at.multiselect(key="compare_variants").value == variants
     expected = [tiny.trace(DEFAULT_PROMPT, variant=v) for v in variants]

@@ -132,6 +132,22 @@ def _trace_dict(backbone, precision, device, checkpoint, tiny, prompt, variant, 
                       quality=variant != "dense").to_dict()
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def _matched_tau(model_args: tuple, prompt: str, variant: str, chat_template: bool, max_tokens: int,
+                 param_skip: float) -> float:
+    hero = _model(model_args)
+    enc = hero.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
+    return hero.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, param_skip)[0]
+
+
+def matched_tau(run: RunSpec, param_skip: float) -> float:
+    """The tau at which ``run`` realises the param skip closest to ``param_skip`` on its own prompt."""
+    load_model(run.model)
+    with st.spinner("Matching compute …"):
+        return _matched_tau(run.model.as_args(), run.prompt, run.variant, run.chat_template, run.max_tokens,
+                            round(float(param_skip), 6))
+
+
 def get_trace(run: RunSpec) -> RoutingTrace:
     load_model(run.model)
     with st.spinner("Routing the prompt …"):

@@ -2,7 +2,7 @@
 
 import streamlit as st
 from components import settings as app_settings
-from components.compare import build_runs, run_table
+from components.compare import build_runs, match_compute, run_table
 from components.exports import export_panel
 from components.runtime import get_qualities, get_trace
 from components.widgets import prompt_input, show_notices
@@ -21,7 +21,15 @@ if len(runs) < 2:
     st.info("Choose at least two runs to compare.")
     st.stop()
 
+matched = st.toggle("Match compute", value=True, key=f"{P}_match",
+                    help="Run every other run at the τ that gives the first run's param skip on this prompt, so "
+                         "quality is compared at equal compute. Off: each run at its own τ.")
+if matched:
+    runs = match_compute(runs, get_trace(runs[0]))
 traces = [get_trace(run) for run in runs]
+if matched:
+    st.caption(f"Compute matched to **{runs[0].label}** ({traces[0].param_skip:.1%} param skip): the τ column shows "
+               "where each run had to set its threshold; the closest reachable skip can differ slightly.")
 labels = [run.label for run in runs]
 show_notices(traces[0])
 reference = runs[0].model  # quality is measured against the dense model of the first run's backbone
