@@ -4,7 +4,6 @@ precision choice, and the broader chat data."""
 import json
 
 import numpy as np
-
 import pytest
 import torch
 
