@@ -284,6 +284,18 @@ class HeroModel:
         trace = self._assemble(call, 0, all_ids, enc.notices[0], n_prompt_tokens=ids.shape[1], tau_rule=rule)
         return self.tokenizer.decode(new_ids, skip_special_tokens=True), trace
 
+    def score_tokens(self, token_ids: Sequence[int], variant: str = "hero", *,
+                     tau: float | None = None) -> dict[str, np.ndarray]:
+        """Per-token quality (RoutingTrace.quality's fields) of ``variant`` against dense on these exact tokens,
+        teacher-forced: e.g. a generated continuation, scored without re-tokenising its text."""
+        if not token_ids:
+            raise PromptError("no tokens to score")
+        ids = torch.tensor([list(token_ids)], device=self.device)
+        with torch.no_grad():
+            routed = self.forward(ids, None, self.new_call(variant, tau, record=False), use_cache=False)[0]
+            dense = self.forward(ids, None, self.new_call("dense", record=False), use_cache=False)[0]
+        return _token_quality(dense, routed, ids[0])
+
     # -- trace assembly -----------------------------------------------------------------------
     def _assemble(self, call: RoutingCall, batch_index: int, token_ids: list[int], notices: list[str],
                   n_prompt_tokens: int | None = None, tau_rule: str = "checkpoint") -> RoutingTrace:

@@ -92,7 +92,7 @@ def generations(models: dict, n_prompts: int) -> dict:
     hero = next(iter(models.values()))
     tok = hero.tokenizer
     held_out = chat_prompts("eval")[:n_prompts]
-    routed = [name for name in ("hero-10", "local-10") if name in models]
+    routed = [name for name in ("hero-10", "local-10") if name in models] or list(models)[:1]
 
     def answer(model, prompt, variant):
         text, _ = model.generate(prompt, max_new_tokens=PREFIX_TOKENS, variant=variant, chat_template=True)

@@ -381,6 +381,29 @@ def test_generate_streams_and_traces(app, tiny):
     streamed = [int(v) for v in re.findall(r'data-ffn="(\d+)"', routed_html)]
     produced_by = expected.executed_per_token()[expected.n_prompt_tokens - 1:]
     assert streamed[: len(produced_by)] == produced_by.tolist()
+    # quality of the continuation against dense, teacher-forced on the routed tokens, and where the two part
+    scored = tiny.score_tokens(expected.token_ids)
+    bars = chart(at, "Quality per token")["data"][0]
+    np.testing.assert_allclose(values(bars["y"]), scored["kl_to_dense"], rtol=1e-5, atol=1e-9)
+    _, dense = tiny.generate(DEFAULT_PROMPT, max_new_tokens=12, variant="dense")
+    start = expected.n_prompt_tokens
+    routed_new, dense_new = expected.token_ids[start:], dense.token_ids[start:]
+    split = next((i for i, (x, y) in enumerate(zip(routed_new, dense_new)) if x != y), None)
+    messages = [m.value for m in (*at.warning, *at.success)]
+    if split is None:
+        assert any("agree on all" in m for m in messages)
+    else:
+        assert any(f"part at generated token {split + 1}:" in m for m in messages)
+
+
+def test_special_tokens_are_markers_and_first_difference():
+    from components.generation import Stream, first_difference, special_marker
+
+    stream = Stream(render=lambda html: None, max_count=4, special=frozenset({"<|im_end|>"}))
+    stream("Hi", 3)
+    stream("<|im_end|>", 2)
+    assert stream.pieces == ["Hi", "⟦im_end⟧"] and special_marker("<|im_start|>") == "⟦im_start⟧"
+    assert first_difference([1, 2, 3], [1, 2, 4]) == 2 and first_difference([1, 2], [1, 2, 3]) is None
 
 
 def test_generate_with_an_empty_prompt_is_an_error_message(app):

@@ -3,12 +3,13 @@
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
-from components.generation import generate
+from components.generation import first_difference, generate
 from components.runtime import load_model
 from components.widgets import prompt_input, show_metrics, show_notices
 
 from hero_core import RoutingTrace
-from hero_core.figures import compute_legend_html, executed_counts, skip_heatmap, token_compute_html
+from hero_core.figures import (compute_legend_html, executed_counts, skip_heatmap, token_compute_html, token_label,
+                               token_quality_bars)
 
 P = "generate"
 RESULT = f"{P}_result"  # last result, kept across reruns
@@ -62,11 +63,25 @@ if result["dense"] is not None and with_dense:
     dense_box.html(token_compute_html(result["dense"]["pieces"], result["dense"]["counts"], R))
 
 trace = RoutingTrace.from_dict(result["routed"]["trace"])
+if result["dense"] is not None:
+    start = trace.n_prompt_tokens or 0
+    routed_new = result["routed"]["trace"]["token_ids"][start:]
+    dense_new = result["dense"]["trace"]["token_ids"][start:]
+    split = first_difference(routed_new, dense_new)
+    if split is None:
+        st.success(f"Routed and dense agree on all {min(len(routed_new), len(dense_new))} generated tokens compared.")
+    else:
+        st.warning(f"Routed and dense part at generated token {split + 1}: routed wrote "
+                   f"“{token_label(trace.tokens[start + split], 24)}” where dense wrote "
+                   f"“{token_label(result['dense']['trace']['tokens'][start + split], 24)}”.")
 st.subheader("Routing over prompt + generated tokens")
 show_notices(trace)
 show_metrics(trace)
 figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generated tokens")}
 st.plotly_chart(figures["skip map"], key=f"{P}_map")
+if trace.quality is not None:
+    figures["quality per token"] = token_quality_bars(trace)
+    st.plotly_chart(figures["quality per token"], key=f"{P}_quality")
 figures["ffns per token"] = executed_counts(trace)
 st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")
