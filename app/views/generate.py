@@ -8,8 +8,14 @@ from components.runtime import load_model
 from components.widgets import prompt_input, show_metrics, show_notices
 
 from hero_core import RoutingTrace
-from hero_core.figures import (compute_legend_html, executed_counts, skip_heatmap, token_compute_html, token_label,
-                               token_quality_bars)
+from hero_core.figures import (
+    compute_legend_html,
+    executed_counts,
+    skip_heatmap,
+    token_compute_html,
+    token_label,
+    token_quality_bars,
+)
 
 P = "generate"
 RESULT = f"{P}_result"  # last result, kept across reruns
