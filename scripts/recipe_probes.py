@@ -162,8 +162,8 @@ def report() -> int:
             lines.append(f"| {name} | {g['predicted_skip_share']:.3f} / {g['skip_share_target']:.3f} | "
                          f"{100 * g['decision_agreement_with_oracle']:.1f} % | {skips} | " + " | ".join(ratios) + " |")
     lines += ["", "The probes above ran at lr 1e-3. Scored before any training step (the table above), the "
-              "warm-started router was already better than after 100 steps at that rate, so the bundled checkpoints train at the "
-              "paper's lr 1e-4; the first steps of the abandoned 1e-3 runs of hero-10 / local-10 are in "
+              "warm-started router was already better than after 100 steps at that rate, so the bundled checkpoints "
+              "train at the paper's lr 1e-4; the first steps of the abandoned 1e-3 runs of hero-10 / local-10 are in "
               "`docs/experiments/lr-1e-3/`."]
     lines += ["", "Collapse without the gate warm start (zero-initialised local head: every gate equal): "
               "`uniform-gate-init.train_log.jsonl` (unscaled) and `uniform-gate-init-paper-scaling.train_log.jsonl`, "
