@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -134,6 +135,7 @@ def plot(frontier: dict, out: Path) -> None:
         ax.text(PAPER_BUDGETS[0], 0.98, " paper's budgets", transform=ax.get_xaxis_transform(), fontsize=7,
                 color="#888888", va="top")
         ax.set_yscale("log")
+        ax.set_ylim(0.9, 100)  # the readable range; points above 100 are cut off (their numbers are in the tables)
         ax.set_title(d)
         ax.set_xlabel("param skip % (paper definition)")
         ax.grid(alpha=0.3, which="both")
@@ -141,7 +143,7 @@ def plot(frontier: dict, out: Path) -> None:
     axes[-1].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"Skip–quality frontier on held-out text, {frontier['backbone']} "
                  f"({frontier['limit']} texts per domain, {frontier['max_tokens']} tokens each); big dots: "
-                 "the bundled checkpoints at their own tau", fontsize=9)
+                 "the bundled checkpoints at their own tau; y cut at 100", fontsize=9)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
@@ -183,7 +185,8 @@ def training_lines(checkpoints: dict) -> list[str]:
         t = c["training"]
         timing = t.get("timing", {})
         warm = t.get("warm_start") or {}
-        lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {t.get('tokens_seen', '–'):,} | "
+        tokens = t.get("tokens_seen")
+        lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {'–' if tokens is None else f'{tokens:,}'} | "
                      f"{t.get('init_from') or '–'} | {t.get('compute_dtype', '–')} | {timing.get('wall_s', '–')} | "
                      f"{timing.get('cpu_s', '–')} | {warm.get('r2_median', float('nan')):.2f} |")
     return lines
@@ -202,7 +205,7 @@ def render(result: dict, figure: Path) -> str:
            "top-1 = share of positions where routed and dense predict the same next token.", "",
            "## Targets", ""] + target_lines(fr) + [
            "", "## The bundled checkpoints at their own tau", ""] + own_tau_table(fr, names) + [
-           "", f"![Skip–quality frontier]({figure.relative_to(ROOT / 'docs').as_posix()})", "",
+           "", f"![Skip–quality frontier]({os.path.relpath(figure, ROOT / 'docs')})", "",
            "## HeRo against the local router at equal compute", "",
            "Each row takes the param skip the hero checkpoint realises at its own tau on that domain and reads the "
            "other curves at the same skip (log-linear interpolation between their tau points). The oracle runs both "
@@ -240,7 +243,7 @@ def main() -> int:
     result = json.loads(args.quality.read_text())
     plot(result["frontier"], args.figure)
     args.out.write_text(render(result, args.figure))
-    if args.readme:
+    if args.readme.is_file():
         replace_block(args.readme, "quality", readme_lines(result))
     print(f"wrote {args.out} and {args.figure}")
     return 0
