@@ -35,11 +35,11 @@ RUNS = {  # name: (variant, target param skip, steps of 4 x 128 tokens, start fr
     "local-10": ("no_history", 0.10, 750, None),
     "hero-25": ("hero", 0.25, 300, "hero-10"),
     "local-25": ("no_history", 0.25, 300, "local-10"),
-    "hero-40": ("hero", 0.40, 200, "hero-25"),
-    "local-40": ("no_history", 0.40, 200, "local-25"),
-    "no_memread-10": ("no_memread", 0.10, 150, None),
-    "no_aux-10": ("no_aux", 0.10, 150, None),
-    "no_pos-10": ("no_pos", 0.10, 150, None),
+    "hero-40": ("hero", 0.40, 150, "hero-25"),
+    "local-40": ("no_history", 0.40, 150, "local-25"),
+    "no_memread-10": ("no_memread", 0.10, 100, None),
+    "no_aux-10": ("no_aux", 0.10, 100, None),
+    "no_pos-10": ("no_pos", 0.10, 100, None),
 }
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
 

@@ -315,3 +315,36 @@ def test_simultaneous_sessions_get_their_own_results(server, browser_endpoint, t
     finally:
         for tab in tabs:
             tab.close()
+
+
+LONG_PROMPT = " ".join(["Routing decides per token which layers run, and the memory keeps what came before."] * 7)
+
+
+@pytest.mark.parametrize("page", ["memory", "why"])
+def test_pickers_survive_a_second_prompt(server, browser, tiny, page):
+    """The reproduction of a crash: a ~120-token prompt, then a different, shorter prompt submitted with
+    Ctrl+Enter (the token picker once got its old label '76: .' back and died parsing it). The page must redraw
+    for the new prompt with its sidebar and no exception."""
+    tools = browser
+    tools.goto(f"{server}/{page}")
+    tools.wait_for("document.querySelector('textarea') !== null", what="the prompt box")
+
+    def submit(text: str) -> None:
+        tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); return true; })()")
+        tools.send("Input.insertText", {"text": text})
+        for kind in ("keyDown", "keyUp"):
+            tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "modifiers": 2,
+                                                  "windowsVirtualKeyCode": 13})
+
+    submit(LONG_PROMPT)
+    first = tiny.trace(LONG_PROMPT, max_tokens=512)
+    assert first.n_tokens >= 100
+    wait_for_skip_map(tools, first.n_routed * first.n_tokens)
+    time.sleep(1.0)  # the token picker now holds the last token of the long prompt
+    submit(TYPED_PROMPT)
+    second = tiny.trace(TYPED_PROMPT)
+    wait_for_skip_map(tools, second.n_routed * second.n_tokens)  # redrawn for the second prompt
+    time.sleep(1.0)
+    assert tools.eval(NO_EXCEPTION_JS)
+    assert tools.eval("!document.body.innerText.includes('invalid literal')")
+    assert tools.eval("document.querySelector('[data-testid=\"stSidebar\"]') !== null")
