@@ -32,7 +32,7 @@ from .baselines import random_skipping
 from .inject import ffn_modules
 
 DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
-DEFAULT_ORACLE_THRESHOLDS = (0.03, 0.06, 0.1, 0.16, 0.25, 0.4, 0.6)
+DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)
 DEFAULT_RANDOM_SKIPS = (0.05, 0.10, 0.25, 0.40)  # param skip targets of the random policy
 BOOTSTRAP_SAMPLES = 1000
 

@@ -193,7 +193,8 @@ def fit_gate_to_adapter_error(model: torch.nn.Module, router, blocks: torch.Tens
             weight = getattr(ln, "base_layer", ln).weight.detach().float().cpu()
             inputs.append(u / torch.where(weight.abs() > 1e-6, weight, torch.ones_like(weight)))
     log_error = torch.cat(errors)
-    threshold = torch.quantile(log_error[torch.randperm(len(log_error))[:200_000]], skip_share)
+    sample = torch.randperm(len(log_error), generator=torch.Generator().manual_seed(0))[:200_000]
+    threshold = torch.quantile(log_error[sample], skip_share)
     target = (sharpness * (log_error - threshold)).clamp(-6.0, 6.0)
     x = torch.cat(inputs)
     head = router.local_head

@@ -1,7 +1,7 @@
 """The quality results of the bundled checkpoints (``make results`` runs this first): docs/quality.json.
 
 * the **frontier**: every bundled hero-/local- checkpoint swept over tau on held-out text (40 texts per domain,
-  256 tokens each), the oracle reference (not deployable) and random skipping with hero-10's adapters; the
+  192 tokens each), the oracle reference (not deployable) and random skipping with hero-10's adapters; the
   ablations at their own tau. Domains run in parallel processes (``--jobs``), one torch thread each.
 * **greedy chat answers** of dense, hero-10 and local-10 on held-out chat prompts: the common prefix with the
   dense answer within its first 24 tokens, and five answers side by side;
@@ -27,12 +27,14 @@ sys.path.insert(0, str(ROOT))
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")
-TAUS = (0.2, 0.35, 0.5, 0.65, 0.8)
+TAUS = (0.35, 0.5, 0.65, 0.8)  # the -10 curves; the -25 and -40 checkpoints get FOLLOW_TAUS
+FOLLOW_TAUS = (0.35, 0.5, 0.65)  # around the -25 / -40 checkpoints' own tau, enough to read them at equal skip
 DOMAINS = ("chat", "code", "reasoning")
 SHOWN_PROMPTS = ("What is the capital of France?", "Give me three tips for staying focused while studying.",
                  "Explain why the sky is blue in two sentences.", "Write a Python function that reverses a string.",
                  "If I have 3 apples and buy 5 more, how many apples do I have?")
 PREFIX_TOKENS = 24
+MAX_TOKENS = 192  # tokens per held-out text (chat and reasoning texts are shorter; code is cut here)
 
 
 def load_models(names):
@@ -60,10 +62,11 @@ def frontier_part(domain: str, limit: int, out: Path) -> None:
 
     torch.set_num_threads(1)
     models = load_models([*CURVES, *ABLATIONS])
-    taus = {name: (TAUS if name in CURVES else (models[name].config.tau,)) for name in models}
+    taus = {name: ((TAUS if name.endswith("-10") else FOLLOW_TAUS) if name in CURVES else (models[name].config.tau,))
+            for name in models}
     with torch.no_grad():
         result = frontier(models, oracle=True, random=True, taus=taus, limit=limit, domains=(domain,),
-                          progress=True)
+                          max_tokens=MAX_TOKENS, progress=True)
     out.write_text(json.dumps(result))
 
 
@@ -143,7 +146,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=40, help="held-out texts per domain")
     parser.add_argument("--jobs", type=int, default=2, help="parallel domain processes")
-    parser.add_argument("--generation-prompts", type=int, default=20)
+    parser.add_argument("--generation-prompts", type=int, default=12)
     parser.add_argument("--part", choices=DOMAINS, help=argparse.SUPPRESS)
     parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "quality.json")
