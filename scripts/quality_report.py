@@ -185,8 +185,8 @@ def training_lines(checkpoints: dict) -> list[str]:
         t = c["training"]
         timing = t.get("timing", {})
         warm = t.get("warm_start") or {}
-        tokens = t.get("tokens_seen")
-        lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {'–' if tokens is None else f'{tokens:,}'} | "
+        tokens = "–" if t.get("tokens_seen") is None else f"{t['tokens_seen']:,}"
+        lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {tokens} | "
                      f"{t.get('init_from') or '–'} | {t.get('compute_dtype', '–')} | {timing.get('wall_s', '–')} | "
                      f"{timing.get('cpu_s', '–')} | {warm.get('r2_median', float('nan')):.2f} |")
     return lines
