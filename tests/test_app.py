@@ -465,7 +465,7 @@ def test_learn_tour_is_live(app, tiny):
     prompt = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
     base = tiny.trace(prompt, max_tokens=96)
     assert_skip_map_is(chart(at, "Skip map · hero · τ"), base)
-    at.selectbox(key="learn_token").select(4)
+    picker(at, "learn_token").select(4)
     at.slider(key="learn_depth").set_value(3).run()
     assert_clean(at)
     z = values(chart(at, "Memory after 3 of 4")["data"][0]["z"]).astype(float)

@@ -1,0 +1,43 @@
+"""The bundled router checkpoints: small, reproducible by their recorded recipe, and a default that keeps the
+embedded model working (the held-out quality figures themselves are in docs/quality.md)."""
+
+import pytest
+
+from hero_core import checkpoint as ckpt
+
+EXPECTED = {"hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40", "no_memread-10", "no_aux-10",
+            "no_pos-10"}
+
+
+def test_the_frontier_of_checkpoints_is_bundled_and_records_its_training():
+    names = set(ckpt.bundled_names())
+    assert EXPECTED <= names
+    for name in EXPECTED:
+        found = ckpt.read_checkpoint(name)
+        size = sum(p.stat().st_size for p in ckpt.resolve(name).iterdir())
+        assert size < 10 * 2**20, name
+        assert found.config.branch_scaling == "unscaled" and found.config.tau == 0.5, name
+        training = found.training
+        assert training["tokens_seen"] > 0 and training["timing"]["cpu_s"] > 0, name
+        target = training["train_config"]["target_skip"]
+        assert target == {"10": 0.10, "25": 0.25, "40": 0.40}[name.rsplit("-", 1)[1]], name
+        variant = {"hero": "hero", "local": "no_history"}.get(name.split("-")[0], name.split("-")[0])
+        assert found.config.variant == variant, name
+    # -25 continues from -10 and -40 from -25, so the tokens seen add up along each chain
+    for family in ("hero", "local"):
+        seen = [ckpt.read_checkpoint(f"{family}-{b}").training["tokens_seen"] for b in ("10", "25", "40")]
+        assert seen == sorted(seen) and len(set(seen)) == 3
+
+
+@pytest.mark.slow
+def test_the_default_checkpoint_keeps_the_model_working():
+    from hero_core import load_hero
+    from hero_core.data import domain_texts
+
+    hero = load_hero()
+    assert hero.checkpoint_name == "hero-10"
+    for domain in ("chat", "code", "reasoning"):
+        text = " ".join(domain_texts(domain, "eval", 3, hero=hero))
+        trace = hero.trace(text, quality=True, max_tokens=256)
+        assert 0.04 <= trace.param_skip <= 0.25, domain  # it skips, near its 10 % budget
+        assert trace.quality_summary()["perplexity_ratio"] < 1.8, domain  # and the model still works
