@@ -142,6 +142,44 @@ def memory_entropy(models: dict, limit: int) -> dict:
     return out
 
 
+def bf16_check(models: dict, limit: int) -> dict:
+    """hero-10 on a bf16 backbone against the same router on fp32: decision flips and perplexity ratios, both
+    against the fp32 dense model, on held-out text."""
+    import math
+
+    import torch
+
+    from hero_core.backbones import load_backbone
+    from hero_core.data import domain_texts
+    from hero_core.model import HeroModel
+    from hero_core.quality import next_token_nll
+
+    if "hero-10" not in models:
+        return {}
+    fp32 = models["hero-10"]
+    bf16 = HeroModel(load_backbone(device="cpu", dtype=torch.bfloat16), fp32.router, "hero-10")
+    out = {}
+    for domain in DOMAINS:
+        flips = cells = near = 0
+        sums = {"fp32": 0.0, "bf16": 0.0, "dense": 0.0}
+        n = 0
+        for text in domain_texts(domain, "eval", limit, hero=fp32):
+            a, b = fp32.trace(text, max_tokens=MAX_TOKENS), bf16.trace(text, max_tokens=MAX_TOKENS)
+            flips += int((a.executed != b.executed).sum())
+            cells += a.executed.size
+            near += int((abs(a.gate - a.tau) < 0.05).sum())
+            ids = torch.tensor(a.token_ids)
+            sums["dense"] += float(next_token_nll(fp32.logits(text, variant="dense", max_tokens=MAX_TOKENS), ids).sum())
+            sums["fp32"] += float(next_token_nll(fp32.logits(text, max_tokens=MAX_TOKENS), ids).sum())
+            sums["bf16"] += float(next_token_nll(bf16.logits(text, max_tokens=MAX_TOKENS), ids).sum())
+            n += len(ids) - 1
+        ratios = {k: math.exp((sums[k] - sums["dense"]) / n) for k in ("fp32", "bf16")}
+        out[domain] = {"texts": limit, "flip_rate": flips / cells, "gates_within_0.05_of_tau": near / cells,
+                       "ratio_fp32": ratios["fp32"], "ratio_bf16": ratios["bf16"],
+                       "bf16_vs_fp32": ratios["bf16"] / ratios["fp32"] - 1}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=40, help="held-out texts per domain")
@@ -179,6 +217,7 @@ def main() -> int:
     with torch.no_grad():
         result["generations"] = generations(models, args.generation_prompts)
         result["memory_entropy"] = memory_entropy(models, limit=10)
+        result["bf16"] = bf16_check(models, limit=10)
     result["checkpoints"] = {n: {"variant": m.config.variant, "tau": m.config.tau,
                                  "branch_scaling": m.config.branch_scaling,
                                  "training": {k: v for k, v in m.training_info.items() if k != "train_config"}}

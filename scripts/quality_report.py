@@ -223,6 +223,16 @@ def render(result: dict, figure: Path) -> str:
                 "Entropy of each memory-attention row over the earlier blocks, divided by the entropy of uniform "
                 "weights (1 = read evenly), averaged over tokens and blocks from the third on; and the weight on the "
                 "immediately previous block beside its uniform value.", ""] + entropy_lines(result["memory_entropy"])
+    if result.get("bf16"):
+        out += ["", "## bf16 on CPU", "",
+                "hero-10's router on a bf16 backbone against the same router on fp32, on held-out text; both "
+                "perplexity ratios against the fp32 dense model. A flip is a (token, block) decision that "
+                "differs.", "",
+                "| domain | flip rate % | gates within 0.05 of tau % | ppl ratio fp32 | ppl ratio bf16 | bf16 vs fp32 |",
+                "|---|---|---|---|---|---|"]
+        for d, r in result["bf16"].items():
+            out.append(f"| {d} | {100 * r['flip_rate']:.2f} | {100 * r['gates_within_0.05_of_tau']:.1f} | "
+                       f"{r['ratio_fp32']:.3f} | {r['ratio_bf16']:.3f} | {100 * r['bf16_vs_fp32']:+.1f} % |")
     out += ["", "## Training", ""] + training_lines(result["checkpoints"])
     return "\n".join(out) + "\n"
 
