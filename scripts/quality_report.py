@@ -228,7 +228,8 @@ def render(result: dict, figure: Path) -> str:
                 "hero-10's router on a bf16 backbone against the same router on fp32, on held-out text; both "
                 "perplexity ratios against the fp32 dense model. A flip is a (token, block) decision that "
                 "differs.", "",
-                "| domain | flip rate % | gates within 0.05 of tau % | ppl ratio fp32 | ppl ratio bf16 | bf16 vs fp32 |",
+                "| domain | flip rate % | gates within 0.05 of tau % | ppl ratio fp32 | ppl ratio bf16 | "
+                "bf16 vs fp32 |",
                 "|---|---|---|---|---|---|"]
         for d, r in result["bf16"].items():
             out.append(f"| {d} | {100 * r['flip_rate']:.2f} | {100 * r['gates_within_0.05_of_tau']:.1f} | "
