@@ -180,7 +180,8 @@ def entropy_lines(entropy: dict) -> list[str]:
 
 def training_lines(checkpoints: dict) -> list[str]:
     lines = ["| checkpoint | variant | branch | tokens seen | starts from | precision | train wall s | CPU s | "
-             "adapter warm start median R² |", "|---|---|---|---|---|---|---|---|---|"]
+             "adapter warm start median R² | gates within 0.1 of tau (last step) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, c in checkpoints.items():
         t = c["training"]
         timing = t.get("timing", {})
@@ -188,7 +189,8 @@ def training_lines(checkpoints: dict) -> list[str]:
         tokens = "–" if t.get("tokens_seen") is None else f"{t['tokens_seen']:,}"
         lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {tokens} | "
                      f"{t.get('init_from') or '–'} | {t.get('compute_dtype', '–')} | {timing.get('wall_s', '–')} | "
-                     f"{timing.get('cpu_s', '–')} | {warm.get('r2_median', float('nan')):.2f} |")
+                     f"{timing.get('cpu_s', '–')} | {warm.get('r2_median', float('nan')):.2f} | "
+                     f"{t.get('final', {}).get('near_tau', float('nan')):.2f} |")
     return lines
 
 
