@@ -70,7 +70,7 @@ def main() -> int:
         if (out / CONFIG_FILE).is_file() and not (out / "_state").exists():
             meta = json.loads((out / CONFIG_FILE).read_text())
             if meta.get("training", {}).get("train_config", {}).get("target_skip") == skip \
-                    and meta["config"].get("branch_scaling") == TrainConfig.branch_scaling:
+                    and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling:
                 print(f"{name}: already trained, skipped", flush=True)
                 continue
         steps = max(1, round(steps * args.steps_scale))
