@@ -1,6 +1,6 @@
 """Why did a token run (or skip) a block's FFN? Attribution of one gate logit to the input tokens.
 
-The decision at routed block j for token t is ``g = sigmoid(a + b) >= tau`` (DESIGN §1). We explain the
+The decision at routed block j for token t is ``g = sigmoid(a + b) >= tau`` (docs/method.md, Eq. 8). We explain the
 gate logit ``z = a + b`` at (t, j) in two ways:
 
 * **integrated gradients** (captum) with respect to the input embeddings e (T', d), summed over the

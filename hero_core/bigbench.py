@@ -1,4 +1,4 @@
-"""BIG-bench multiple-choice tasks, offline (DESIGN §3): fetch once, extract only what is used, parse.
+"""BIG-bench multiple-choice tasks, offline: fetch once, extract only what is used, parse.
 
 Where the tasks come from
     ``pip download --no-deps bigbench==1.0.0`` (a 358 MB source archive, Apache-2.0) into

@@ -1,6 +1,6 @@
 """Configuration of a HeRo router stack.
 
-Glossary (DESIGN §1 symbol -> name in code):
+Glossary (docs/method.md symbol -> name in code):
     L_R / R        -> ``len(routed_layers)``          number of routed blocks
     l_j            -> ``routed_layers[j-1]``          backbone index of routed block j (1-based j)
     d_s            -> ``d_state`` (= d_hidden_state + d_aux)

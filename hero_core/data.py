@@ -1,4 +1,4 @@
-"""Offline training and evaluation text (DESIGN §3), in three domains: chat, code, reasoning.
+"""Offline training and evaluation text (the data card: `python -m hero_core data --describe`), in three domains: chat, code, reasoning.
 
 * **reasoning**: multi-step arithmetic and ordering-logic problems generated in code, each with a
   worked solution and a verified answer.

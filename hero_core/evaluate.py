@@ -11,7 +11,7 @@ Suites (``evaluate(..., suites=[...])``)
     ``domains``    NLL, perplexity, top-1 agreement and KL(dense || routed) on held-out chat / code /
                    reasoning text, with param skip, net param skip, FLOP share saved, per-layer skip rates.
 
-Metrics (DESIGN §1)
+Metrics (docs/method.md, "Metrics")
     accuracy       BIG-bench ``multiple_choice_grade``: the target score of the choice with the highest
                    summed log-likelihood given the prompt (lm-evaluation-harness ``acc``).
     Retain         per suite, mean over its tasks of ``routed score / dense score``, in percent

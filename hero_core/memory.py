@@ -1,4 +1,4 @@
-"""Depth memory: kernelised linear attention over the routed blocks of one token (DESIGN §1).
+"""Depth memory: kernelised linear attention over the routed blocks of one token (docs/method.md, Eq. 3-5).
 
 Glossary (paper -> code):
     phi(x) = ELU(x) + 1          -> ``feature_map``

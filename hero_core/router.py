@@ -1,6 +1,6 @@
 """The HeRo router: state encoder, depth memory, history head, local head and per-block adapters.
 
-Glossary (DESIGN §1 -> code). j is the 1-based index of a routed block, R their number.
+Glossary (docs/method.md -> code). j is the 1-based index of a routed block, R their number.
     hbar_j             post-attention residual state           ``hbar``          (N, d)
     u_j = LN_ffn(hbar) FFN input                               ``u``             (N, d)
     delta_j            hbar_j - hbar_{j-1}                     ``delta``         (N, d)

@@ -1,6 +1,6 @@
 """Train HeRo routers and adapters on a frozen backbone (``python -m hero_core train``).
 
-Objective (DESIGN §1): ``L = L_target + alpha * L_skip``.
+Objective (docs/method.md, Eq. 11): ``L = L_target + alpha * L_skip``.
 
 * ``L_target`` defaults to **self-distillation**: cross-entropy against the dense model's own next-token
   distribution (its top-k, renormalised, k = 32), precomputed once per data set and shared by every run.

@@ -7,6 +7,7 @@ from components.exports import export_panel
 from components.runtime import RunSpec, get_trace, load_model
 from components.widgets import SHARED_PROMPT, token_picker
 
+from hero_core.config import VARIANTS
 from hero_core.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
 
 P = "learn"
@@ -23,7 +24,8 @@ if hero.checkpoint_name == "untrained":
 source = st.radio("Example text", ["a short example", "the prompt from the other pages"], horizontal=True,
                   key=f"{P}_source")
 prompt = TEACHING_PROMPT if source == "a short example" else st.session_state.get(SHARED_PROMPT, TEACHING_PROMPT)
-variant = settings.variant if settings.variant in ("hero", "no_aux", "no_pos") else "hero"
+MEMORY_VARIANTS = tuple(v for v, spec in VARIANTS.items() if spec.memory_read)
+variant = settings.variant if settings.variant in MEMORY_VARIANTS else "hero"
 figures = {}
 
 st.header("1 · Not every token needs every layer")
