@@ -1,4 +1,5 @@
-"""Offline training and evaluation text (the data card: `python -m hero_core data --describe`), in three domains: chat, code, reasoning.
+"""Offline training and evaluation text, in three domains: chat, code, reasoning (`python -m hero_core data
+--describe` prints the data card).
 
 * **reasoning**: multi-step arithmetic and ordering-logic problems generated in code, each with a
   worked solution and a verified answer.

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.readme_block import replace_block  # noqa: E402
 
-# The paper's Llama-3.1-8B-Instruct results (7 lm-eval-harness tasks), quoted from the paper (arXiv 2609.08189); see docs/method.md.
+# The paper's Llama-3.1-8B-Instruct results (7 lm-eval-harness tasks), quoted from the paper (arXiv 2609.08189).
 PAPER = [
     ("HeRo (paper, Llama-3.1-8B)", 26.87, 100.24),
     ("HeRo (paper, Llama-3.1-8B)", 38.82, 97.01),
