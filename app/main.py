@@ -12,6 +12,7 @@ import streamlit as st
 from components import settings as app_settings
 from components.glossary import render_glossary
 from components.runtime import load_model
+from components.urlstate import restore_from_url, write_to_url
 from components.widgets import show_callback_error
 
 log = logging.getLogger("hero_lens.app")
@@ -30,8 +31,11 @@ def main() -> None:
     st.set_page_config(page_title="HeRo Lens", page_icon=":material/route:", layout="wide")
     page = st.navigation([st.Page(path, title=title, icon=icon, url_path=url, default=i == 0)
                           for i, (path, title, icon, url) in enumerate(PAGES)])
+    url_problems = restore_from_url()
     settings = app_settings.render_sidebar()
     st.session_state["sb_settings"] = settings
+    for problem in url_problems:
+        st.warning(f"The link could not be restored in full: {problem}.")
     render_glossary()
     show_callback_error()
     try:
@@ -43,6 +47,7 @@ def main() -> None:
             st.sidebar.warning("No trained checkpoint fits this backbone: the routers are untrained, so gates "
                                "sit near 1 and every FFN runs.")
         page.run()
+        write_to_url(app_settings.current())
     except ValueError as err:  # every user error in hero_core is a ValueError with a readable message
         st.error(str(err))
     except Exception as err:  # noqa: BLE001 - never show a traceback; log it for the operator

@@ -571,3 +571,28 @@ def test_explorer_shows_quality_beside_the_route(app, tiny):
     assert labels["Perplexity ratio"] == f"{expected.quality_summary()['perplexity_ratio']:.3f}"
     bars = chart(at, "Quality per token")["data"][0]
     np.testing.assert_allclose(values(bars["y"]), expected.quality["kl_to_dense"], rtol=1e-5, atol=1e-9)
+
+
+def test_a_shared_url_restores_the_view(app):
+    at = app("explorer", prompt="Share this view.", variant="no_history", tau="0.3", token="2", block="1")
+    assert at.selectbox(key="sb_variant").value == "no_history"
+    assert at.slider(key="sb_tau").value == pytest.approx(0.3)
+    assert at.text_area(key="explorer_prompt").value == "Share this view."
+    assert any("Selected:** token 2 " in m.value for m in at.markdown)
+    # and the address bar follows the user
+    at.selectbox(key="sb_variant").select("hero").run()
+    assert at.query_params["variant"] == ["hero"] or at.query_params["variant"] == "hero"
+    assert (at.query_params["token"] in (["2"], "2")) and (at.query_params["tau"] in (["0.3"], "0.3"))
+
+
+def test_a_bad_url_is_reported_not_applied(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HERO_LENS_TINY", "1")
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT)
+    at.query_params.update({"variant": "telepathy", "tau": "2", "checkpoint": "nope"})
+    at.run()
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "unknown variant 'telepathy'" in warnings and "tau must be" in warnings and "'nope'" in warnings
+    assert at.selectbox(key="sb_variant").value == "hero"

@@ -217,7 +217,7 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     tools.goto(f"{server}/?{urllib.parse.urlencode({'prompt': URL_PROMPT})}")
     expected = tiny.trace(URL_PROMPT)
     shown = wait_for_skip_map(tools, expected.n_routed * expected.n_tokens)
-    np.testing.assert_allclose(shown["gate"], expected.gate.reshape(-1), rtol=1e-6)
+    np.testing.assert_allclose(shown["gate"], expected.gate.reshape(-1), rtol=1e-5)  # summation order
     tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 3", what="three charts")
     assert tools.eval(NO_EXCEPTION_JS)
 
@@ -229,7 +229,7 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
                                               "windowsVirtualKeyCode": 13})
     typed = tiny.trace(TYPED_PROMPT)
     shown = wait_for_skip_map(tools, typed.n_routed * typed.n_tokens)
-    np.testing.assert_allclose(shown["gate"], typed.gate.reshape(-1), rtol=1e-6)
+    np.testing.assert_allclose(shown["gate"], typed.gate.reshape(-1), rtol=1e-5)
     assert tools.eval(NO_EXCEPTION_JS)
 
     # 3. Click a cell of the skip map: the selection moves to that (token, layer).

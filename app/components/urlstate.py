@@ -1,0 +1,74 @@
+"""Shareable views: the sidebar's checkpoint, variant and τ, the prompt and the selected cell live in the URL.
+
+Opening a copied URL restores the view: :func:`restore_from_url` seeds the widgets once per session from the
+query parameters (values it cannot use are reported, not applied); :func:`write_to_url` keeps the address bar in
+step as the user works. The page itself is the URL's path (``/memory``, ``/why`` …).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from hero_core.config import INFERENCE_VARIANTS
+
+from .settings import DEFAULT_CHECKPOINT, Settings, checkpoint_defaults, checkpoint_options, tiny_mode
+from .widgets import SHARED_CELL, SHARED_PROMPT, URL_PROMPT
+
+RESTORED = "url_restored"
+MAX_URL_PROMPT = 2000  # longer prompts stay out of the address bar
+
+
+def _number(text: str, kind=float):
+    try:
+        return kind(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def restore_from_url() -> list[str]:
+    """Seed the sidebar and the selected cell from the query parameters, once per session; returns problems."""
+    if st.session_state.get(RESTORED):
+        return []
+    st.session_state[RESTORED] = True
+    params, problems = st.query_params, []
+    if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block")):
+        return []
+    checkpoint = params.get("checkpoint") or DEFAULT_CHECKPOINT
+    if checkpoint not in checkpoint_options(tiny_mode()):
+        problems.append(f"checkpoint {checkpoint!r} is not bundled here")
+        checkpoint = DEFAULT_CHECKPOINT
+    st.session_state["sb_checkpoint"] = checkpoint
+    # the sidebar resets tau and variant when the checkpoint changes: start from this checkpoint's own, then the URL's
+    st.session_state["sb_tau_origin"] = ("", checkpoint)
+    st.session_state["sb_tau"], st.session_state["sb_variant"] = checkpoint_defaults(checkpoint, "", tiny_mode())
+    variant = params.get("variant")
+    if variant:
+        if variant in INFERENCE_VARIANTS:
+            st.session_state["sb_variant"] = variant
+        else:
+            problems.append(f"unknown variant {variant!r}")
+    if "tau" in params:
+        tau = _number(params.get("tau"))
+        if tau is not None and 0.01 <= tau <= 0.99:
+            st.session_state["sb_tau"] = round(tau, 2)
+        else:
+            problems.append(f"tau must be a number between 0.01 and 0.99, got {params.get('tau')!r}")
+    token, block = _number(params.get("token"), int), _number(params.get("block"), int)
+    if token is not None and block is not None and token >= 0 and block >= 0:
+        st.session_state[SHARED_CELL] = {"token": token, "block": block}  # clamped to each trace when used
+    return problems
+
+
+def write_to_url(settings: Settings) -> None:
+    """Put the current view into the address bar (only what differs from what is there)."""
+    wanted = {"checkpoint": settings.model.checkpoint or DEFAULT_CHECKPOINT, "variant": settings.variant,
+              "tau": f"{settings.tau:g}"}
+    prompt = st.session_state.get(SHARED_PROMPT)
+    if isinstance(prompt, str) and len(prompt) <= MAX_URL_PROMPT:
+        wanted[URL_PROMPT] = prompt
+    cell = st.session_state.get(SHARED_CELL)
+    if isinstance(cell, dict) and {"token", "block"} <= set(cell):
+        wanted["token"], wanted["block"] = str(cell["token"]), str(cell["block"])
+    for key, value in wanted.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
