@@ -55,19 +55,57 @@ def load_models(names):
     return models
 
 
-def frontier_part(domain: str, limit: int, out: Path) -> None:
+def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = None) -> None:
+    """One domain of the frontier; with ``only``, just those checkpoints at their own tau (no references)."""
     import torch
 
     from hero_core.frontier import frontier
 
     torch.set_num_threads(1)
-    models = load_models([*CURVES, *ABLATIONS])
+    models = load_models(only or [*CURVES, *ABLATIONS])
     taus = {name: ((TAUS if name.endswith("-10") else FOLLOW_TAUS) if name in CURVES else (models[name].config.tau,))
             for name in models}
     with torch.no_grad():
-        result = frontier(models, oracle=True, random=True, taus=taus, limit=limit, domains=(domain,),
+        result = frontier(models, oracle=not only, random=not only, taus=taus, limit=limit, domains=(domain,),
                           max_tokens=MAX_TOKENS, progress=True)
     out.write_text(json.dumps(result))
+
+
+def run_parts(limit: int, jobs: int, only: list[str] | None) -> dict:
+    """Every domain in its own process (``jobs`` at a time, one torch thread each), merged."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {d: Path(tmp) / f"{d}.json" for d in DOMAINS}
+        pending = list(DOMAINS)
+        running: list[subprocess.Popen] = []
+        while pending or running:
+            while pending and len(running) < jobs:
+                d = pending.pop(0)
+                extra = ["--add", *only] if only else []
+                running.append(subprocess.Popen([sys.executable, __file__, "--part", d, "--part-out", str(paths[d]),
+                                                 "--limit", str(limit), *extra], env=env))
+            for proc in list(running):
+                if proc.poll() is not None:
+                    running.remove(proc)
+                    if proc.returncode:
+                        raise SystemExit(f"frontier part failed ({proc.args})")
+            time.sleep(1)
+        return merge([json.loads(paths[d].read_text()) for d in DOMAINS])
+
+
+def add_checkpoints(names: list[str], limit: int, jobs: int, out: Path) -> int:
+    """Evaluate checkpoints that landed after ``out`` was written and merge them into it (same texts and cut)."""
+    result = json.loads(out.read_text())
+    part = run_parts(limit, jobs, names)
+    result["frontier"]["curves"].update(part["curves"])
+    models = load_models(names)
+    for n, m in models.items():
+        result["checkpoints"][n] = {"variant": m.config.variant, "tau": m.config.tau,
+                                    "branch_scaling": m.config.branch_scaling,
+                                    "training": {k: v for k, v in m.training_info.items() if k != "train_config"}}
+    out.write_text(json.dumps(result, indent=1))
+    print(f"added {', '.join(names)} to {out}")
+    return 0
 
 
 def merge(parts: list[dict]) -> dict:
@@ -188,28 +226,15 @@ def main() -> int:
     parser.add_argument("--part", choices=DOMAINS, help=argparse.SUPPRESS)
     parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "quality.json")
+    parser.add_argument("--add", nargs="+", help="only evaluate these checkpoints (own tau) and merge them into --out")
     args = parser.parse_args()
     if args.part:
-        frontier_part(args.part, args.limit, args.part_out)
+        frontier_part(args.part, args.limit, args.part_out, args.add)
         return 0
+    if args.add:
+        return add_checkpoints(args.add, args.limit, args.jobs, args.out)
     start = time.perf_counter()
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {d: Path(tmp) / f"{d}.json" for d in DOMAINS}
-        pending = list(DOMAINS)
-        running: list[subprocess.Popen] = []
-        while pending or running:
-            while pending and len(running) < args.jobs:
-                d = pending.pop(0)
-                running.append(subprocess.Popen([sys.executable, __file__, "--part", d, "--part-out", str(paths[d]),
-                                                 "--limit", str(args.limit)], env=env))
-            for proc in list(running):
-                if proc.poll() is not None:
-                    running.remove(proc)
-                    if proc.returncode:
-                        raise SystemExit(f"frontier part failed ({proc.args})")
-            time.sleep(1)
-        result = {"frontier": merge([json.loads(paths[d].read_text()) for d in DOMAINS])}
+    result = {"frontier": run_parts(args.limit, args.jobs, None)}
     import torch
 
     torch.set_num_threads(max(1, args.jobs))
