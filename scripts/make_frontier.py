@@ -99,6 +99,10 @@ def add_checkpoints(names: list[str], limit: int, jobs: int, out: Path) -> int:
     part = run_parts(limit, jobs, names)
     result["frontier"]["curves"].update(part["curves"])
     models = load_models(names)
+    import torch
+
+    with torch.no_grad():
+        result.setdefault("memory_entropy", {}).update(memory_entropy(models, limit=10))
     for n, m in models.items():
         result["checkpoints"][n] = {"variant": m.config.variant, "tau": m.config.tau,
                                     "branch_scaling": m.config.branch_scaling,
