@@ -40,7 +40,7 @@ from hero_core.train import calibration_blocks, realised_skip  # noqa: E402
 
 ABLATIONS = ("no_history", "no_memread", "no_aux", "no_pos")
 CODE_METHODS = ("hero-25", "local-25", "hero-40", "local-40")  # HumanEval pass@1 (with dense as reference)
-TRAINED_ABLATIONS = ("no_memread-25", "no_aux-25", "no_pos-25")  # bundled when `make checkpoints` has made them
+TRAINED_ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")  # bundled when `make checkpoints` has made them
 
 
 def main() -> int:
