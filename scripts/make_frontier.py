@@ -117,6 +117,9 @@ def merge(parts: list[dict]) -> dict:
     merged["domains"] = [d for p in parts for d in p["domains"]]
     for part in parts[1:]:
         for name, curve in part["curves"].items():
+            if name not in merged["curves"]:  # a checkpoint that landed while the parts ran: keep what was measured
+                merged["curves"][name] = curve
+                continue
             for into, point in zip(merged["curves"][name]["points"], curve["points"]):
                 into.update({d: point[d] for d in part["domains"]})
     return merged
@@ -245,8 +248,8 @@ def main() -> int:
     models = load_models([*CURVES, *ABLATIONS])
     with torch.no_grad():
         result["generations"] = generations(models, args.generation_prompts)
-        result["memory_entropy"] = memory_entropy(models, limit=10)
-        result["bf16"] = bf16_check(models, limit=10)
+        result["memory_entropy"] = memory_entropy(models, limit=max(4, args.limit // 4))
+        result["bf16"] = bf16_check(models, limit=args.limit // 2)
     result["checkpoints"] = {n: {"variant": m.config.variant, "tau": m.config.tau,
                                  "branch_scaling": m.config.branch_scaling,
                                  "training": {k: v for k, v in m.training_info.items() if k != "train_config"}}
