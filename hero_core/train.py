@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 
 BUDGETS = ("hinge", "hard", "controller")
+BUDGET_SCOPES = ("sequence", "batch")
 
 
 @dataclass
@@ -97,6 +98,10 @@ class TrainConfig:
     # Budget curriculum: the target skip rises linearly from the starting skip (0, or the init checkpoint's
     # target) to ``target_skip`` over this share of the steps, so the router leaves the dense model gradually.
     budget_ramp: float = 0.3
+    # "sequence": every training sequence meets the budget on its own; "batch": only the batch mean does. With
+    # "batch" (the first 750 steps of hero-10) code texts skipped 8 % and prose 12 % at a 10 % target, because
+    # the router spent the budget where skipping is cheap; the targets are per domain.
+    budget_scope: str = "sequence"
     # "unscaled": executed FFN / adapter outputs are not multiplied by g or 1 - g (see config.BRANCH_SCALINGS);
     # "paper": the paper's scaling. Recorded in the checkpoint's HeroConfig.
     branch_scaling: str = "unscaled"
@@ -117,6 +122,8 @@ class TrainConfig:
             raise ValueError("target must be 'distill' or 'lm'")
         if self.budget not in BUDGETS:
             raise ValueError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
+        if self.budget_scope not in BUDGET_SCOPES:
+            raise ValueError(f"budget_scope must be one of {BUDGET_SCOPES}, got {self.budget_scope!r}")
         if self.gate_gradient not in ("straight_through", "paper"):
             raise ValueError("gate_gradient must be 'straight_through' or 'paper'")
         if self.branch_scaling not in BRANCH_SCALINGS:
@@ -233,9 +240,14 @@ def target_skip_at(step: int, cfg: TrainConfig, start_skip: float) -> float:
     return start_skip + (cfg.target_skip - start_skip) * min(1.0, (step + 1) / ramp_steps)
 
 
-def budget_hinge(gates: list[torch.Tensor], executed_budget: float) -> torch.Tensor:
-    """relu(mean over tokens of sum_j g_j - E*)^2: zero once the soft FFN use meets the budget E*."""
-    return torch.relu(torch.stack(gates, 0).sum(0).mean() - executed_budget).pow(2)
+def budget_hinge(gates: list[torch.Tensor], executed_budget: float, sequences: int = 1) -> torch.Tensor:
+    """relu(mean over tokens of sum_j g_j - E*)^2: zero once the soft FFN use meets the budget E*.
+
+    With ``sequences`` > 1 the tokens (batch-major) are split into that many sequences and each sequence pays
+    its own hinge (mean over sequences), so no text can stay dense while another skips for it."""
+    per_token = torch.stack(gates, 0).sum(0)
+    per_sequence = per_token.reshape(sequences, -1).mean(1)
+    return torch.relu(per_sequence - executed_budget).pow(2).mean()
 
 
 # -- state ---------------------------------------------------------------------------------------------
@@ -288,6 +300,15 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))  # cosine to 10 %
 
 
+def _stages(training: dict, name: str) -> list[dict]:
+    """The training stages a start checkpoint went through, oldest first, so a chain of runs stays on record."""
+    cfg = training.get("train_config", {})
+    own = {"checkpoint": name, "steps": training.get("steps_done"), "tokens_seen": training.get("tokens_seen"),
+           "target_skip": cfg.get("target_skip"), "variant": cfg.get("variant"),
+           "budget_scope": cfg.get("budget_scope", "batch"), "timing": training.get("timing")}
+    return list(training.get("earlier_stages", [])) + [own]
+
+
 def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = True,
           stop_after: int | None = None) -> Path:
     """Train and write the checkpoint to ``cfg.out``; returns its directory.
@@ -325,6 +346,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         router.load_state_dict({k: v.float() for k, v in ckpt.build_router(start_from).state_dict().items()})
         start_skip = float(start_from.training.get("train_config", {}).get("target_skip", 0.0))
         router.config.extra["tokens_before"] = int(start_from.training.get("tokens_seen", 0))
+        router.config.extra["earlier_stages"] = _stages(start_from.training, Path(cfg.init_from).name)
     hero.router = router.to(hero.device)
     from .model import compute_profile
 
@@ -399,7 +421,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         if cfg.budget in ("hinge", "hard"):
             alpha = cfg.hinge_alpha
             counted = hard_executed(gates, call.tau) if cfg.budget == "hard" else gates
-            loss = loss_target + alpha * budget_hinge(counted, executed_budget)
+            sequences = batch.shape[0] if cfg.budget_scope == "sequence" else 1
+            loss = loss_target + alpha * budget_hinge(counted, executed_budget, sequences)
         else:
             loss = loss_target + alpha * l_skip
         if cfg.separation > 0:
@@ -442,7 +465,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
                    "init_from": Path(cfg.init_from).name if cfg.init_from else None,
                    "warm_start": router.config.extra.get("warm_start"),
                    "gate_warm_start": router.config.extra.get("gate_warm_start"),
-                   "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {}}
+                   "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {},
+                   "earlier_stages": router.config.extra.get("earlier_stages", [])}
         ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
                              storage_dtype=cfg.storage_dtype)
     return out
@@ -477,6 +501,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init-from", default=None, help="checkpoint to start from")
     p.add_argument("--budget", choices=BUDGETS, default="hard",
                    help="how the target skip is reached (see TrainConfig)")
+    p.add_argument("--budget-scope", choices=BUDGET_SCOPES, default="sequence",
+                   help="each sequence meets the budget, or only the batch mean (see TrainConfig)")
     p.add_argument("--hinge-alpha", type=float, default=0.05)
     p.add_argument("--gate-gradient", choices=["straight_through", "paper"], default="straight_through",
                    help="how the gate learns on skipped tokens (see TrainConfig)")
@@ -498,7 +524,7 @@ def run_cli(args) -> int:
                       branch_scaling=args.branch_scaling, budget_ramp=args.budget_ramp,
                       warm_start=args.warm_start, separation=args.separation, gate_warm_start=args.gate_warm_start,
                       data_blocks=args.data_blocks, init_from=args.init_from, gate_gradient=args.gate_gradient,
-                      budget=args.budget, hinge_alpha=args.hinge_alpha)
+                      budget=args.budget, hinge_alpha=args.hinge_alpha, budget_scope=args.budget_scope)
     out = train(cfg, hero)
     print(f"checkpoint written to {out}")
     return 0

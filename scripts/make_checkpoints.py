@@ -4,8 +4,11 @@ One recipe for every run (hero_core.train.TrainConfig's defaults): self-distilla
 executed branches unscaled with the straight-through gate gradient, adapters warm-started by local
 distillation, the hard budget with a curriculum, bf16 autocast where the CPU runs it faster.
 
-* ``hero-10`` / ``local-10`` start from fresh routers; ``-25`` continue from their ``-10``, ``-40`` from their
-  ``-25`` (the budget curriculum ramps from the start checkpoint's skip), so the tokens each has seen add up.
+* ``hero-10`` / ``local-10`` train in two stages: 750 steps from fresh routers with the batch-mean budget
+  (``hero-10-s1``, kept in the build cache, not bundled), then 1,220 steps on with every sequence held to the
+  budget, for ~1 M tokens seen. ``-25`` continue from their ``-10``, ``-40`` from their ``-25`` (the budget
+  curriculum ramps from the start checkpoint's skip), so the tokens each has seen add up. Each checkpoint's
+  ``training.earlier_stages`` lists the chain it came from.
 * the paper's ablations ``no_memread-10``, ``no_aux-10``, ``no_pos-10`` start fresh at the 10 % budget
   (``local-10`` is the ablation without history).
 
@@ -20,28 +23,54 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hero_core.backbones import load_backbone  # noqa: E402
+from hero_core.backbones import cache_dir, load_backbone  # noqa: E402
 from hero_core.checkpoint import BUNDLED_DIR, CONFIG_FILE  # noqa: E402
 from hero_core.model import HeroModel, fresh_router  # noqa: E402
 from hero_core.train import TrainConfig, train  # noqa: E402
 
-RUNS = {  # name: (variant, target param skip, steps of 4 x 128 tokens, start from)
-    "hero-10": ("hero", 0.10, 750, None),
-    "local-10": ("no_history", 0.10, 750, None),
-    "hero-25": ("hero", 0.25, 300, "hero-10"),
-    "local-25": ("no_history", 0.25, 300, "local-10"),
-    "hero-40": ("hero", 0.40, 150, "hero-25"),
-    "local-40": ("no_history", 0.40, 150, "local-25"),
-    "no_memread-10": ("no_memread", 0.10, 100, None),
-    "no_aux-10": ("no_aux", 0.10, 100, None),
-    "no_pos-10": ("no_pos", 0.10, 100, None),
+@dataclass(frozen=True)
+class Run:
+    variant: str
+    target_skip: float
+    steps: int  # of 4 x 128 tokens
+    start: str | None = None  # run whose checkpoint this one continues from
+    budget_scope: str = "sequence"
+    bundled: bool = True  # False: an intermediate stage, kept under STAGE_DIR
+
+
+RUNS = {
+    "hero-10-s1": Run("hero", 0.10, 750, budget_scope="batch", bundled=False),
+    "local-10-s1": Run("no_history", 0.10, 750, budget_scope="batch", bundled=False),
+    "hero-10": Run("hero", 0.10, 1220, "hero-10-s1"),
+    "local-10": Run("no_history", 0.10, 1220, "local-10-s1"),
+    "hero-25": Run("hero", 0.25, 300, "hero-10"),
+    "local-25": Run("no_history", 0.25, 300, "local-10"),
+    "hero-40": Run("hero", 0.40, 150, "hero-25"),
+    "local-40": Run("no_history", 0.40, 150, "local-25"),
+    "no_memread-10": Run("no_memread", 0.10, 100, budget_scope="batch"),
+    "no_aux-10": Run("no_aux", 0.10, 100, budget_scope="batch"),
+    "no_pos-10": Run("no_pos", 0.10, 100, budget_scope="batch"),
 }
+STAGE_DIR = cache_dir() / "checkpoint-stages"
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
+
+
+def already_trained(out: Path, run: Run, steps: int) -> bool:
+    """A finished checkpoint of this exact recipe is there (an interrupted run keeps out/_state and resumes)."""
+    if not (out / CONFIG_FILE).is_file() or (out / "_state").exists():
+        return False
+    meta = json.loads((out / CONFIG_FILE).read_text())
+    done = meta.get("training", {}).get("train_config", {})
+    return (done.get("target_skip") == run.target_skip and done.get("steps") == steps
+            and done.get("budget_scope", "batch") == run.budget_scope
+            and Path(done.get("init_from") or "").name == (run.start or "")
+            and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling)
 
 
 def main() -> int:
@@ -64,18 +93,21 @@ def main() -> int:
         cfg = TrainConfig(out=str(args.out_dir / "_prepare"), data_blocks=DATA_BLOCKS, threads=args.threads)
         teacher_targets(hero, cfg, training_blocks(hero, cfg, DATA_BLOCKS))
         return 0
+    def location(name: str) -> Path:
+        return args.out_dir / name if RUNS[name].bundled else STAGE_DIR / name
+
     for name in args.only:
-        variant, skip, steps, start = RUNS[name]
-        out = args.out_dir / name
-        if (out / CONFIG_FILE).is_file() and not (out / "_state").exists():
-            meta = json.loads((out / CONFIG_FILE).read_text())
-            if meta.get("training", {}).get("train_config", {}).get("target_skip") == skip \
-                    and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling:
-                print(f"{name}: already trained, skipped", flush=True)
-                continue
-        steps = max(1, round(steps * args.steps_scale))
-        cfg = TrainConfig(out=str(out), variant=variant, target_skip=skip, steps=steps, threads=args.threads,
-                          init_from=str(args.out_dir / start) if start else None, data_blocks=DATA_BLOCKS)
+        run = RUNS[name]
+        out = location(name)
+        steps = max(1, round(run.steps * args.steps_scale))
+        if already_trained(out, run, steps):
+            print(f"{name}: already trained, skipped", flush=True)
+            continue
+        if run.start and not (location(run.start) / CONFIG_FILE).is_file():
+            raise SystemExit(f"{name} continues from {run.start}, which is not trained yet: run it first")
+        cfg = TrainConfig(out=str(out), variant=run.variant, target_skip=run.target_skip, steps=steps,
+                          threads=args.threads, budget_scope=run.budget_scope, data_blocks=DATA_BLOCKS,
+                          init_from=str(location(run.start)) if run.start else None)
         wall, cpu = time.perf_counter(), time.process_time()
         train(cfg, hero)
         timing = {"wall_s": round(time.perf_counter() - wall, 1), "cpu_s": round(time.process_time() - cpu, 1),

@@ -57,6 +57,18 @@ def test_hinge_budget_pulls_gates_down_and_stops_at_the_budget(tmp_path):
     assert budget_hinge(gates, 0.5).item() == pytest.approx(0.25)
 
 
+def test_a_per_sequence_budget_charges_the_dense_sequence_the_batch_mean_hides():
+    # two sequences of two tokens: the first runs both FFNs everywhere, the second none; batch mean = budget
+    gates = [torch.tensor([1.0, 1.0, 0.0, 0.0], requires_grad=True) for _ in range(2)]
+    assert budget_hinge(gates, 1.0).item() == 0
+    per_sequence = budget_hinge(gates, 1.0, sequences=2)
+    assert per_sequence.item() == pytest.approx(0.5)  # (2 - 1)^2 for the dense one, 0 for the other, mean 0.5
+    per_sequence.backward()
+    assert gates[0].grad[:2].gt(0).all() and gates[0].grad[2:].eq(0).all()  # only the dense sequence is pulled
+    with pytest.raises(ValueError, match="budget_scope"):
+        TrainConfig(out="x", budget_scope="token")
+
+
 def test_losses():
     logits = torch.randn(2, 5, 11)
     top = torch.log_softmax(logits, -1).topk(11, dim=-1)
