@@ -48,14 +48,14 @@ checkpoints: $(STAMP)
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_B); wait
 
 # The quality results: the skip-quality frontier of every bundled checkpoint on held-out text (with the oracle and
-# random references), greedy generations and memory entropy -> docs/quality.json, docs/quality.md,
+# random references), greedy generations and memory entropy -> docs/results.json, docs/results.md,
 # docs/figures/frontier.png and the README's quality block (scripts/make_frontier.py, quality_report.py).
 results: $(STAMP)
 	$(PY) scripts/make_frontier.py
 	$(PY) scripts/quality_report.py
 	$(PY) scripts/recipe_probes.py --report
 
-# The BIG-bench / HumanEval suites of every checkpoint and baseline (slow: ~30 min) -> docs/results.md.
+# The BIG-bench / HumanEval suites of every checkpoint and baseline (slow: ~30 min) -> docs/bigbench.md.
 results-bigbench: $(STAMP)
 	$(PY) -m hero_core eval --fetch-bigbench
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) scripts/make_results.py

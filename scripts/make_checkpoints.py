@@ -34,6 +34,7 @@ from hero_core.checkpoint import BUNDLED_DIR, CONFIG_FILE  # noqa: E402
 from hero_core.model import HeroModel, fresh_router  # noqa: E402
 from hero_core.train import TrainConfig, train  # noqa: E402
 
+
 @dataclass(frozen=True)
 class Run:
     variant: str

@@ -1,4 +1,4 @@
-"""The quality results of the bundled checkpoints (``make results`` runs this first): docs/quality.json.
+"""The quality results of the bundled checkpoints (``make results`` runs this first): docs/results.json.
 
 * the **frontier**: every bundled hero-/local- checkpoint swept over tau on held-out text (40 texts per domain,
   192 tokens each), the oracle reference (not deployable) and random skipping with hero-10's adapters; the
@@ -7,7 +7,7 @@
   dense answer within its first 24 tokens, and five answers side by side;
 * **memory-attention entropy** of each checkpoint (1 = uniform over the earlier blocks).
 
-Then ``scripts/quality_report.py`` renders docs/quality.md, docs/figures/frontier.png and the README block.
+Then ``scripts/quality_report.py`` renders docs/results.md, docs/figures/frontier.png and the README block.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def main() -> int:
     parser.add_argument("--generation-prompts", type=int, default=12)
     parser.add_argument("--part", choices=DOMAINS, help=argparse.SUPPRESS)
     parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "quality.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.json")
     parser.add_argument("--add", nargs="+", help="only evaluate these checkpoints (own tau) and merge them into --out")
     args = parser.parse_args()
     if args.part:

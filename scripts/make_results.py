@@ -1,4 +1,4 @@
-"""Evaluate every bundled checkpoint, ablation and baseline, and write docs/results.json (``make results``).
+"""Evaluate every bundled checkpoint, ablation and baseline, and write docs/bigbench.json (``make results``).
 
 Methods (all on the embedded SmolLM2-135M-Instruct, each at its checkpoint's calibrated tau):
     hero-25, hero-40                     HeRo checkpoints
@@ -9,7 +9,7 @@ Methods (all on the embedded SmolLM2-135M-Instruct, each at its checkpoint's cal
                                          calibration text (see hero_core.baselines)
     dense                                reference
 
-Then ``scripts/results_report.py`` turns the JSON into docs/results.md and the Retain-vs-skip plot.
+Then ``scripts/results_report.py`` turns the JSON into docs/bigbench.md and the Retain-vs-skip plot.
 
 Defaults fit this project's 2-core CPU budget (~30 min for 15 methods): the main BIG-bench suite and the
 per-domain quality at 10 examples per task / texts per domain. The extended suite is left out because the
@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=10, help="examples per task / problems / texts")
     parser.add_argument("--humaneval-limit", type=int, default=20,
                         help="HumanEval problems for the checkpoints (0: skip the code suite)")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bigbench.json")
     args = parser.parse_args()
 
     backbone = load_backbone(device="auto")

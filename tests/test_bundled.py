@@ -1,5 +1,5 @@
 """The bundled router checkpoints: small, reproducible by their recorded recipe, and a default that keeps the
-embedded model working (the held-out quality figures themselves are in docs/quality.md)."""
+embedded model working (the held-out quality figures themselves are in docs/results.md)."""
 
 import pytest
 

@@ -16,7 +16,7 @@ def _report():
 
 
 def _bundled_result() -> dict:
-    return json.loads((ROOT / "docs" / "results.json").read_text())
+    return json.loads((ROOT / "docs" / "experiments" / "bigbench-earlier-checkpoints" / "results.json").read_text())
 
 
 def test_every_method_gets_a_row_with_its_measured_param_skip(tmp_path):
