@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate)
 
     for name, module in (("train", "train"), ("eval", "evaluate"), ("bench", "bench"), ("data", "data"),
-                         ("frontier", "frontier")):
+                         ("frontier", "frontier"), ("sweep", "sweep")):
         try:
             mod = __import__(f"hero_core.{module}", fromlist=["add_arguments"])
         except ModuleNotFoundError as err:

@@ -1,0 +1,78 @@
+"""Figures of a data-set sweep (:class:`hero_core.sweep.SweepResult`): pure functions of its tables."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from .sweep import SweepResult
+
+_LAYOUT = {"template": "plotly_white", "height": 340, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+           "legend": {"orientation": "h", "y": -0.25}}
+
+
+def sweep_layer_skip(result: SweepResult) -> go.Figure:
+    """Skip rate per routed layer, pooled over every token of the data set, one line per run."""
+    table = result.layer_skip()
+    fig = go.Figure()
+    for run, g in table.groupby("run", sort=False):
+        fig.add_trace(go.Scatter(x=[f"L{layer}" for layer in g.layer], y=g.skip_rate, mode="lines+markers", name=run))
+    fig.update_layout(title="Skip rate per routed layer (data set)", xaxis_title="routed layer",
+                      yaxis={"title": "share of tokens skipping the FFN", "range": [0, 1], "tickformat": ".0%"},
+                      **_LAYOUT)
+    return fig
+
+
+def sweep_category_skip(result: SweepResult) -> go.Figure:
+    """Skip rate by token category, grouped bars per run (hover: the category's share of tokens)."""
+    table = result.skip_by_category()
+    fig = go.Figure()
+    for run, g in table.groupby("run", sort=False):
+        fig.add_trace(go.Bar(x=g.category_label, y=g.skip_rate, name=run, customdata=g[["n_tokens", "share_of_tokens"]],
+                             hovertemplate="%{x}: %{y:.1%} skipped<br>%{customdata[0]} tokens "
+                                           "(%{customdata[1]:.0%})<extra>" + run + "</extra>"))
+    fig.update_layout(title="Skip rate by token category", barmode="group", xaxis_title="token category",
+                      yaxis={"title": "share of decisions skipped", "tickformat": ".0%"}, **_LAYOUT)
+    return fig
+
+
+def sweep_position_skip(result: SweepResult, bins: int = 10) -> go.Figure:
+    """Skip rate against relative position in the prompt (0 = first token, 1 = last)."""
+    table = result.skip_by_position(bins)
+    fig = go.Figure()
+    for run, g in table.groupby("run", sort=False):
+        fig.add_trace(go.Scatter(x=g.position, y=g.skip_rate, mode="lines+markers", name=run,
+                                 customdata=g.n_tokens, hovertemplate="position %{x:.2f}: %{y:.1%} skipped "
+                                                                      "(%{customdata} tokens)<extra></extra>"))
+    fig.update_layout(title="Skip rate by position in the prompt",
+                      xaxis={"title": "relative position", "range": [0, 1]},
+                      yaxis={"title": "share of decisions skipped", "tickformat": ".0%"}, **_LAYOUT)
+    return fig
+
+
+def sweep_item_quality(result: SweepResult) -> go.Figure:
+    """Each item: its param skip against its perplexity ratio to dense, one marker colour per run."""
+    fig = go.Figure()
+    for run, g in result.items.groupby("run", sort=False):
+        fig.add_trace(go.Scatter(x=g.param_skip, y=g.perplexity_ratio, mode="markers", name=run,
+                                 customdata=g[["item", "id"]],
+                                 hovertemplate="item %{customdata[0]} (%{customdata[1]}): skip %{x:.1%}, "
+                                               "ratio %{y:.3f}<extra>" + run + "</extra>"))
+    fig.add_hline(y=1.0, line={"dash": "dot", "color": "grey"})
+    fig.update_layout(title="Quality against dense per item", xaxis={"title": "param skip", "tickformat": ".0%"},
+                      yaxis_title="perplexity ratio routed / dense", **_LAYOUT)
+    return fig
+
+
+def sweep_matched_bars(result: SweepResult) -> go.Figure:
+    """Perplexity ratio of every run against dense, with 95 % bootstrap intervals over items."""
+    table = result.quality()
+    fig = go.Figure(go.Bar(x=table.run, y=table.perplexity_ratio,
+                           error_y={"type": "data", "symmetric": False,
+                                    "array": table.ratio_high - table.perplexity_ratio,
+                                    "arrayminus": table.perplexity_ratio - table.ratio_low},
+                           customdata=table.param_skip,
+                           hovertemplate="%{x}: %{y:.3f} at %{customdata:.1%} param skip<extra></extra>"))
+    fig.add_hline(y=1.0, line={"dash": "dot", "color": "grey"})
+    fig.update_layout(title="Perplexity ratio to dense (95 % bootstrap over items)", xaxis_title="run",
+                      yaxis_title="perplexity ratio routed / dense", **_LAYOUT)
+    return fig
