@@ -17,6 +17,7 @@ from .accounting import ComputeProfile
 from .backbones import Backbone, count_parameters, load_backbone
 from .config import HeroConfig, check_tau, check_variant
 from .inject import decoder_layers, inject
+from .labels import piece_texts
 from .router import HeroRouter
 from .routing import RECORDED_FIELDS, RoutingCall, routing_call
 from .trace import STATE_FIELDS, RoutingTrace
@@ -311,7 +312,7 @@ class HeroModel:
         return RoutingTrace(
             backbone=self.backbone.name + (" (nf4)" if self.backbone.quantization else ""),
             checkpoint=self.checkpoint_name, variant=call.variant, tau=call.tau,
-            tokens=[self.tokenizer.decode([i]) for i in token_ids], token_ids=list(token_ids),
+            tokens=piece_texts(self.tokenizer.decode, token_ids), token_ids=list(token_ids),
             routed_layers=list(self.config.routed_layers),
             gate=arrays["gate"][:, :T], executed=arrays["executed"][:, :T],
             history_logit=arrays["history_logit"][:, :T], local_logit=arrays["local_logit"][:, :T],

@@ -1,0 +1,109 @@
+"""Figures of one routing decision: its exact a/b split, and the input tokens that moved it (attributions)."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .axes import _token_axis, hover_labels
+from .labels import plotly_text
+from .memory_figures import _check_token
+from .palette import (
+    EXECUTED_COLOUR,
+    HISTORY_COLOUR,
+    LOCAL_COLOUR,
+    MARK_COLOUR,
+    NEGATIVE,
+    NEGATIVE_RGB,
+    POSITIVE,
+    POSITIVE_RGB,
+    SKIPPED_COLOUR,
+    titled,
+)
+from .trace import RoutingTrace
+
+
+# -- one decision ------------------------------------------------------------------------------------
+def decision_split(trace: RoutingTrace, token: int, block: int) -> dict[str, float | bool | str]:
+    """The exact parts of one decision: gate logit a + b against logit(tau).
+
+    ``block`` is the 0-based routed-block index. ``local_only_executed`` is the counterfactual decision
+    with the history logit removed at this block alone (a = 0, everything upstream unchanged)."""
+    t = _check_token(trace, token)
+    if not 0 <= block < trace.n_routed:
+        raise ValueError(f"block index {block!r} is out of range: the trace routes {trace.n_routed} blocks")
+    a = float(trace.history_logit[block, t])
+    b = float(trace.local_logit[block, t])
+    tau_logit = math.log(trace.tau / (1 - trace.tau))
+    return {"token": t, "block": block, "layer": trace.routed_layers[block], "token_text": trace.tokens[t],
+            "history_logit": a, "local_logit": b, "gate_logit": a + b, "gate": float(trace.gate[block, t]),
+            "tau": trace.tau, "tau_logit": tau_logit, "margin": float(trace.gate[block, t] - trace.tau),
+            "executed": bool(trace.executed[block, t]), "local_only_executed": b >= tau_logit,
+            "history_flips": bool(trace.executed[block, t]) != (b >= tau_logit)}
+
+
+def decision_bars(split: dict, trace: RoutingTrace | None = None) -> go.Figure:
+    """Local logit b, history logit a and their sum against the threshold logit(tau)."""
+    names = ["local logit b", "history logit a", "gate logit a + b"]
+    values = [split["local_logit"], split["history_logit"], split["gate_logit"]]
+    verdict = "✓ executed" if split["executed"] else "✗ skipped"  # in words on the bar, not by colour alone
+    colours = [LOCAL_COLOUR, HISTORY_COLOUR, EXECUTED_COLOUR if split["executed"] else SKIPPED_COLOUR]
+    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", marker={"color": colours},
+                           text=[f"{values[0]:+.3f}", f"{values[1]:+.3f}", f"{values[2]:+.3f} → {verdict}"],
+                           textposition="auto", hovertemplate="%{y} = %{x:.4f}<extra></extra>"))
+    fig.add_vline(x=split["tau_logit"], line={"dash": "dash", "color": MARK_COLOUR},
+                  annotation_text=f"logit(τ) = {split['tau_logit']:.3f}")
+    fig.update_layout(title=titled(f"Decision at L{split['layer']}: g = {split['gate']:.4f} → FFN {verdict}",
+                                   [trace] if trace is not None else []),
+                      height=280, yaxis={"autorange": "reversed"}, margin={"l": 120, "r": 20, "t": 80, "b": 40})
+    return fig
+
+
+def attribution_bars(tokens: Sequence[str], scores: Sequence[float], *, title: str,
+                     trace: RoutingTrace | None = None) -> go.Figure:
+    """Attribution score per input token (positive pushes the gate towards executing the FFN): blue towards
+    executing, orange towards skipping (a diverging pair that survives red-green colour blindness)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    colours = np.where(scores >= 0, POSITIVE, NEGATIVE)
+    labels = hover_labels(list(tokens))
+    fig = go.Figure(go.Bar(x=np.arange(len(scores)), y=scores, marker={"color": colours}, customdata=labels,
+                           hovertemplate="token %{x}: <b>%{customdata}</b><br>%{y:+.4f}<extra></extra>"))
+    fig.update_layout(title=titled(plotly_text(title), [trace] if trace is not None else []),
+                      xaxis=_token_axis(list(tokens)), height=340,
+                      yaxis={"title": {"text": "contribution to a + b"}}, margin={"l": 60, "r": 20, "t": 80, "b": 60})
+    return fig
+
+
+def attribution_html(tokens: Sequence[str], scores: Sequence[float]) -> str:
+    """Tokens shaded blue (pushes towards executing) or orange (towards skipping) by attribution."""
+    scores = np.asarray(scores, dtype=np.float64)
+    scale = float(np.max(np.abs(scores))) if scores.size else 0.0
+    spans = []
+    for i, (token, score) in enumerate(zip(tokens, scores, strict=True)):
+        share = 0.0 if scale == 0 else abs(score) / scale
+        rgb = POSITIVE_RGB if score >= 0 else NEGATIVE_RGB
+        text = html.escape(token).replace("\n", "↵<br>") or "∅"
+        tip = html.escape(f"token {i}: {score:+.4f}", quote=True)
+        spans.append(f'<span title="{tip}" data-score="{score:.6g}" style="background:rgba({rgb},{share:.3f});'
+                     f'padding:1px 0;white-space:pre-wrap">{text}</span>')
+    return ('<div style="font-family:ui-monospace,monospace;line-height:1.9;font-size:0.95rem">'
+            + "".join(spans) + "</div>")
+
+
+def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: int,
+              current: float | None = None, trace: RoutingTrace | None = None) -> go.Figure:
+    """FFNs executed per token as the threshold tau varies (each point a full re-run)."""
+    fig = go.Figure(go.Scatter(x=list(taus), y=list(ffn_per_token), mode="lines+markers",
+                               hovertemplate="τ = %{x:.2f}: %{y:.2f} FFNs per token<extra></extra>"))
+    if current is not None:
+        fig.add_vline(x=current, line={"dash": "dash", "color": MARK_COLOUR}, annotation_text="τ now")
+    fig.update_layout(title=titled("Compute as the threshold moves", [trace] if trace is not None else []),
+                      height=320,
+                      xaxis={"title": {"text": "τ"}, "range": [0, 1]},
+                      yaxis={"title": {"text": "FFNs executed per token"}, "range": [0, n_routed + 0.5]},
+                      margin={"l": 60, "r": 20, "t": 50, "b": 50})
+    return fig
