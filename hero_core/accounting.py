@@ -7,11 +7,17 @@
 * **FLOP share saved**: FLOPs a token did not spend, over the dense model's FLOPs for that token
   (2 per weight of every matrix multiply, including the LM head, plus causal attention's
   4 * n_heads * head_dim * context per layer), net of adapter, router and memory-read FLOPs.
+
+Also here: :class:`ComputeTally` (token-weighted means over many forwards, as evaluation reports them),
+the FLOP ideal speed-up the benchmark compares against (:func:`flop_ideal`), the skip-count <-> param-skip
+conversion, and the one bisection that matches a threshold to a skip target (:func:`bisect_increasing`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +37,36 @@ class ComputeProfile:
         return asdict(self)
 
 
+def dense_token_flops(profile: ComputeProfile, positions: np.ndarray) -> np.ndarray:
+    """Dense FLOPs of each token at ``positions`` (context length minus one): 2 per weight of every matmul
+    plus causal attention's 4 * n_heads * head_dim * context per layer."""
+    return 2.0 * profile.linear_params + 4.0 * profile.attention_width * (positions + 1) * profile.n_layers
+
+
+def ffns_for_param_skip(param_skip: float, profile: ComputeProfile) -> float:
+    """Skipped FFNs per token that give ``param_skip`` under the paper's definition (the inverse of
+    ``param_skip = skipped * ffn_params / total_params``)."""
+    return param_skip * profile.total_params / profile.ffn_params
+
+
+def bisect_increasing(f: Callable[[float], float], target: float, lo: float, hi: float, iters: int, *,
+                      tol: float = 0.0, start: float | None = None) -> tuple[float, float]:
+    """``(x, f(x))`` of the x in [lo, hi] whose ``f(x)`` came closest to ``target``, bisecting as if f grew
+    with x. A skip share grows with tau, but not exactly monotonically (later gates read a residual
+    stream that earlier decisions changed), so the best point seen is kept. ``start``: an x tried
+    first; ``tol``: stop once a point is this close."""
+    best = (start, f(start)) if start is not None else None
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        value = f(mid)
+        if best is None or abs(value - target) < abs(best[1] - target):
+            best = (mid, value)
+        if abs(value - target) < tol:
+            break
+        lo, hi = (mid, hi) if value < target else (lo, mid)
+    return best
+
+
 def token_compute(executed: np.ndarray, profile: ComputeProfile, positions: np.ndarray | None = None,
                   routed: bool = True) -> dict[str, np.ndarray]:
     """Per-token compute figures from the executed matrix (R, T) of booleans.
@@ -46,8 +82,85 @@ def token_compute(executed: np.ndarray, profile: ComputeProfile, positions: np.n
     param_skip = skipped * p.ffn_params / p.total_params
     router_uses = R if routed else 0
     net = (skipped * (p.ffn_params - p.adapter_params) - router_uses * p.router_params) / p.total_params
-    dense_flops = 2.0 * p.linear_params + 4.0 * p.attention_width * (positions + 1) * p.n_layers
+    dense_flops = dense_token_flops(p, positions)
     memory_read_flops = 4.0 * p.d_memory * np.arange(R).sum() if routed else 0.0
     saved = (2.0 * skipped * (p.ffn_params - p.adapter_params) - 2.0 * router_uses * p.router_params
              - memory_read_flops)
     return {"param_skip": param_skip, "net_param_skip": net, "flop_share_saved": saved / dense_flops}
+
+
+def flop_ideal(executed: np.ndarray, positions: np.ndarray, profile: ComputeProfile) -> dict[str, float]:
+    """The ideal speed-up the skipped FLOPs give, with the skip figures, from an executed matrix (R, N) and
+    the tokens' positions (N,): ``sum_t dense_flops_t / sum_t (dense_flops_t - saved_flops_t)``, router and
+    adapter work charged."""
+    figures = token_compute(executed, profile, positions=positions, routed=True)
+    dense = dense_token_flops(profile, positions)
+    saved = figures["flop_share_saved"] * dense
+    return {"ideal_speedup": float(dense.sum() / (dense.sum() - saved.sum())),
+            "flop_share_saved": float(saved.sum() / dense.sum()),
+            "param_skip": float(figures["param_skip"].mean()),
+            "net_param_skip": float(figures["net_param_skip"].mean()),
+            "ffn_executed_share": float(executed.mean())}
+
+
+def compact(summary: dict[str, Any]) -> dict[str, Any]:
+    """A :meth:`ComputeTally.summary` without its per-layer list, for tables."""
+    return {k: v for k, v in summary.items() if k != "layer_skip_rates"}
+
+
+@dataclass
+class ComputeTally:
+    """Accumulates per-token compute figures over many forwards (token-weighted means)."""
+
+    profile: ComputeProfile | None
+    routed: bool
+    n_tokens: int = 0
+    sums: dict[str, float] = field(default_factory=lambda: {"param_skip": 0.0, "net_param_skip": 0.0,
+                                                            "flop_share_saved": 0.0})
+    executed_per_layer: np.ndarray | None = None  # (R,) count of tokens that ran each FFN
+    ffn_executed: float = 0.0
+
+    def add(self, executed: np.ndarray | None, n_tokens: int, positions: np.ndarray | None = None) -> None:
+        """``executed`` (R, n) bool for n tokens, or None (every FFN ran)."""
+        if n_tokens == 0:
+            return
+        self.n_tokens += n_tokens
+        if executed is None:
+            return
+        executed = np.asarray(executed, dtype=bool)
+        if self.executed_per_layer is None:
+            self.executed_per_layer = np.zeros(executed.shape[0])
+        self.executed_per_layer += executed.sum(axis=1)
+        self.ffn_executed += float(executed.sum())
+        if self.profile is not None:
+            figures = token_compute(executed, self.profile, positions=positions, routed=self.routed)
+            for key in self.sums:
+                self.sums[key] += float(figures[key].sum())
+
+    def add_rows(self, executed: np.ndarray | None, lengths: list[int]) -> None:
+        """Add each row's real tokens (right padding) of a batch's executed (B, R, T)."""
+        for b, n in enumerate(lengths):
+            self.add(None if executed is None else executed[b][:, :n], n, np.arange(n))
+
+    def merge(self, other: ComputeTally) -> None:
+        """Add everything ``other`` counted."""
+        self.n_tokens += other.n_tokens
+        for key in self.sums:
+            self.sums[key] += other.sums[key]
+        self.ffn_executed += other.ffn_executed
+        if other.executed_per_layer is not None:
+            self.executed_per_layer = other.executed_per_layer.copy() if self.executed_per_layer is None \
+                else self.executed_per_layer + other.executed_per_layer
+
+    def summary(self) -> dict[str, Any]:
+        n = max(self.n_tokens, 1)
+        if self.executed_per_layer is None:  # dense: nothing skipped, no router work
+            R = self.profile.n_layers if self.profile is not None else 0
+            return {"tokens": self.n_tokens, "param_skip": 0.0, "net_param_skip": 0.0, "flop_share_saved": 0.0,
+                    "ffn_executed_per_token": float(R), "layer_skip_rates": [0.0] * R}
+        out: dict[str, Any] = {"tokens": self.n_tokens}
+        if self.profile is not None:
+            out.update({k: v / n for k, v in self.sums.items()})
+        out["ffn_executed_per_token"] = self.ffn_executed / n
+        out["layer_skip_rates"] = (1.0 - self.executed_per_layer / n).round(6).tolist()
+        return out

@@ -13,7 +13,7 @@ Conventions:
   whole texts, which is the honest unit of independence.
 * An :class:`ItemRun` holds one text run under several labelled configurations (``"hero"``,
   ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`run_items` builds them with the public API.
-* Quality follows :mod:`hero_core.quality`: NLL of the next token at positions 0..T-2, KL(dense || routed)
+* Quality follows :mod:`hero_core.eval.quality`: NLL of the next token at positions 0..T-2, KL(dense || routed)
   and top-1 agreement at every position.
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .quality import compare_to_dense, next_token_nll
+from .eval.quality import compare_to_dense, next_token_nll
 from .trace import RoutingTrace
 
 # -- token categories ------------------------------------------------------------------------------

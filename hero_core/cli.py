@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 
-    for name, module in (("train", "train"), ("eval", "evaluate"), ("bench", "bench"), ("data", "data"),
+    for name, module in (("train", "train"), ("eval", "eval"), ("bench", "bench"), ("data", "data"),
                          ("frontier", "frontier"), ("sweep", "sweep")):
         try:
             mod = __import__(f"hero_core.{module}", fromlist=["add_arguments"])

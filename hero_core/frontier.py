@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from .accounting import token_compute
-from .baselines import random_skipping
+from .eval.baselines import random_skipping
 from .inject import ffn_modules
 
 DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
@@ -89,11 +89,11 @@ def _summarise(stats: _TextStats) -> dict:
 
 def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str]], *, max_tokens: int = 256,
                     batch_size: int = 2, progress: bool = False) -> dict[str, dict[str, dict]]:
-    """Run every method (hero_core.evaluate.Method) on every text; returns {method: {domain: summary}}."""
+    """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
     import torch.nn.functional as F
     from tqdm import tqdm
 
-    from .evaluate import HeroMethod
+    from .eval.methods import HeroMethod
 
     reference = HeroMethod(hero, "dense")
     out: dict[str, dict[str, dict]] = {m.name: {} for m in methods}
@@ -134,9 +134,9 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False,
              domains: Sequence[str] = ("chat", "code", "reasoning"), progress: bool = False) -> dict:
     """Sweep every model in ``models`` ({checkpoint name: HeroModel}) over ``taus`` (one list for all, or
     {name: list}), plus the references. The references use the first model's adapters."""
-    from .baselines import skipped_ffns_for
+    from .accounting import ffns_for_param_skip
     from .data import domain_texts
-    from .evaluate import HeroMethod
+    from .eval.methods import HeroMethod
 
     first = next(iter(models.values()))
     methods, curves = [], {}
@@ -156,7 +156,8 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False,
     if random:
         R = first.config.n_routed
         points = [HeroMethod(first, "hero", name=f"random@{s:g}",
-                             policy=random_skipping(skipped_ffns_for(first, s) / R, seed=0)) for s in random_skips]
+                             policy=random_skipping(ffns_for_param_skip(s, first.profile) / R, seed=0))
+                  for s in random_skips]
         curves["random"] = {"kind": "baseline", "knob": "target param skip", "adapters_of": first.checkpoint_name,
                             "points": [(s, p.name) for s, p in zip(random_skips, points)]}
         methods += points

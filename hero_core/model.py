@@ -16,6 +16,7 @@ from . import checkpoint as ckpt
 from .accounting import ComputeProfile
 from .backbones import Backbone, count_parameters, load_backbone
 from .config import HeroConfig, check_tau, check_variant
+from .decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
 from .inject import decoder_layers, inject
 from .labels import piece_texts
 from .router import HeroRouter
@@ -165,7 +166,7 @@ class HeroModel:
 
         Skip grows with tau, but not exactly monotonically (later gates read a residual stream that earlier
         decisions changed), so bisection keeps the best tau seen. Returns (tau, realised param skip)."""
-        from .accounting import token_compute
+        from .accounting import bisect_increasing, token_compute
 
         def realised(tau: float) -> float:
             call = self.new_call(variant, tau)
@@ -177,14 +178,7 @@ class HeroModel:
             return float(token_compute(executed, self.profile)["param_skip"].mean())
 
         lo, hi = 1e-3, 1.0 - 1e-3
-        best = (lo, realised(lo))
-        for _ in range(iters):
-            mid = (lo + hi) / 2
-            skip = realised(mid)
-            if abs(skip - param_skip) < abs(best[1] - param_skip):
-                best = (mid, skip)
-            lo, hi = (mid, hi) if skip < param_skip else (lo, mid)
-        return best
+        return bisect_increasing(realised, param_skip, lo, hi, iters, start=lo)
 
     def _resolve_tau(self, enc: Encoded, variant: str, tau: float | None,
                      param_skip: float | None) -> tuple[float | None, str]:
@@ -206,7 +200,7 @@ class HeroModel:
               quality: bool = False) -> RoutingTrace | list[RoutingTrace]:
         """Route a prompt (or a list, batched with padding) and record every decision.
 
-        ``policy`` (see :mod:`hero_core.baselines`) replaces the router's hard decision. ``param_skip``
+        ``policy`` (see :mod:`hero_core.eval.baselines`) replaces the router's hard decision. ``param_skip``
         picks tau for this run so its realised param skip is the closest reachable to it (equal-compute
         comparisons); the trace records the tau and the rule in ``tau_rule``. ``quality`` also runs the dense
         model on the same tokens and records per-token ``nll``, ``dense_nll``, ``kl_to_dense`` and ``top1_agree``."""
@@ -240,17 +234,43 @@ class HeroModel:
         with torch.no_grad():
             return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)[0].float()
 
+    def decode(self, input_ids: torch.Tensor, call: RoutingCall, max_new_tokens: int, *,
+               pick: Callable[[torch.Tensor], torch.Tensor] | None = None, stop_at_eos: bool = True,
+               stop: Callable[[list[int]], bool] | None = None, on_token: Callable[[int], None] | None = None,
+               timer: Callable[[], Callable[[], object]] | None = None, logits_to_keep: int = 0) -> Decoded:
+        """The decode loop with the KV cache: the prompt ``input_ids`` (B, P) in one pass, then one pass per
+        fed token, all under ``call`` (its passes hold the routing of every fed token).
+
+        Up to ``max_new_tokens`` tokens are picked (``pick``: (B, V) logits -> (B,) ids, greedy by default);
+        decoding stops early at the end-of-text token (``stop_at_eos``) or when ``stop(new ids)`` is true.
+        The last picked token is never fed back. ``timer()`` is started after the first pick and stopped
+        after the last (the steps, prefill excluded); ``logits_to_keep`` applies to the prefill."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+
+        def feed(next_ids: torch.Tensor | None) -> torch.Tensor:
+            if next_ids is None:
+                keep = {"logits_to_keep": logits_to_keep} if logits_to_keep else {}
+                return self.forward(input_ids, None, call, cache=cache, use_cache=True, **keep)[:, -1]
+            return self.forward(next_ids[:, None], None, call, cache=cache, use_cache=True)[:, -1]
+
+        eos = self.tokenizer.eos_token_id if stop_at_eos else None
+        with torch.no_grad():
+            return decode_steps(feed, max_new_tokens, pick=pick, eos_id=eos, stop=stop, on_token=on_token,
+                                timer=timer)
+
     def generate(self, prompt: str, max_new_tokens: int = 64, variant: str = "hero", *, tau: float | None = None,
                  do_sample: bool = False, temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
                  chat_template: bool = False, record_states: bool = False,
                  on_token: Callable[[str, int], None] | None = None,
-                 param_skip: float | None = None) -> tuple[str, RoutingTrace]:
-        """Decode with the KV cache, routing every new token. ``on_token(text, n_executed)`` streams.
+                 param_skip: float | None = None, stop: Sequence[str] = ()) -> tuple[str, RoutingTrace]:
+        """Decode with the KV cache (:meth:`decode`), routing every new token. ``on_token(text, n_executed)``
+        streams; decoding stops at the end-of-text token or once the text holds one of ``stop``.
 
-        Returns the generated text (without the prompt) and the trace over prompt + generated tokens.
-        ``param_skip`` picks tau on the prompt (as :meth:`trace` does) and decodes at that tau."""
-        from transformers import DynamicCache
-
+        Returns the generated text (without the prompt, cut before the first ``stop`` string) and the trace
+        over prompt + generated tokens. ``param_skip`` picks tau on the prompt (as :meth:`trace` does) and
+        decodes at that tau."""
         if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             raise PromptError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
         if do_sample and not temperature > 0:
@@ -262,28 +282,26 @@ class HeroModel:
         if param_skip is not None:
             rule = rule.replace("on this input", "on the prompt")
         call = self.new_call(variant, tau, record_states=record_states)
-        cache = DynamicCache(config=self.model.config)
         ids = enc.input_ids
-        new_ids: list[int] = []
-        eos = self.tokenizer.eos_token_id
-        with torch.no_grad():
-            logits = self.forward(ids, None, call, cache=cache, use_cache=True)
-            for _ in range(max_new_tokens):
-                next_id = _pick(logits[0, -1].float(), do_sample, temperature, top_p, generator)
-                new_ids.append(next_id)
-                if on_token is not None:
-                    records = call.passes[-1].records  # empty in the dense variant: every FFN ran
-                    n_exec = sum(bool(r.executed[-1]) for r in records) if records else self.config.n_routed
-                    on_token(self.tokenizer.decode([next_id]), n_exec)
-                if next_id == eos or len(new_ids) == max_new_tokens:
-                    break
-                step = torch.tensor([[next_id]], device=self.device)
-                logits = self.forward(step, None, call, cache=cache, use_cache=True)
+
+        def pick(logits: torch.Tensor) -> torch.Tensor:
+            if not do_sample:
+                return logits.argmax(-1)
+            return torch.tensor([sample_token(logits[0].float(), temperature, top_p, generator)], device=self.device)
+
+        def stream(token_id: int) -> None:
+            records = call.passes[-1].records  # empty in the dense variant: every FFN ran
+            n_exec = sum(bool(r.executed[-1]) for r in records) if records else self.config.n_routed
+            on_token(self.tokenizer.decode([token_id]), n_exec)
+
+        out = self.decode(ids, call, max_new_tokens, pick=pick, stop=text_stop(self.tokenizer, stop),
+                          on_token=stream if on_token is not None else None)
+        new_ids = out.new_ids[0].tolist()
         all_ids = ids[0].tolist() + new_ids[:-1] if new_ids else ids[0].tolist()
         # The last sampled token was never fed back, so it has no routing record: the trace covers the
         # tokens that went through the model.
         trace = self._assemble(call, 0, all_ids, enc.notices[0], n_prompt_tokens=ids.shape[1], tau_rule=rule)
-        return self.tokenizer.decode(new_ids, skip_special_tokens=True), trace
+        return cut_at_stop(self.tokenizer.decode(new_ids, skip_special_tokens=True), stop), trace
 
     def score_tokens(self, token_ids: Sequence[int], variant: str = "hero", *,
                      tau: float | None = None) -> dict[str, np.ndarray]:
@@ -326,7 +344,7 @@ class HeroModel:
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
     """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
-    from .quality import kl_from_dense, next_token_nll, top1_agreement
+    from .eval.quality import kl_from_dense, next_token_nll, top1_agreement
 
     pad = np.array([np.nan])
     return {"nll": np.concatenate([next_token_nll(routed, ids).cpu().double().numpy(), pad]),
@@ -360,19 +378,6 @@ def _pass_arrays(fwd, batch_index: int, R: int, variant: str, record_states: boo
         norms = [r.state_norm[rows] if r.state_norm is not None else torch.zeros(T) for r in fwd.records]
         out["memory_state_norm"] = torch.stack(norms).cpu().double().numpy()[:, keep]
     return out
-
-
-def _pick(logits: torch.Tensor, do_sample: bool, temperature: float, top_p: float,
-          generator: torch.Generator | None) -> int:
-    if not do_sample:
-        return int(logits.argmax())
-    probs = torch.softmax(logits.cpu() / temperature, dim=-1)
-    if top_p < 1.0:
-        sorted_p, order = probs.sort(descending=True)
-        cut = sorted_p.cumsum(0) - sorted_p > top_p
-        sorted_p[cut] = 0.0
-        probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
-    return int(torch.multinomial(probs / probs.sum(), 1, generator=generator))
 
 
 def default_routed_layers(n_layers: int) -> list[int]:

@@ -6,7 +6,7 @@ Methods (all on the embedded SmolLM2-135M-Instruct, each at its checkpoint's cal
     no_memread-25, no_aux-25, no_pos-25  the paper's ablations, each trained like hero-25 (local-25 is w/o History)
     hero-25/<ablation>                   inference-time ablations of hero-25: no_history, no_memread, no_aux, no_pos
     {static_pruning,random_skip,expert_choice}-{25,40}  baselines at the param skip the hero checkpoint realised on
-                                         calibration text (see hero_core.baselines)
+                                         calibration text (see hero_core.eval.baselines)
     dense                                reference
 
 Then ``scripts/results_report.py`` turns the JSON into docs/bigbench.md and the Retain-vs-skip plot.
@@ -30,11 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hero_core import baselines  # noqa: E402
+from hero_core.eval import baselines  # noqa: E402
 from hero_core import checkpoint as ckpt  # noqa: E402
 from hero_core.backbones import load_backbone  # noqa: E402
 from hero_core.data import domain_texts  # noqa: E402
-from hero_core.evaluate import HeroMethod, evaluate  # noqa: E402
+from hero_core.eval import HeroMethod, evaluate  # noqa: E402
 from hero_core.model import HeroModel  # noqa: E402
 from hero_core.train import calibration_blocks, realised_skip  # noqa: E402
 

@@ -43,7 +43,7 @@ DATA_BLOCKS = 3000  # the same data and teacher cache as scripts/make_checkpoint
 
 def score(hero: HeroModel, limit: int) -> dict:
     from hero_core.data import domain_texts
-    from hero_core.evaluate import HeroMethod
+    from hero_core.eval import HeroMethod
     from hero_core.frontier import evaluate_points
 
     texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in ("chat", "code", "reasoning")}

@@ -321,7 +321,7 @@ def test_compare_variants(app, tiny):
     assert table["run"].tolist() == variants
     np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
     quality = chart(at, "Quality against the dense model")["data"]
-    from hero_core.quality import compare_to_dense
+    from hero_core.eval.quality import compare_to_dense
 
     dense = tiny.logits(DEFAULT_PROMPT, variant="dense")
     q = compare_to_dense(dense, tiny.logits(DEFAULT_PROMPT, variant="no_history"), torch.tensor(expected[1].token_ids))

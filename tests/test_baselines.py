@@ -1,6 +1,6 @@
 import numpy as np
 
-from hero_core import baselines
+from hero_core.eval import baselines
 
 
 def test_static_pruning_drops_the_same_blocks_for_every_token(tiny):

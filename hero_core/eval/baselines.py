@@ -22,14 +22,10 @@ import math
 
 import torch
 
-from .model import HeroModel
+from ..accounting import ffns_for_param_skip
+from ..model import HeroModel
 
 Policy = "Callable[[int, torch.Tensor, ForwardPass], tuple[torch.Tensor, torch.Tensor]]"
-
-
-def skipped_ffns_for(hero: HeroModel, param_skip: float) -> float:
-    """Skipped FFNs per token that give ``param_skip`` under the paper's definition."""
-    return param_skip * hero.profile.total_params / hero.profile.ffn_params
 
 
 def static_pruning(dropped_blocks: set[int]):
@@ -44,7 +40,7 @@ def block_influence(hero: HeroModel, texts: list[str]) -> list[float]:
     """ShortGPT's block influence of every routed FFN on calibration texts: 1 - cos(hbar, hbar + FFN(u))."""
     import torch.nn.functional as F
 
-    from .inject import decoder_layers
+    from ..inject import decoder_layers
 
     layers = decoder_layers(hero.model)
     scores = [0.0] * hero.config.n_routed
@@ -116,7 +112,7 @@ def expert_choice(capacity: float):
 def matched_policies(hero: HeroModel, param_skip: float, calibration_texts: list[str], seed: int = 0) -> dict:
     """Every policy baseline at the given param skip (paper definition), keyed by name."""
     R = hero.config.n_routed
-    n_skip = skipped_ffns_for(hero, param_skip)
+    n_skip = ffns_for_param_skip(param_skip, hero.profile)
     influence = block_influence(hero, calibration_texts)
     return {
         "static_pruning": static_pruning(least_influential(influence, round(n_skip))),

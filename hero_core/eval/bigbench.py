@@ -16,7 +16,7 @@ How a task is turned into prompts (exactly as BIG-bench's ``json_task.py`` does 
     A task whose ``task.json`` has no examples of its own is the union of its subtasks, each subtask
     formatted with its own prefixes. Duplicate examples are dropped (as BIG-bench does).
 
-How an example is scored (``hero_core.evaluate.score_multiple_choice``)
+How an example is scored (``hero_core.eval.scoring.score_multiple_choice``)
     log-likelihood of each choice given the prompt, summed over the choice's tokens (lm-evaluation-
     harness ``acc``); the example's score is the ``target_scores`` value of the highest-scoring choice
     (BIG-bench ``multiple_choice_grade``: 1/0 for single-answer tasks). Chance is BIG-bench's own
@@ -213,7 +213,7 @@ def _read_json(path: Path) -> dict:
 
 # -- fetching and extraction ----------------------------------------------------------------------
 def bigbench_dir() -> Path:
-    from .backbones import cache_dir
+    from ..backbones import cache_dir
 
     return cache_dir() / "bigbench"
 

@@ -37,6 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..decoding import cut_at_stop
+
 STOP_SEQUENCES = ("\ndef", "\nclass", "\nif __name__", "\nprint")
 CHAT_STOP_SEQUENCES = ("\n```", "\nif __name__", "\nprint(", "\nassert")
 CHAT_INSTRUCTION = "Complete the following Python function.\n\n```python\n{prompt}```"
@@ -111,16 +113,9 @@ def load_problems(limit: int | None = None, path: str | os.PathLike | None = Non
     return problems
 
 
-def stop_index(text: str, stops: tuple[str, ...] = STOP_SEQUENCES) -> int | None:
-    """Position of the earliest stop sequence in ``text`` (None if there is none)."""
-    hits = [i for i in (text.find(s) for s in stops) if i >= 0]
-    return min(hits) if hits else None
-
-
 def truncate(completion: str, stops: tuple[str, ...] = STOP_SEQUENCES) -> str:
     """Cut a completion before its first stop sequence."""
-    cut = stop_index(completion, stops)
-    return completion if cut is None else completion[:cut]
+    return cut_at_stop(completion, stops)
 
 
 def build_prompt(problem: HumanEvalProblem, style: str = "completion",

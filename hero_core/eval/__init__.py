@@ -1,0 +1,42 @@
+"""Evaluation: BIG-bench multiple choice with Retain, HumanEval, generated reasoning, per-domain quality.
+
+Modules, one concept each:
+
+    methods    what gets evaluated (:class:`Method`, :class:`HeroMethod`, :class:`CallableMethod`), its
+               forwards and greedy decoding (through the one decode loop, :mod:`hero_core.decoding`)
+    scoring    log-likelihoods as lm-evaluation-harness splits them, multiple-choice accuracy, Retain
+    suites     the registry :data:`~hero_core.eval.suites.SUITES`: one entry per suite (name, run, scores,
+               headline) — main, extended, humaneval, reasoning, domains
+    runner     :func:`evaluate` (every method on every suite, dense as the reference), the task selection
+    harness    the lm-evaluation-harness bridge and the task files in ``hero_core/lm_eval_tasks``
+    cli        ``python -m hero_core eval``
+    bigbench, humaneval, quality, baselines
+               BIG-bench data, HumanEval execution, per-token quality against dense, baseline policies
+
+Compute figures (param skip, net param skip, FLOP share saved, token-weighted over every token a suite
+fed) come from :class:`hero_core.accounting.ComputeTally`.
+
+A *method* is anything with the small :class:`Method` interface: a forward over a right-padded batch that
+returns logits and which FFNs each token ran. :class:`HeroMethod` ``(hero, variant, tau)`` runs a HeRo
+checkpoint as one of its variants (``dense`` runs the backbone unchanged); :class:`CallableMethod`
+``(name, fn, tokenizer, profile)`` wraps ``fn(input_ids (B,T), attention_mask (B,T)) -> (logits (B,T,V),
+executed (B,R,T) bool | None)``. Pass extra methods with ``evaluate(hero, methods=[...])``, e.g. a baseline
+policy at matched skip::
+
+    from hero_core.eval import HeroMethod, baselines, evaluate
+    static = HeroMethod(hero, "hero", policy=baselines.static_pruning({3, 7}), name="static")
+    evaluate(hero, ["hero", "no_history"], ["main"], limit=50, methods=[static])
+
+Data hygiene: BIG-bench and HumanEval are evaluation-only (never read by training); reasoning and
+domain texts come from the ``eval`` split of :mod:`hero_core.data`, disjoint from ``train`` by a hash
+of each item. Few-shot exemplars of the reasoning suite come from the ``train`` split, so no
+evaluation question appears in a prompt other than its own.
+"""
+
+from .cli import add_arguments, run_cli
+from .methods import CallableMethod, Forward, Generation, HeroMethod, Method
+from .runner import evaluate
+from .suites import SUITES
+
+__all__ = ["SUITES", "CallableMethod", "Forward", "Generation", "HeroMethod", "Method", "add_arguments", "evaluate",
+           "run_cli"]
