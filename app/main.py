@@ -27,10 +27,20 @@ PAGES = (
 )
 
 
+def _home() -> None:
+    """The app's root: forwards to the first page, query parameters (a shared view) included.
+
+    Streamlit serves its default page at "/" only and still reserves that page's url_path, so with the explorer
+    as the default, opening /explorer directly answered "Page not found". The default is this hidden page
+    instead, and every visible page keeps a URL that opens it."""
+    st.switch_page(PAGES[0][0], query_params=st.query_params.to_dict())
+
+
 def main() -> None:
     st.set_page_config(page_title="HeRo Lens", page_icon=":material/route:", layout="wide")
-    page = st.navigation([st.Page(path, title=title, icon=icon, url_path=url, default=i == 0)
-                          for i, (path, title, icon, url) in enumerate(PAGES)])
+    home = st.Page(_home, title="HeRo Lens", url_path="home", default=True, visibility="hidden")
+    page = st.navigation([home, *(st.Page(path, title=title, icon=icon, url_path=url)
+                                  for path, title, icon, url in PAGES)])
     url_problems = restore_from_url()
     settings = app_settings.render_sidebar()
     st.session_state["sb_settings"] = settings

@@ -167,7 +167,8 @@ def skip_heatmap(trace: RoutingTrace, *, selected: tuple[int, int] | None = None
     first, last = _window(trace.n_tokens, window)
     shown = "" if (first, last) == (0, trace.n_tokens - 1) else f" · tokens {first}–{last} of {trace.n_tokens}"
     fig.update_layout(
-        title=titled(plotly_text(title) if title else f"Skip map{shown}", [trace]),
+        title=titled(plotly_text(title) if title else f"Skip map · {trace.variant} · τ = {trace.tau:g}{shown}",
+                     [trace]),
         xaxis=_token_axis(trace.tokens, window), yaxis=_block_axis(trace, size=size),
         height=int(max(280, min(900, R * (size + 3) + 190))), clickmode="event+select",
         legend={"orientation": "h", "y": 1.0, "x": 1, "xanchor": "right", "yanchor": "bottom"},

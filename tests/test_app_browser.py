@@ -348,3 +348,14 @@ def test_pickers_survive_a_second_prompt(server, browser, tiny, page):
     assert tools.eval(NO_EXCEPTION_JS)
     assert tools.eval("!document.body.innerText.includes('invalid literal')")
     assert tools.eval("document.querySelector('[data-testid=\"stSidebar\"]') !== null")
+
+
+@pytest.mark.parametrize("page, marker", [("explorer", "Route explorer"), ("memory", "Memory view")])
+def test_a_page_url_opens_directly(server, browser, page, marker):
+    # The first page used to be the default, served at "/" only: /explorer answered "Page not found".
+    tools = browser
+    tools.goto(f"{server}/{page}")
+    tools.wait_for(f"document.querySelector('h1')?.innerText.includes({json.dumps(marker)})", timeout=120,
+                   what=f"the {page} page")
+    assert not tools.eval("document.body.innerText.includes('Page not found')")
+    assert tools.eval(NO_EXCEPTION_JS)

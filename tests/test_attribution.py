@@ -103,3 +103,30 @@ def test_nf4_falls_back_to_ablation_after_inference(tiny, tmp_path):
     else:  # a build whose 4-bit kernels keep autograd: IG must then be a real attribution
         assert forced.method == "integrated_gradients" and np.any(forced.scores[:-1] != 0)
     assert np.all(np.isfinite(auto.scores))
+
+
+def test_integrated_gradients_check_their_own_completeness(tiny):
+    from hero_core.attribution import completeness_passed
+
+    # Block 2: 16 steps already pass, so one try is enough and the gap is under 5 % of the change.
+    ok = explain(tiny, PROMPT, TOKEN, 2, method="integrated_gradients", n_steps=16)
+    assert ok.passed and len(ok.tries) == 1 and abs(ok.delta) < 0.05 * abs(ok.change)
+    # Block 1: a hard decision below flips on the path; no number of steps closes the gap, and it says so.
+    failed = explain(tiny, PROMPT, TOKEN, 1, method="integrated_gradients", n_steps=16, max_steps=64)
+    assert not failed.passed
+    assert [(t["baseline"], t["n_steps"]) for t in failed.tries] == [("pad", 16), ("pad", 32), ("pad", 64),
+                                                                     ("zeros", 64)]
+    assert not any(completeness_passed(t["delta"], t["change"]) for t in failed.tries)
+    best = min(abs(t["delta"]) / abs(t["change"]) for t in failed.tries)
+    assert abs(failed.delta) / abs(failed.change) == pytest.approx(best)  # the least bad try is returned
+    assert any("failed on this decision" in n for n in failed.notices)
+    single = explain(tiny, PROMPT, TOKEN, 1, method="integrated_gradients", n_steps=16, adaptive=False)
+    assert len(single.tries) == 1 and not single.passed
+
+
+def test_token_ablation_reports_progress(tiny):
+    seen = []
+    a = explain(tiny, PROMPT, TOKEN, 2, method="ablation", internal_batch_size=4,
+                progress=lambda done, total, what: seen.append((done, total)))
+    assert seen == [(4, TOKEN + 1), (8, TOKEN + 1), (TOKEN + 1, TOKEN + 1)]
+    assert a.scores.shape == (TOKEN + 1,)

@@ -186,16 +186,35 @@ def get_qualities(runs: list[RunSpec], reference: ModelSpec) -> list[dict]:
         return _quality_dicts(tuple(r.args() for r in runs), reference.as_args())
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_steps: int, baseline: str) -> dict:
-    hero = _model(run_args)
-    prompt, variant, tau, chat, max_tokens = run_args[5:]
-    return explain(hero, prompt, token, block, variant=variant, tau=tau, chat_template=chat, method=method,
-                   n_steps=n_steps, baseline=baseline, max_tokens=max_tokens).to_dict()
+ATTRIBUTIONS = "attribution_cache"  # session state: {args: Attribution dict}, newest last
+MAX_ATTRIBUTIONS = 16
+
+
+def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_steps: int, baseline: str,
+                      progress) -> dict:
+    """An attribution, cached per session (not st.cache_data: that would record the progress bar's updates
+    and replay them on every cache hit)."""
+    cache = st.session_state.setdefault(ATTRIBUTIONS, {})
+    key = (run_args, token, block, method, n_steps, baseline)
+    if key not in cache:
+        hero = _model(run_args)
+        prompt, variant, tau, chat, max_tokens = run_args[5:]
+        cache[key] = explain(hero, prompt, token, block, variant=variant, tau=tau, chat_template=chat, method=method,
+                             n_steps=n_steps, baseline=baseline, max_tokens=max_tokens, progress=progress).to_dict()
+        while len(cache) > MAX_ATTRIBUTIONS:
+            cache.pop(next(iter(cache)))
+    return cache[key]
 
 
 def get_attribution(run: RunSpec, token: int, block: int, *, method: str, n_steps: int,
                     baseline: str) -> Attribution:
     load_model(run.model)
+    bar = st.empty()
+
+    def progress(done: int, total: int, what: str) -> None:  # token ablation takes ~20 s at 131 tokens
+        bar.progress(done / max(total, 1), text=f"Attributing the decision: {done} of {total} {what} …")
+
     with st.spinner(f"Attributing the decision ({method.replace('_', ' ')}) …"):
-        return Attribution.from_dict(_attribution_dict(run.args(), token, block, method, n_steps, baseline))
+        result = _attribution_dict(run.args(), token, block, method, n_steps, baseline, progress)
+    bar.empty()
+    return Attribution.from_dict(result)

@@ -17,7 +17,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.figures import compute_legend_html, skip_heatmap, token_compute_html, token_label
+from hero_core.figures import (
+    MAX_WINDOW,
+    compute_legend_html,
+    skip_heatmap,
+    skip_overview,
+    token_compute_html,
+    token_label,
+)
 
 EXAMPLES = MappingProxyType({
     "reasoning": ("Tom has 3 boxes with 12 apples each. He gives away 7 apples and eats 2. "
@@ -178,10 +185,43 @@ def _on_map_click(chart_key: str, trace: RoutingTrace, prefix: str) -> None:
     st.session_state[picker_key(trace, prefix, "block")] = cell[1]
 
 
+DEFAULT_WINDOW = 64  # tokens a long prompt's skip map shows at first (cells ~14 px wide)
+
+
+def token_window(trace: RoutingTrace, *, prefix: str) -> tuple[int, int] | None:
+    """(first, last) token of the skip map's window for a prompt longer than MAX_WINDOW tokens, else None.
+
+    At 512 tokens a full-width map has ~2 px cells and overlapping labels; a window keeps cells legible. It
+    follows the selected cell when that moves outside it (a click on another page), and otherwise stays
+    where the user put it."""
+    T = trace.n_tokens
+    if T <= MAX_WINDOW:
+        return None
+    key, seen_key = picker_key(trace, prefix, "window"), picker_key(trace, prefix, "window_token")
+    token = current_cell(trace)[0]
+    value = st.session_state.get(key)
+    moved = st.session_state.get(seen_key) != token
+    if value is None or (moved and not value[0] <= token <= value[1]):
+        first = min(max(token - DEFAULT_WINDOW // 2, 0), T - DEFAULT_WINDOW)
+        st.session_state[key] = (first, first + DEFAULT_WINDOW - 1)
+    st.session_state[seen_key] = token
+    first, last = st.slider("Visible tokens", 0, T - 1, key=key,
+                            help=f"The prompt has {T} tokens; the skip map shows at most {MAX_WINDOW} at a time so "
+                                 "its cells stay readable. Drag the range, or pan the map.")
+    if last - first + 1 > MAX_WINDOW:
+        last = first + MAX_WINDOW - 1
+        st.caption(f"At most {MAX_WINDOW} tokens fit at a readable cell size: showing {first}–{last}.")
+    return first, last
+
+
 def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int, int] | None = None,
                        title: str | None = None) -> go.Figure:
-    """The skip map; clicking a cell selects that (token, block) on every page."""
-    fig = skip_heatmap(trace, selected=selected, title=title)
+    """The skip map; clicking a cell selects that (token, block) on every page. A long prompt gets a token
+    window (a slider) and an overview strip of the whole prompt above the map."""
+    window = token_window(trace, prefix=prefix)
+    if window is not None:
+        st.plotly_chart(skip_overview(trace, window), key=f"{prefix}_overview", config={"displaylogo": False})
+    fig = skip_heatmap(trace, selected=selected, title=title, window=window)
     chart_key = f"{prefix}_map"
     st.plotly_chart(fig, key=chart_key, selection_mode="points", config={"displaylogo": False},
                     on_select=guarded(partial(_on_map_click, chart_key, trace, prefix)))

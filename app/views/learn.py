@@ -8,7 +8,7 @@ from components.runtime import RunSpec, get_trace, load_model
 from components.widgets import SHARED_PROMPT, token_picker
 
 from hero_core.config import VARIANTS
-from hero_core.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
+from hero_core.figures import flip_map, memory_fill, memory_reads, skip_heatmap, tau_curve, token_label
 
 P = "learn"
 TEACHING_PROMPT = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
@@ -72,15 +72,23 @@ depth = cols[1].slider("Depth (routed blocks so far)", 1, base.n_routed, max(1, 
                        key=f"{P}_depth")
 figures["memory filling"] = memory_fill(base, token, depth)
 st.plotly_chart(figures["memory filling"], key=f"{P}_fill")
-row = base.memory_attention[token, depth - 1, : depth - 1]
+reads = memory_reads(base, token, depth)
+where = f"At L{base.routed_layers[depth - 1]}, token “{token_label(base.tokens[token], 24)}”"
+gate = (f"Its gate there: g = {base.gate[depth - 1, token]:.3f} → FFN "
+        f"{'executed' if base.executed[depth - 1, token] else 'skipped'}.")
 if depth == 1:
     st.markdown("At the first routed block the memory is empty: the history head has only the token's state.")
+elif reads["n_read"] == 1:
+    st.markdown(f"{where} can read one block only, so it reads it with weight 1. {gate}")
+elif reads["even"]:  # "reads mostly from L13 (8 %)" would be false when 8 % is the uniform share
+    largest = reads["top"][0]
+    st.markdown(f"{where} reads about evenly from all {reads['n_read']} earlier blocks: the largest read, "
+                f"L{largest['layer']} ({largest['weight']:.1%}), is no more than uniform (1/{reads['n_read']} = "
+                f"{reads['uniform']:.1%}, ×{largest['ratio']:.2f}). {gate}")
 else:
-    top = np.argsort(row)[::-1][:3]
-    reads = ", ".join(f"L{base.routed_layers[i]} ({row[i]:.0%})" for i in top)
-    st.markdown(f"At L{base.routed_layers[depth - 1]}, token “{token_label(base.tokens[token], 24)}” reads mostly "
-                f"from {reads}. Its gate there: g = {base.gate[depth - 1, token]:.3f} → FFN "
-                f"{'executed' if base.executed[depth - 1, token] else 'skipped'}.")
+    listed = ", ".join(f"L{r['layer']} ({r['weight']:.0%}, {r['ratio']:.1f}× uniform)" for r in reads["preferred"])
+    st.markdown(f"{where} reads mostly from {listed}; a uniform read would give each of the {reads['n_read']} "
+                f"earlier blocks {reads['uniform']:.1%}. {gate}")
 
 st.header("4 · Switch the history off")
 st.markdown("The `no_history` variant keeps the local head only (a = 0): the same router without its memory of the "

@@ -1,0 +1,248 @@
+"""What the figures show a reader: one colour per run, colour-blind-safe pairs, provenance in every title, a legend
+that matches the marks, legible windows on long prompts, labels escaped once, memory maps with contrast."""
+
+import json
+
+import numpy as np
+import pytest
+
+from hero_core import figures as F
+from hero_core import labels as L
+from hero_core import memory_figures as M
+from hero_core import palette
+
+PROMPT = "The cat sat on the mat because it was tired. \"\"\"quoted\"\"\" & <b>tags</b> 東京 🚀"
+LONG = " ".join(f"word{i % 37}" for i in range(400))
+
+
+@pytest.fixture(scope="module")
+def traces(tiny):
+    return {v: tiny.trace(PROMPT, variant=v) for v in ("hero", "no_history", "no_memread")}
+
+
+@pytest.fixture(scope="module")
+def trace(traces):
+    return traces["hero"]
+
+
+def spec(fig) -> dict:
+    return json.loads(fig.to_json())
+
+
+def title(fig_spec: dict) -> str:
+    return fig_spec["layout"]["title"]["text"]
+
+
+# -- #4 colours and provenance ---------------------------------------------------------------------
+def _quality(tiny, trace):
+    from hero_core.eval.quality import compare_to_dense
+
+    dense = tiny.logits(PROMPT, variant="dense").cpu()
+    routed = tiny.logits(PROMPT, variant=trace.variant).cpu()
+    return compare_to_dense(dense, routed, tiny.encode([PROMPT]).input_ids[0])
+
+
+def test_quality_lines_one_colour_per_run_in_every_panel(tiny, traces):
+    runs = list(traces.values())
+    labels = list(traces)
+    fig = spec(F.quality_lines([_quality(tiny, t) for t in runs], labels, runs[0].tokens, runs))
+    colours = {}
+    for d in fig["data"]:
+        if d["name"] == "dense":
+            continue
+        colour = d.get("line", {}).get("color") or d["marker"]["color"]
+        if d.get("mode") == "markers":
+            assert d["marker"]["color"] == d["marker"]["line"]["color"]
+        colours.setdefault(d["legendgroup"], set()).add(colour)
+    # every run is drawn in three panels, in one colour, and no two runs share a colour
+    assert sorted(colours) == sorted(labels)
+    assert all(len(c) == 1 for c in colours.values()), colours
+    assert [colours[label].pop() for label in labels] == [palette.run_colour(i) for i in range(3)]
+    for t in runs:
+        assert palette.provenance(t) in title(fig)
+
+
+def test_comparison_figures_share_the_run_colours(traces):
+    runs, labels = list(traces.values()), list(traces)
+    skip_bars = spec(F.layer_skip_bars(runs, labels))
+    assert [d["marker"]["color"] for d in skip_bars["data"]] == [palette.run_colour(i) for i in range(3)]
+    compute = spec(F.compute_bars(runs, labels))
+    assert [d["marker"]["color"] for d in compute["data"]] == [palette.run_colour(i) for i in range(3)]
+    divergence = spec(F.layer_divergence(runs, labels))  # runs 2 and 3 against run 1, in both panels
+    for d in divergence["data"]:
+        assert d["line"]["color"] == palette.run_colour(labels.index(d["legendgroup"]))
+
+
+def test_colour_blind_safe_pairs(trace, tiny):
+    from hero_core.attribution import explain
+
+    a = explain(tiny, PROMPT, 8, 0, method="ablation")
+    bars = spec(F.attribution_bars(a.tokens, a.scores, title="t", trace=trace))
+    used = set(bars["data"][0]["marker"]["color"])
+    assert used <= {palette.POSITIVE, palette.NEGATIVE} and not used & {"#54a24b", "#e45756"}
+    html_out = F.attribution_html(a.tokens, a.scores)
+    assert "84,162,75" not in html_out and "228,87,86" not in html_out
+    assert palette.POSITIVE_RGB in html_out or palette.NEGATIVE_RGB in html_out
+    assert "#e45756" not in palette.FLIP_COLOURS and len(set(palette.FLIP_COLOURS)) == 4
+
+
+def test_every_figure_title_carries_its_provenance(trace, traces):
+    other = traces["no_history"]
+    split = F.decision_split(trace, 3, 1)
+    figures = [F.skip_heatmap(trace), F.executed_counts(trace), F.layer_skip_bars([trace]), F.memory_map(trace, 3),
+               F.mean_memory_map(trace), F.memory_fill(trace, 3, 2), F.forgetting_bars(trace),
+               F.trajectories(trace, 3), F.flip_map(trace, other), F.decision_bars(split, trace),
+               F.skip_heatmaps([trace, other], ["a", "b"]), F.compute_bars([trace, other], ["a", "b"])]
+    text = palette.provenance(trace)
+    assert trace.checkpoint in text and trace.variant in text and f"{trace.tau:.3g}" in text
+    assert f"{trace.param_skip:.1%}" in text
+    for fig in figures:
+        s = spec(fig)
+        assert text in title(s), title(s)
+        # no painted background: the theme (light or dark) decides
+        assert "plot_bgcolor" not in s["layout"] and "paper_bgcolor" not in s["layout"]
+
+
+def test_skip_map_legend_is_what_is_drawn(trace):
+    fig = spec(F.skip_heatmap(trace))
+    shown = [d for d in fig["data"] if d.get("showlegend", True)]
+    names = [d["name"] for d in shown]
+    assert names == [F.SKIPPED_NAME, F.EXECUTED_NAME]
+    crosses = next(d for d in fig["data"] if d["name"] == F.SKIPPED_NAME)
+    # the legend entry IS the overlay: same symbol and colours, legible on both ends of viridis
+    assert crosses["marker"]["symbol"] == "x"
+    assert crosses["marker"]["color"] == "white" and crosses["marker"]["line"]["color"] == "black"
+    executed = next(d for d in fig["data"] if d["name"] == F.EXECUTED_NAME)
+    assert executed["marker"]["symbol"] == next(d for d in fig["data"] if d["name"] == F.CELLS_NAME)["marker"]["symbol"]
+    cells = next(d for d in fig["data"] if d["name"] == F.CELLS_NAME)
+    marks = ["✓ executed" in h for h in cells["hovertext"]]  # the verdict in text, not only by colour
+    np.testing.assert_array_equal(marks, trace.executed.reshape(-1))
+    assert all(("✗ skipped" in h) != m for h, m in zip(cells["hovertext"], marks, strict=True))
+
+
+# -- #5 long prompts and labels --------------------------------------------------------------------
+def test_labels_are_escaped_once_for_plotly(trace):
+    fig = spec(F.skip_heatmap(trace))
+    ticks = fig["layout"]["xaxis"]["ticktext"]
+    assert '"""' in ticks and not any("&quot;" in t for t in ticks)
+    assert any("&lt;" in t for t in ticks) and not any("<" in t for t in ticks)  # markup escaped, once
+    cells = next(d for d in fig["data"] if d["name"] == F.CELLS_NAME)
+    assert not any("&quot;" in h for h in cells["hovertext"])
+    assert L.plotly_text('<a & "b">') == '&lt;a &amp; "b"&gt;'
+
+
+def test_split_characters_show_their_text(tiny, trace):
+    assert "\ufffd" not in "".join(trace.tokens)
+    assert "".join(trace.tokens) == tiny.tokenizer.decode(trace.token_ids)  # still the exact text
+    shown = L.display_tokens(trace.tokens)
+    assert any("東" in s for s in shown) and any("🚀" in s for s in shown)
+    assert not any("\ufffd" in s or s == "∅" for s in shown)
+    continuation = [i for i, src in enumerate(L.continued_from(trace.tokens)) if src is not None]
+    assert continuation and all(shown[i].startswith("(") for i in continuation)
+    hovers = F.hover_labels(trace.tokens)
+    assert all("byte piece of token" in hovers[i] for i in continuation)
+
+
+def test_piece_texts_merges_byte_pieces():
+    table = {1: b"\xe6", 2: b"\x9d\xb1", 3: b"x", 4: b"\xff"}
+
+    def decode(ids):
+        return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
+
+    assert L.piece_texts(decode, [3, 1, 2, 3]) == ["x", "東", "", "x"]
+    assert L.piece_texts(decode, [4, 3]) == ["\ufffd", "x"]  # a truly invalid byte stays as it is
+
+
+def test_hover_gives_the_token_index(trace):
+    cells = next(d for d in spec(F.skip_heatmap(trace))["data"] if d["name"] == F.CELLS_NAME)
+    assert cells["hovertemplate"].startswith("token %{x}")
+
+
+@pytest.fixture(scope="module")
+def long_trace(tiny):
+    return tiny.trace(LONG, max_tokens=512)
+
+
+def test_long_prompt_window_keeps_cells_and_labels_legible(long_trace):
+    T = long_trace.n_tokens
+    assert T > F.MAX_WINDOW
+    full = spec(F.skip_heatmap(long_trace))
+    small = next(d for d in full["data"] if d["name"] == F.CELLS_NAME)["marker"]["size"]
+    window = (100, 163)
+    fig = spec(F.skip_heatmap(long_trace, window=window))
+    cells = next(d for d in fig["data"] if d["name"] == F.CELLS_NAME)
+    size = cells["marker"]["size"]
+    assert size >= F.MIN_CELL_PX > small  # the window restores a legible cell
+    axis = fig["layout"]["xaxis"]
+    assert axis["range"] == [99.5, 163.5]
+    ticks = axis["tickvals"]
+    visible = [t for t in ticks if window[0] <= t <= window[1]]
+    px_per_token = F.PLOT_WIDTH_PX / (window[1] - window[0] + 1)
+    assert min(np.diff(visible)) * px_per_token >= F.LABEL_PX  # labels never collide
+    assert f"tokens 100–163 of {T}" in title(fig)
+    # the window never exceeds what fits at the minimum cell size
+    assert F._cell_size(F.MAX_WINDOW, long_trace.n_routed) >= F.MIN_CELL_PX
+
+
+def test_overview_strip_outlines_the_window(long_trace):
+    fig = spec(F.skip_overview(long_trace, (100, 163)))
+    z = np.asarray(F.skip_overview(long_trace, (100, 163)).data[0].z)
+    assert z.shape == (1, long_trace.n_tokens)
+    np.testing.assert_array_equal(z[0], long_trace.executed_per_token())
+    (shape,) = fig["layout"]["shapes"]
+    assert (shape["x0"], shape["x1"]) == (99.5, 163.5)
+
+
+@pytest.mark.parametrize("n_visible, cell_px", [(20, 45), (64, 14), (112, 8), (512, 1.7)])
+def test_tick_step_spacing(n_visible, cell_px):
+    step = F.tick_step(n_visible, cell_px)
+    assert step * cell_px >= F.LABEL_PX and n_visible / step <= 64
+
+
+# -- #6 memory maps with contrast ------------------------------------------------------------------
+def test_memory_colour_scale_leaves_out_the_trivial_row(trace):
+    t = 5
+    z = M.contrast(trace.memory_attention[t], trace.mean_memory_attention(), "weights")
+    assert z[1, 0] == pytest.approx(1.0)  # row 2 reads one block: always 1
+    heat = spec(F.memory_map(trace, t))["data"][0]
+    assert heat["zmax"] == pytest.approx(np.nanmax(z[2:])) and heat["zmin"] == pytest.approx(np.nanmin(z[2:]))
+
+
+def test_memory_modes(trace):
+    t = 5
+    alpha = M._lower_triangle(trace.memory_attention[t])
+    ratio = M.contrast(trace.memory_attention[t], trace.mean_memory_attention(), "ratio")
+    rows = np.arange(trace.n_routed)[:, None]
+    np.testing.assert_allclose(ratio[2:], (alpha * rows)[2:], rtol=1e-9)  # alpha over 1/j
+    diff = M.contrast(trace.memory_attention[t], trace.mean_memory_attention(), "difference")
+    np.testing.assert_allclose(diff, alpha - M._lower_triangle(trace.mean_memory_attention()), rtol=1e-9)
+    heat = spec(F.memory_map(trace, t, mode="ratio"))["data"][0]
+    assert (heat["zmin"] + heat["zmax"]) / 2 == pytest.approx(1.0)  # centred on "no preference"
+    heat = spec(F.memory_map(trace, t, mode="difference"))["data"][0]
+    assert (heat["zmin"] + heat["zmax"]) / 2 == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="zero"):
+        F.mean_memory_map(trace, mode="difference")
+
+
+def test_memory_map_marks_the_selected_block(trace):
+    fig = spec(F.memory_map(trace, 5, selected_block=2))
+    (shape,) = fig["layout"]["shapes"]
+    assert (shape["y0"], shape["y1"]) == (1.5, 2.5)
+
+
+def test_memory_reads_say_when_a_read_is_uniform(trace):
+    import copy
+
+    even = copy.deepcopy(trace)
+    R = even.n_routed
+    even.memory_attention[0, R - 1, : R - 1] = 1.0 / (R - 1)
+    reads = M.memory_reads(even, 0, R)
+    assert reads["even"] and reads["preferred"] == []
+    assert reads["top"][0]["ratio"] == pytest.approx(1.0)
+    peaked = copy.deepcopy(trace)
+    row = np.full(R - 1, 0.1 / (R - 2))
+    row[1] = 0.9
+    peaked.memory_attention[0, R - 1, : R - 1] = row
+    reads = M.memory_reads(peaked, 0, R)
+    assert not reads["even"] and reads["preferred"][0]["block"] == 1
+    assert reads["preferred"][0]["ratio"] == pytest.approx(0.9 * (R - 1))
