@@ -130,6 +130,72 @@ class FoldedLayers:
     split: int  # rows of W_hd
 
 
+@dataclass(frozen=True)
+class PackedLayers:
+    """The router of one variant rewritten for inference as a few packed matrix products (built from the
+    modules, rebuilt when a parameter changes). Every map that is linear in a shared input is one matmul:
+
+    * ``first``: [W_hd ; local head layer 1] on rms_norm(hbar), norm weights folded in (as FoldedLayers);
+    * ``path``: FFN_path's first layer on [log1p d, gamma, p_hist, m_hist]; the constant features r, q_rem
+      of block j are folded into its bias row ``path_bias[j - 1]``;
+    * ``state``: on act = SiLU([first ; path]) at once: s = [W_hu . ; W_p2 .] and the local logit b;
+    * ``proj``: every map of s at once (q, k, v, W_n s, the history head's s-columns) and a constant 1, so
+      [v, 1] carries the read's denominator. Not composed with ``state``: at one token a product costs
+      the bytes of its weight, and the composition would be 4x larger;
+    * ``context``: [W_c ; the history head's c-columns] on c_j;
+    * ``final``: the history head's output as [a, a / T_hist, a] (b is added to the last column).
+
+    Ablations are zeroed weights: no_aux (z_a = 0), no_pos (r, q_rem, d, gamma = 0), no_history (a = 0).
+    ``decay[j - 1, i - 1] = prod_{m=i+1..j-1} rho_m`` for i < j (0 otherwise): the depth memory's decay of
+    entry i at block j, a constant of the router, so a read is two bmm over fixed-size buffers."""
+
+    version: tuple
+    first_weight_t: torch.Tensor  # (d, d_enc + head)
+    first_bias: torch.Tensor
+    rms_eps: float  # the router norms' eps (None there: the dtype's machine epsilon, as F.rms_norm takes it)
+    path_weight_t: torch.Tensor  # (4, d_path), transposed for addmm
+    path_bias: tuple[torch.Tensor, ...]  # R rows of (d_path,)
+    state_weight_t: torch.Tensor  # (d_enc + head + d_path, d_s + 1): act -> [s, b]
+    state_bias: torch.Tensor
+    proj_weight_t: torch.Tensor  # (d_s, width): s -> [q, k, v, 1, W_n s, history head's s-columns]
+    proj_bias: torch.Tensor  # (width,)
+    context_weight_t: torch.Tensor  # (d_m, d_m + head)
+    novelty_weight: torch.Tensor  # (head,): the history head's weight on nu
+    final_weight_t: torch.Tensor  # (head, 3)
+    final_bias: torch.Tensor  # (3,)
+    decay: torch.Tensor  # (R + 1, R)
+    decay_rows: tuple[torch.Tensor, ...]  # decay[j - 1] viewed as (1, R), j = 1..R
+    proj_split: tuple[int, ...]  # proj's output as [phi inputs q, k | v, 1 | W_n s | history head's s-part]
+
+
+class PackedMemory:
+    """Depth memory of the packed path: phi(k_i) and [v_i, 1] of all R blocks in zero-filled buffers of fixed
+    size, read with the constant decay matrix (unwritten slots have decay 0). The same read as
+    :class:`~hero_core.memory.DepthMemory` (sum_i w_i v_i / (sum_i w_i + eps)), with the denominator from
+    the ones column; it also gives ``state_norm`` for record_states."""
+
+    def __init__(self, n_tokens: int, capacity: int, d_memory: int, decay: torch.Tensor, *, device, dtype) -> None:
+        self.size = 0
+        self.d_memory = d_memory
+        self.decay = decay
+        self.keys = torch.zeros(n_tokens, capacity, d_memory, device=device, dtype=dtype)  # phi(k_i)
+        self.keys_t = self.keys.transpose(1, 2)  # (N, d_m, R)
+        self.values = torch.zeros(n_tokens, capacity, d_memory + 1, device=device, dtype=dtype)  # [v_i, 1]
+
+    def state_norm(self) -> torch.Tensor:
+        """||S||_F after the latest write, per token (as DepthMemory.state_norm)."""
+        decayed = self.keys * self.decay[self.size][None, :, None]
+        S = torch.einsum("nik,niv->nkv", decayed, self.values[..., : self.d_memory])
+        return S.flatten(1).norm(dim=1)
+
+
+@dataclass
+class PackedPath(PathState):
+    """PathState of the packed path (its ``memory`` is a :class:`PackedMemory`)."""
+
+    weights: PackedLayers | None = None
+
+
 class HeroRouter(nn.Module):
     """All trainable HeRo parameters for one backbone. Holds no per-call state."""
 
@@ -153,7 +219,14 @@ class HeroRouter(nn.Module):
         self.adapters = nn.ModuleList(Adapter(c.d_model, c.adapter_rank) for _ in range(c.n_routed))
 
     # -- per-call state -------------------------------------------------------------------------
-    def new_path(self, n_tokens: int, variant: str, *, device, dtype) -> PathState:
+    def new_path(self, n_tokens: int, variant: str, *, device, dtype, packed: bool = False) -> PathState:
+        """Fresh per-pass state. ``packed`` (decode steps: one new token per sequence) asks for the packed
+        inference path (:meth:`_decide_packed`); it is taken only with autograd off and the router's dtype."""
+        if packed and not torch.is_grad_enabled() and dtype == self.eta.dtype:
+            weights = self._packed_layers(variant)
+            memory = (PackedMemory(n_tokens, self.config.n_routed, self.config.d_memory, weights.decay, device=device,
+                                   dtype=dtype) if VARIANTS[variant].memory_read else None)
+            return PackedPath(memory=memory, weights=weights)
         needs_memory = VARIANTS[variant].memory_read
         memory = DepthMemory(n_tokens, self.config.d_memory, self.config.eps, device=device, dtype=dtype,
                              capacity=self.config.n_routed) if needs_memory else None
@@ -188,6 +261,8 @@ class HeroRouter(nn.Module):
 
     def decide(self, j: int, hbar: torch.Tensor, path: PathState, variant: str) -> Decision:
         """Gate of routed block j (1-based) for N tokens with post-attention states hbar (N, d)."""
+        if isinstance(path, PackedPath):
+            return self._decide_packed(j, hbar, path)
         c = self.config
         spec = VARIANTS[variant]
         features = self.path_features(j, hbar, path)
@@ -252,6 +327,125 @@ class HeroRouter(nn.Module):
             folded = FoldedLayers(version, weight.contiguous(), bias, se.down.out_features)
             self.__dict__["_folded"] = folded  # derived weights, the same for every call: not per-call state
         return folded
+
+    # -- packed inference path (decode steps) ---------------------------------------------------
+    def _packed_layers(self, variant: str) -> PackedLayers:
+        """Packed weights of ``variant``, cached per variant and rebuilt whenever a parameter changed."""
+        params = tuple(self.parameters())
+        version = (variant,) + tuple((p._version, p.data_ptr(), p.dtype, p.device) for p in params)
+        cache = self.__dict__.setdefault("_packed", {})  # derived weights, not per-call state
+        packed = cache.get(variant)
+        if packed is None or packed.version != version:
+            with torch.no_grad():
+                packed = self._build_packed(variant, version)
+            cache[variant] = packed
+        return packed
+
+    def _build_packed(self, variant: str, version: tuple) -> PackedLayers:
+        c, spec = self.config, VARIANTS[variant]
+        R, E, H, dm, ds = c.n_routed, c.d_encoder, c.head_hidden, c.d_memory, c.d_state
+        se, lh, pe, hh = self.state_encoder, self.local_head, self.path_encoder, self.history_head
+        folded = self._folded_first_layers()
+        P = pe[0].out_features
+        # path encoder, layer 1: features [r, q_rem, d, gamma, p, m]; r and q_rem are constants of block j
+        w_path = pe[0].weight.clone()
+        if not spec.positional:
+            w_path[:, _POSITIONAL_FEATURES] = 0.0
+        path_bias = tuple((pe[0].bias + w_path[:, 0] * (j / R) + w_path[:, 1] * ((R - j) / R)).contiguous()
+                          for j in range(1, R + 1))
+        # s = W_state act + b_state with act = [enc (E), local (H), path (P)]
+        zeros = lambda rows, cols: se.up.weight.new_zeros(rows, cols)  # noqa: E731
+        w_aux = pe[2].weight if spec.path_encoder else torch.zeros_like(pe[2].weight)
+        b_aux = pe[2].bias if spec.path_encoder else torch.zeros_like(pe[2].bias)
+        w_state = torch.cat([torch.cat([se.up.weight, zeros(c.d_hidden_state, H + P)], 1),
+                             torch.cat([zeros(c.d_aux, E + H), w_aux], 1)])  # (ds, E + H + P)
+        b_state = torch.cat([se.up.weight.new_zeros(c.d_hidden_state), b_aux])
+        h_w = hh[0].weight if spec.history else torch.zeros_like(hh[0].weight)  # [s | c | nu] columns
+        h_b = hh[0].bias if spec.history else torch.zeros_like(hh[0].bias)
+        # act -> [s, b]: block-sparse but small; s -> every map of s (kept apart: composing them with
+        # W_state would read a 4x larger weight per token, and at one token a product costs its weight's bytes)
+        w_local = torch.cat([zeros(1, E), lh.mlp[2].weight, zeros(1, P)], 1)
+        state_w, state_b = torch.cat([w_state, w_local]), torch.cat([b_state, lh.mlp[2].bias])
+        rows_w = [self.to_q.weight, self.to_k.weight, self.to_v.weight, zeros(1, ds), self.novelty_state.weight,
+                  h_w[:, :ds]]
+        rows_b = [se.up.weight.new_zeros(3 * dm), se.up.weight.new_ones(1), se.up.weight.new_zeros(dm), h_b]
+        w_final = hh[2].weight if spec.history else torch.zeros_like(hh[2].weight)  # (1, H)
+        b_final = hh[2].bias if spec.history else torch.zeros_like(hh[2].bias)
+        rho = self.forgetting()
+        decay = rho.new_zeros(R + 1, R)
+        for j in range(2, R + 2):  # decay[j-1, i-1] = prod(rho_{i+1..j-1}) for i = 1..j-1
+            seg = torch.cat([rho[1 : j - 1], rho.new_ones(1)])  # rho_2..rho_{j-1}, then 1
+            decay[j - 1, : j - 1] = seg.flip(0).cumprod(0).flip(0)
+        return PackedLayers(
+            version=version, first_weight_t=folded.weight.t().contiguous(), first_bias=folded.bias,
+            rms_eps=se.norm.eps if se.norm.eps is not None else torch.finfo(folded.weight.dtype).eps,
+            path_weight_t=w_path[:, 2:].t().contiguous(), path_bias=path_bias,
+            state_weight_t=state_w.t().contiguous(), state_bias=state_b.contiguous(),
+            proj_weight_t=torch.cat(rows_w).t().contiguous(), proj_bias=torch.cat(rows_b).contiguous(),
+            context_weight_t=torch.cat([self.novelty_context.weight, h_w[:, ds : ds + dm]]).t().contiguous(),
+            novelty_weight=h_w[:, ds + dm].contiguous(),
+            final_weight_t=torch.cat([w_final, w_final / c.t_hist, w_final]).t().contiguous(),
+            final_bias=torch.cat([b_final, b_final / c.t_hist, b_final]).contiguous(),
+            decay=decay, decay_rows=tuple(decay[j - 1][None] for j in range(1, R + 1)), proj_split=(2 * dm, dm + 1, dm, H))
+
+    def _decide_packed(self, j: int, hbar: torch.Tensor, path: PackedPath) -> Decision:
+        """:meth:`decide` at inference in about 35 tensor operations instead of about 100: the same function,
+        equal to float rounding (tests/test_fast_router.py), for one token per step, where each operation's
+        fixed cost, not its arithmetic, is the price. Views are taken with narrow/select/split (one call each)."""
+        w, c = path.weights, self.config
+        eps, n, dm = c.eps, hbar.shape[0], c.d_memory
+        # path features [log1p d, gamma, p_{j-1}, m_{j-1}] (r, q_rem live in the bias row)
+        if j == 1:
+            dist = hbar.new_zeros(n)
+            features = hbar.new_tensor([0.0, 0.0, 1.0, 1.0]).expand(n, 4)
+            delta = torch.zeros_like(hbar)
+        else:
+            delta = hbar - path.hbar_prev
+            dist = torch.linalg.vector_norm(delta, dim=-1)
+            if j >= 3:
+                gamma = torch.linalg.vecdot(delta, path.delta_prev) / (dist.clamp_min(eps) * path.dist_prev.clamp_min(eps))
+            else:
+                gamma = hbar.new_zeros(n)
+            features = torch.stack([torch.log1p(dist), gamma, path.p_hist, path.m_hist], -1)
+        path.hbar_prev, path.delta_prev, path.dist_prev = hbar, delta, dist
+        # rms_norm(hbar) without weight (its weights are folded into first_weight_t)
+        inv_rms = hbar.square().mean(-1, keepdim=True).add_(w.rms_eps).rsqrt_()
+        first = torch.addmm(w.first_bias, hbar * inv_rms, w.first_weight_t)
+        act = F.silu(torch.cat([first, torch.addmm(w.path_bias[j - 1], features, w.path_weight_t)], 1))
+        state_local = torch.addmm(w.state_bias, act, w.state_weight_t)  # [s, b]
+        state, local_logit = state_local.narrow(1, 0, c.d_state), state_local.select(1, c.d_state)
+        proj = torch.addmm(w.proj_bias, state, w.proj_weight_t)
+        qk, v_one, ns, history_in = proj.split(w.proj_split, 1)
+        memory = path.memory
+        if memory is not None:
+            phi_qk = F.elu(qk).add_(1.0)  # [phi(q), phi(k)]
+            memory.keys.select(1, j - 1).copy_(phi_qk.narrow(1, dm, dm))  # write; the read gives slot j-1 weight 0
+            memory.values.select(1, j - 1).copy_(v_one)
+            memory.size = j
+        if memory is not None and j > 1:
+            scores = torch.bmm(phi_qk.narrow(1, 0, dm).unsqueeze(1), memory.keys_t).mul_(w.decay_rows[j - 1])
+            read = torch.bmm(scores, memory.values).squeeze(1)  # [sum w v, sum w]: (N, dm + 1)
+            denominator = read.narrow(1, dm, 1).add(eps)
+            context = read.narrow(1, 0, dm) / denominator
+            weights = scores.squeeze(1).narrow(1, 0, j - 1) / denominator
+            wc, history_c = (context @ w.context_weight_t).split((dm, c.head_hidden), 1)
+            # nu = 1 - cos(W_n s, W_c c)
+            novelty = torch.linalg.vecdot(ns, wc).div_(torch.linalg.vector_norm(ns, dim=-1).clamp_min_(eps)
+                                                        * torch.linalg.vector_norm(wc, dim=-1).clamp_min_(eps))
+            novelty = novelty.neg_().add_(1.0)
+            history_in = torch.addcmul(history_in + history_c, novelty.unsqueeze(1), w.novelty_weight)
+        else:
+            context = hbar.new_zeros(n, dm)
+            weights = hbar.new_zeros(n, j - 1)
+            novelty = hbar.new_zeros(n)
+        final = torch.addmm(w.final_bias, F.silu(history_in), w.final_weight_t)  # [a, a / T, a]
+        final.select(1, 2).add_(local_logit)
+        squashed = torch.sigmoid(final.narrow(1, 1, 2))  # [p_hist, g]
+        p_hist = squashed.select(1, 0)
+        m_hist = p_hist if j == 1 else path.m_hist * p_hist
+        path.p_hist, path.m_hist = p_hist, m_hist
+        return Decision(squashed.select(1, 1), final.select(1, 0), local_logit, p_hist, m_hist, novelty, weights,
+                        state, context)
 
     def parameter_counts(self) -> dict[str, int]:
         """Parameters used per token per routed block, for the net-skip accounting."""

@@ -1,0 +1,120 @@
+"""The router's packed single-token path (decode steps) against the module path it rewrites."""
+
+import pytest
+import torch
+
+from hero_core.config import TRAINABLE_VARIANTS
+from hero_core.router import PackedPath
+from hero_core.tiny import tiny_hero
+
+FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "novelty", "memory_weights", "state",
+          "context")
+PROMPT = "The quick brown fox jumps over the lazy dog."
+
+
+def _decisions(router, hbars, variant, packed):
+    with torch.no_grad():
+        path = router.new_path(hbars[0].shape[0], variant, device="cpu", dtype=router.eta.dtype, packed=packed)
+        assert isinstance(path, PackedPath) == packed
+        out = []
+        for j, hbar in enumerate(hbars, start=1):
+            d = router.decide(j, hbar.to(router.eta.dtype), path, variant)
+            norm = path.memory.state_norm() if path.memory is not None else None
+            out.append(({f: getattr(d, f).clone() for f in FIELDS}, norm))
+        return out
+
+
+def _hbars(router, n=3, seed=3):
+    torch.manual_seed(seed)
+    return [torch.randn(n, router.config.d_model) * (1 + j) for j in range(router.config.n_routed)]
+
+
+@pytest.mark.parametrize("variant", TRAINABLE_VARIANTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_packed_path_gives_the_module_paths_decisions(variant, dtype):
+    router = tiny_hero(seed=1, variant=variant, n_layers=6).router.to(dtype)
+    hbars = _hbars(router)
+    atol = 2e-5 if dtype == torch.float32 else 0.1  # bf16: a few roundings of 2^-8 through two heads
+    tau = router.config.tau
+    for (ref, ref_norm), (new, new_norm) in zip(_decisions(router, hbars, variant, False),
+                                                _decisions(router, hbars, variant, True)):
+        for f in FIELDS:
+            assert ref[f].shape == new[f].shape, f
+            torch.testing.assert_close(new[f].float(), ref[f].float(), rtol=0, atol=atol, msg=f)
+        if ref_norm is not None:
+            torch.testing.assert_close(new_norm.float(), ref_norm.float(), rtol=2e-2 if dtype != torch.float32
+                                       else 1e-5, atol=atol)
+        clear = (ref["gate"].float() - tau).abs() > atol  # decisions agree wherever the gate is not at tau
+        assert torch.equal((ref["gate"] >= tau)[clear], (new["gate"] >= tau)[clear])
+
+
+def test_packed_weights_follow_in_place_updates():
+    router = tiny_hero(seed=2).router
+    hbars = _hbars(router)
+    before = _decisions(router, hbars, "hero", True)[-1][0]["gate"]
+    with torch.no_grad():
+        router.to_q.weight.mul_(-2.0)
+        router.eta.add_(-1.0)
+    after = _decisions(router, hbars, "hero", True)
+    reference = _decisions(router, hbars, "hero", False)
+    assert (after[-1][0]["gate"] - before).abs().max() > 1e-4  # rebuilt, not stale
+    for (new, _), (ref, _) in zip(after, reference):
+        torch.testing.assert_close(new["gate"], ref["gate"], rtol=0, atol=2e-5)
+
+
+def test_autograd_keeps_the_module_path():
+    router = tiny_hero(seed=2).router
+    with torch.enable_grad():
+        path = router.new_path(2, "hero", device="cpu", dtype=torch.float32, packed=True)
+    assert not isinstance(path, PackedPath)
+
+
+def _decode(hero, steps, *, reference, record_states=False):
+    """Greedy decode with the KV cache; per step: logits, gates and executed of the new token."""
+    from transformers import DynamicCache
+
+    router = hero.router
+    if reference:
+        original = router.new_path
+        router.new_path = lambda *a, packed=False, **k: original(*a, **k)
+    try:
+        call = hero.new_call("hero", record_states=record_states)
+        cache = DynamicCache(config=hero.model.config)
+        ids = hero.encode([PROMPT]).input_ids
+        out = []
+        with torch.no_grad():
+            logits = hero.forward(ids, None, call, cache=cache, use_cache=True)
+            for _ in range(steps):
+                next_id = logits[:, -1].argmax(-1, keepdim=True)
+                logits = hero.forward(next_id, None, call, cache=cache, use_cache=True)
+                out.append(logits[0, -1].float())
+                assert isinstance(call.passes[-1].path, PackedPath) != reference
+        assert not isinstance(call.passes[0].path, PackedPath)  # the prefill keeps the module path
+        return out, call
+    finally:
+        if reference:
+            del router.new_path
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_decode_steps_give_the_same_logits_and_decisions(dtype):
+    hero = tiny_hero(seed=0)
+    hero.model.to(dtype)  # the backbone's precision; routers stay fp32
+    ref_logits, ref_call = _decode(hero, 6, reference=True, record_states=True)
+    new_logits, new_call = _decode(hero, 6, reference=False, record_states=True)
+    atol = 1e-4 if dtype == torch.float32 else 2e-2
+    for a, b in zip(ref_logits, new_logits):
+        torch.testing.assert_close(b, a, rtol=0, atol=atol)
+    for p_ref, p_new in zip(ref_call.passes[1:], new_call.passes[1:]):
+        for r_ref, r_new in zip(p_ref.records, p_new.records):
+            torch.testing.assert_close(r_new.fields["gate"], r_ref.fields["gate"], rtol=0, atol=1e-5)
+            assert torch.equal(r_new.executed, r_ref.executed)
+            torch.testing.assert_close(r_new.memory_weights, r_ref.memory_weights, rtol=0, atol=1e-5)
+            torch.testing.assert_close(r_new.state_norm, r_ref.state_norm, rtol=1e-5, atol=1e-5)
+
+
+def test_generate_takes_the_packed_path_and_traces_every_token():
+    hero = tiny_hero(seed=0)
+    text, trace = hero.generate(PROMPT, max_new_tokens=5)
+    assert trace.gate.shape[1] == len(trace.tokens)
+    assert trace.memory_attention.shape == (len(trace.tokens), hero.config.n_routed, hero.config.n_routed)
