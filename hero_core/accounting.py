@@ -49,6 +49,11 @@ def ffns_for_param_skip(param_skip: float, profile: ComputeProfile) -> float:
     return param_skip * profile.total_params / profile.ffn_params
 
 
+def ffn_share_for_param_skip(param_skip: float, profile: ComputeProfile, n_routed: int) -> float:
+    """The share of a token's ``n_routed`` FFNs it must skip for ``param_skip``."""
+    return param_skip * profile.total_params / (profile.ffn_params * n_routed)
+
+
 def bisect_increasing(f: Callable[[float], float], target: float, lo: float, hi: float, iters: int, *,
                       tol: float = 0.0, start: float | None = None) -> tuple[float, float]:
     """``(x, f(x))`` of the x in [lo, hi] whose ``f(x)`` came closest to ``target``, bisecting as if f grew

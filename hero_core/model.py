@@ -393,6 +393,15 @@ def fresh_router(backbone: Backbone, variant: str = "hero", routed_layers: list[
     return HeroRouter(config)
 
 
+def spread_gates(router: HeroRouter, std: float = 0.3) -> HeroRouter:
+    """Random head weights, so a fresh router's gates spread around 0.5 and it skips some FFNs: the tests'
+    routers and the benchmark's synthetic stand-ins. In place (under ``torch.no_grad``); returns the router."""
+    with torch.no_grad():
+        nn.init.normal_(router.local_head.mlp[2].weight, std=std)
+        nn.init.normal_(router.history_head[2].weight, std=std)
+    return router
+
+
 def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os.PathLike | None = None,
               quantization: str | None = None, device: str = "auto", seed: int = 0,
               dtype: str = "fp32") -> HeroModel:

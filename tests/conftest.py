@@ -17,14 +17,11 @@ def tiny():
 def embedded():
     """The embedded SmolLM2-135M-Instruct with fresh routers whose gates are spread around tau."""
     from hero_core.backbones import load_backbone
-    from hero_core.model import HeroModel, fresh_router
+    from hero_core.model import HeroModel, fresh_router, spread_gates
 
     backbone = load_backbone(device="cpu")
     torch.manual_seed(0)
-    router = fresh_router(backbone, gate_bias_init=0.0)
-    with torch.no_grad():
-        torch.nn.init.normal_(router.local_head.mlp[2].weight, std=0.3)
-        torch.nn.init.normal_(router.history_head[2].weight, std=0.3)
+    router = spread_gates(fresh_router(backbone, gate_bias_init=0.0))
     return HeroModel(backbone, router, "test-random")
 
 

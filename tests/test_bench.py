@@ -1,4 +1,4 @@
-"""The benchmark (hero_core/bench.py), its report (scripts/bench_report.py) and the fast paths it measures."""
+"""The benchmark (hero_core/bench/), its report (scripts/bench_report.py) and the fast paths it measures."""
 
 import importlib.util
 import json
@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core import bench
-from hero_core.bench import ROUTER_ONLY, overhead_bound
+from hero_core import accounting
+from hero_core.bench import inputs, sections, targets, timing
+from hero_core.bench.memory_probe import memory_probe
+from hero_core.bench.sections import ROUTER_ONLY, overhead_bound
 from hero_core.inject import RoutedFFN, unwrapped
 from hero_core.memory import DepthMemory
 
@@ -52,7 +54,7 @@ def monkeypatch_module():
 
 def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
     r = quick_result
-    assert r["schema"] == bench.SCHEMA and r["config"]["quick"] is True
+    assert r["schema"] == targets.SCHEMA and r["config"]["quick"] is True
     assert r["machine"]["torch_threads"] == 1 and r["machine"]["versions"]["torch"]
     assert len(r["load"]["start"]) == 3 and len(r["load"]["end"]) == 3
     assert set(r["routers"]) == {"hero-25", "hero-40"}
@@ -115,7 +117,7 @@ def test_report_renders_memory_section():
     probe = {"quantization": "none", "baseline_rss": 1, "rss_after_load": 2, "loaded_delta": 500 * 2**20,
              "peak_delta_load": 550 * 2**20, "peak_delta_forward": 600 * 2**20, "weight_bytes": 540 * 2**20,
              "load_s": 0.1, "forward_s": 0.2, "forward_shape": [1, 128], "peak_is_exact": True}
-    result = {"schema": bench.SCHEMA, "config": {"reps": 3, "warmup": 1, "quick": False},
+    result = {"schema": targets.SCHEMA, "config": {"reps": 3, "warmup": 1, "quick": False},
               "machine": {"platform": "p", "cpu": "c", "available_cores": 2, "logical_cores": 2, "torch_threads": 1,
                           "torch_interop_threads": 1, "device": "cpu", "versions": {"torch": "2"}},
               "load": {"start": [0.1, 0.1, 0.1], "end": [0.2, 0.1, 0.1]},
@@ -138,8 +140,8 @@ def test_ideal_speedup_follows_the_accounting():
                              d_memory=64)
     R, T = 30, 10
     positions = np.arange(T)
-    everything = bench.compute_figures(np.ones((R, T), dtype=bool), positions, profile)
-    nothing = bench.compute_figures(np.zeros((R, T), dtype=bool), positions, profile)
+    everything = accounting.flop_ideal(np.ones((R, T), dtype=bool), positions, profile)
+    nothing = accounting.flop_ideal(np.zeros((R, T), dtype=bool), positions, profile)
     assert everything["ideal_speedup"] < 1 < nothing["ideal_speedup"]  # the router is charged; skips pay
     assert everything["param_skip"] == 0 and nothing["ffn_executed_share"] == 0
     share = nothing["flop_share_saved"]
@@ -153,21 +155,21 @@ def test_weight_read_ideal_counts_a_block_when_any_row_runs_it():
                              n_layers=2, attention_width=4, d_memory=2)
     one_row_runs = np.array([[True, False], [False, False]])  # (R=2, 1 step x batch 2)
     # block 1: FFN read (row 0) and adapter read (row 1); block 2: adapter only -> 50 - 10 + 2 = 42
-    assert bench.weight_read_ideal(one_row_runs, 2, profile) == pytest.approx(50 / 42)
-    assert bench.weight_read_ideal(np.ones((2, 4), dtype=bool), 2, profile) == pytest.approx(1.0)
+    assert sections.weight_read_ideal(one_row_runs, 2, profile) == pytest.approx(50 / 42)
+    assert sections.weight_read_ideal(np.ones((2, 4), dtype=bool), 2, profile) == pytest.approx(1.0)
 
 
 def test_stats_shapes_and_ratios():
-    s = bench.stats([3.0, 1.0, 2.0])
+    s = timing.stats([3.0, 1.0, 2.0])
     assert (s["median"], s["min"], s["max"], s["n"]) == (2.0, 1.0, 3.0, 3)
-    assert bench.paired_ratio([2.0, 4.0, 9.0], [1.0, 2.0, 3.0])["median"] == 2.0
-    assert bench.parse_shape("4x512") == (4, 512)
+    assert timing.paired_ratio([2.0, 4.0, 9.0], [1.0, 2.0, 3.0])["median"] == 2.0
+    assert inputs.parse_shape("4x512") == (4, 512)
     for bad in ("4by512", "0x8", "x"):
         with pytest.raises(ValueError, match="shape"):
-            bench.parse_shape(bad)
-    assert bench.target_param_skip("hero-40") == 0.40 and bench.target_param_skip("mine") is None
+            inputs.parse_shape(bad)
+    assert inputs.target_param_skip("hero-40") == 0.40 and inputs.target_param_skip("mine") is None
     with pytest.raises(ValueError):
-        bench.BenchConfig(reps=0)
+        inputs.BenchConfig(reps=0)
 
 
 def test_memory_probe_reports_weights_and_peaks(tiny, tmp_path):
@@ -176,7 +178,7 @@ def test_memory_probe_reports_weights_and_peaks(tiny, tmp_path):
         tiny.model.save_pretrained(tmp_path)
     tiny.tokenizer.save_pretrained(tmp_path)
     threads = torch.get_num_threads()
-    probe = bench.memory_probe(str(tmp_path), None, 1, 8, threads)
+    probe = memory_probe(str(tmp_path), None, 1, 8, threads)
     assert probe["weight_bytes"] == sum(p.numel() * 4 for p in tiny.model.parameters()) + \
         sum(b.numel() * b.element_size() for b in tiny.model.buffers())
     assert probe["peak_delta_forward"] >= probe["peak_delta_load"] > 0 and probe["forward_s"] > 0

@@ -1,0 +1,179 @@
+"""The benchmark run (:func:`run_benchmark`: every section of a :class:`~hero_core.bench.inputs.BenchConfig`
+into one JSON-ready dict) and its command line (``python -m hero_core bench``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .inputs import BenchConfig, batch_of, load_routed_configs, parse_shape, token_pool
+from .sections import bench_decode, bench_memory, bench_overhead, bench_prefill, bench_recording, bench_training
+from .targets import SCHEMA, evaluate_targets
+from .timing import available_cores, load_average, machine_info, resolve_threads
+
+
+def _backbone_dir_for_probe(hero, backbone_arg: str | None, tmp: Path) -> str | None:
+    """A directory the memory probe can load: the embedded model, the user's path, or a saved copy."""
+    from ..backbones import EMBEDDED_NAME
+    from ..inject import unwrapped
+
+    if backbone_arg:
+        return str(backbone_arg)
+    if hero.backbone.name == EMBEDDED_NAME:
+        return None
+    with unwrapped(hero.model):  # e.g. the tiny test model: save it so a fresh process can load it
+        hero.model.save_pretrained(tmp / "backbone")
+    hero.tokenizer.save_pretrained(tmp / "backbone")
+    return str(tmp / "backbone")
+
+
+def run_benchmark(cfg: BenchConfig, hero=None, *, backbone: str | None = None, quantization: str | None = None,
+                  device: str = "auto", say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run every section of ``cfg`` and return the result as a JSON-ready dict.
+
+    ``hero``: a :class:`~hero_core.model.HeroModel` to measure (e.g. ``tiny_hero()`` in tests); by default
+    the backbone named by ``backbone`` (the embedded SmolLM2-135M) is loaded with a fresh router."""
+    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    threads = resolve_threads(cfg.threads)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _run(cfg, hero, threads, backbone=backbone, quantization=quantization, device=device, say=say)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _run(cfg: BenchConfig, hero, threads: int, *, backbone, quantization, device, say) -> dict[str, Any]:
+    load_start = load_average()
+    started = time.time()
+    if hero is None:
+        from ..backbones import load_backbone
+        from ..model import HeroModel, fresh_router
+
+        bb = load_backbone(backbone, quantization=quantization, device=device)
+        hero = HeroModel(bb, fresh_router(bb), "bench")
+    cores = available_cores()
+    if load_start and load_start[0] > max(0.5, cores - threads):
+        say(f"warning: load average {load_start[0]} on {cores} cores before the benchmark: other processes "
+            f"compete for the CPU, timings will be slow and noisy (process CPU time is recorded as well)")
+    result: dict[str, Any] = {
+        "schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config": _config_dict(cfg),
+        "machine": machine_info(hero.device),
+        "load": {"start": load_start, "sections": {}},
+        "model": {"backbone": hero.backbone.name, "quantization": hero.backbone.quantization,
+                  "n_layers": hero.profile.n_layers, "n_routed": hero.config.n_routed,
+                  "profile": hero.profile.to_dict()},
+    }
+    pool = token_pool(hero.tokenizer, max(max(b * t for b, t in cfg.sizes), 8 * cfg.decode_prompt, 2048))
+    # Synthetic routers are calibrated on the prompt text the bench times (random routers react strongly to
+    # the kind of text, and their names promise a param skip); trained checkpoints are never recalibrated.
+    calibration = batch_of(pool, 2, 256)
+    routed = load_routed_configs(hero, list(cfg.checkpoints), calibration, cfg.seed, say)
+    result["routers"] = {rc.name: rc.describe() for rc in routed}
+
+    def section(name: str, fn: Callable[[], Any]) -> None:
+        if name not in cfg.sections:
+            return
+        result["load"]["sections"][name] = load_average()
+        t0 = time.perf_counter()
+        result[name] = fn()
+        result.setdefault("section_wall_s", {})[name] = round(time.perf_counter() - t0, 2)
+
+    first = routed[0] if routed else None
+    section("prefill", lambda: bench_prefill(hero, routed, pool, cfg, say))
+    section("decode", lambda: bench_decode(hero, routed, pool, cfg, say))
+    if first is not None:
+        section("recording", lambda: bench_recording(hero, first, pool, cfg, say))
+    section("overhead", lambda: bench_overhead(hero, pool, cfg, say))
+    if first is not None:
+        section("training", lambda: bench_training(hero, first, pool, cfg, say))
+    if cfg.memory and "memory" in cfg.sections:
+        with tempfile.TemporaryDirectory(prefix="hero-bench-") as tmp:
+            probe_dir = _backbone_dir_for_probe(hero, backbone, Path(tmp))
+            section("memory", lambda: bench_memory(probe_dir, cfg, threads, say, device=str(hero.device)))
+    result["load"]["end"] = load_average()
+    result["wall_s"] = round(time.time() - started, 2)
+    result["targets"] = evaluate_targets(result)
+    return result
+
+
+def _config_dict(cfg: BenchConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    for key in ("sizes",):
+        d[key] = [f"{b}x{t}" for b, t in d[key]]
+    for key in ("record_shape", "overhead_shape", "train_shape", "memory_shape"):
+        d[key] = f"{d[key][0]}x{d[key][1]}"
+    d["sections"] = list(d["sections"])
+    return d
+
+
+# -- command line ---------------------------------------------------------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("bench.json"), help="write the results here (JSON)")
+    p.add_argument("--quick", action="store_true", help="small sizes and 3 reps: a smoke run of every section")
+    p.add_argument("--sizes", default=None,
+                   help="prefill shapes BATCHxTOKENS, comma-separated (default 4x128,4x512,1x2048)")
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions per configuration (default 5, quick 3)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed warm-up runs per configuration (default 1)")
+    p.add_argument("--checkpoints", default="hero-25,hero-40",
+                   help="routed configurations (bundled names or directories); a missing one is replaced by a "
+                        "synthetic router calibrated to its name's param skip")
+    p.add_argument("--decode-batches", default=None, help="comma-separated decode batch sizes (default 1,8)")
+    p.add_argument("--decode-tokens", type=int, default=None, help="tokens decoded per row (default 32)")
+    p.add_argument("--decode-prompt", type=int, default=None, help="prompt tokens before decoding (default 64)")
+    p.add_argument("--train-shape", default=None, help="training step shape BATCHxTOKENS (default 4x128)")
+    p.add_argument("--record-shape", default=None, help="recording-cost shape (default 4x512)")
+    p.add_argument("--overhead-shape", default=None, help="wrapper-overhead shape (default 4x512)")
+    p.add_argument("--sections", default=None, help="comma-separated subset of: " + ",".join(BenchConfig().sections))
+    p.add_argument("--no-memory", action="store_true", help="skip the fp32 vs NF4 memory subprocesses")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads (default: $OMP_NUM_THREADS, else the available cores)")
+    p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
+    p.add_argument("--quantization", choices=["nf4"], default=None, help="time the backbone in 4-bit NF4")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def config_from_args(args) -> BenchConfig:
+    overrides: dict[str, Any] = {}
+    if args.sizes:
+        overrides["sizes"] = [parse_shape(s) for s in args.sizes.split(",") if s.strip()]
+    for name in ("reps", "warmup", "decode_tokens", "decode_prompt", "threads", "seed"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
+    if args.decode_batches:
+        overrides["decode_batches"] = [int(x) for x in args.decode_batches.split(",") if x.strip()]
+    for name in ("train_shape", "record_shape", "overhead_shape"):
+        if getattr(args, name, None):
+            overrides[name] = parse_shape(getattr(args, name))
+    overrides["checkpoints"] = [c.strip() for c in args.checkpoints.split(",") if c.strip()]
+    if args.sections:
+        overrides["sections"] = tuple(s.strip() for s in args.sections.split(",") if s.strip())
+    if args.no_memory:
+        overrides["memory"] = False
+    return BenchConfig.quick_preset(**overrides) if args.quick else BenchConfig(**overrides)
+
+
+def run_cli(args, hero=None) -> int:
+    cfg = config_from_args(args)
+    if os.environ.get("HERO_LENS_TINY") == "1" and hero is None:
+        from ..tiny import tiny_hero
+
+        hero = tiny_hero()
+    result = run_benchmark(cfg, hero, backbone=args.backbone, quantization=args.quantization, device=args.device)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+    met = [t for t in result["targets"] if t["met"] is not None]
+    print(f"bench written to {args.out} ({result['wall_s']:.0f} s; targets met {sum(t['met'] for t in met)}/"
+          f"{len(met)}; load average {result['load']['start']} -> {result['load']['end']})")
+    return 0
