@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 import streamlit as st
+from components import saved as saved_traces
 from components import settings as app_settings
 from components.glossary import render_glossary
 from components.runtime import load_model
@@ -21,6 +22,7 @@ PAGES = (
     ("views/explorer.py", "Route explorer", ":material/grid_on:", "explorer"),
     ("views/memory.py", "Memory view", ":material/memory:", "memory"),
     ("views/compare.py", "Compare runs", ":material/compare:", "compare"),
+    ("views/dataset.py", "Data set", ":material/dataset:", "dataset"),
     ("views/generate.py", "Generate", ":material/edit_note:", "generate"),
     ("views/why.py", "Why this decision?", ":material/help:", "why"),
     ("views/learn.py", "Learn: dynamic depth", ":material/school:", "learn"),
@@ -49,13 +51,15 @@ def main() -> None:
     render_glossary()
     show_callback_error()
     try:
-        hero = load_model(settings.model)
-        st.sidebar.caption(f"Loaded **{hero.backbone.name}**{' (NF4)' if hero.backbone.quantization else ''} · "
-                           f"checkpoint **{hero.checkpoint_name}** · {hero.config.n_routed} routed layers · "
-                           f"{hero.device}")
-        if hero.checkpoint_name == "untrained":
-            st.sidebar.warning("No trained checkpoint fits this backbone: the routers are untrained, so gates "
-                               "sit near 1 and every FFN runs.")
+        # a saved trace draws without any model: then a model loads only where a page asks for one
+        if saved_traces.render_sidebar() is None:
+            hero = load_model(settings.model)
+            st.sidebar.caption(f"Loaded **{hero.backbone.name}**{' (NF4)' if hero.backbone.quantization else ''} · "
+                               f"checkpoint **{hero.checkpoint_name}** · {hero.config.n_routed} routed layers · "
+                               f"{hero.device}")
+            if hero.checkpoint_name == "untrained":
+                st.sidebar.warning("No trained checkpoint fits this backbone: the routers are untrained, so gates "
+                                   "sit near 1 and every FFN runs.")
         page.run()
         write_to_url(app_settings.current())
     except ValueError as err:  # every user error in hero_core is a ValueError with a readable message

@@ -448,9 +448,11 @@ def run_cli(args) -> int:
                    rank=rank, world_size=world_size)
     parts = [{name: getattr(result, name).to_dict("records") for name in TABLES}]
     if state is not None:
+        import torch.distributed as dist
         from accelerate.utils import gather_object
 
         parts = gather_object(parts)  # every rank's rows, in rank order
+        dist.destroy_process_group()  # a process group left open at exit keeps the launcher waiting
     if rank != 0:
         return 0
     merged = SweepResult.from_parts(parts, {**result.meta, "n_done": sum(len({r["item"] for r in p["items"]})

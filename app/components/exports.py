@@ -1,4 +1,4 @@
-"""Downloads: trace JSON, tidy CSV and every figure as a standalone offline HTML page."""
+"""Downloads: trace JSON, tidy CSV, and every figure as PNG, SVG or a standalone offline HTML page."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from hero_core import RoutingTrace
+from hero_core.figure_export import figure_image, figures_html
 from hero_core.figures import figure_html
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
@@ -39,8 +40,10 @@ def trace_csv(trace: RoutingTrace) -> str:
     return trace.to_frame().to_csv(index=False)
 
 
-def export_panel(trace: RoutingTrace | None, figures: Mapping[str, go.Figure], *, key: str, context: str) -> None:
-    """An expander with the trace (JSON, CSV) and each figure (offline HTML). Files are built only when
+def export_panel(trace: RoutingTrace | None, figures: Mapping[str, go.Figure], *, key: str, context: str,
+                 traces: Mapping[str, RoutingTrace] | None = None) -> None:
+    """An expander with the trace (JSON, CSV), every run's trace in ``traces`` (Compare), and each figure as
+    PNG, SVG (for papers) and offline HTML, plus all figures in one HTML page. Files are built only when
     clicked (deferred callables), so the panel costs nothing on a rerun."""
     with st.expander("Export: trace and figures"):
         cols = st.columns(3)
@@ -51,10 +54,29 @@ def export_panel(trace: RoutingTrace | None, figures: Mapping[str, go.Figure], *
             cols[1].download_button("Tidy table (CSV)", data=partial(trace_csv, trace),
                                     file_name=safe_filename("hero-lens", context, "trace", ext="csv"),
                                     mime="text/csv", key=f"{key}_csv", on_click="ignore")
-        st.caption("Figures as standalone HTML (plotly.js inlined: opens offline).")
-        fig_cols = st.columns(3)
-        for i, (name, fig) in enumerate(figures.items()):
-            fig_cols[i % 3].download_button(
+        if traces:
+            st.caption("Every run's trace (JSON; load them back on any page from the sidebar's Saved traces).")
+            run_cols = st.columns(3)
+            for i, (label, run_trace) in enumerate(traces.items()):
+                run_cols[i % 3].download_button(
+                    f"Trace (JSON) · {label}", data=partial(trace_json, run_trace),
+                    file_name=safe_filename("hero-lens", context, label, "trace", ext="json"),
+                    mime="application/json", key=f"{key}_run_json_{i}", on_click="ignore")
+        if not figures:
+            return
+        st.caption("Figures: PNG and SVG for papers (rendered on click, a few seconds each), or standalone HTML "
+                   "(plotly.js inlined: opens offline). The bundle holds every figure with plotly.js once.")
+        st.download_button("All figures (one HTML page)", data=partial(figures_html, figures, f"HeRo Lens · {context}"),
+                           file_name=safe_filename("hero-lens", context, "figures", ext="html"), mime="text/html",
+                           key=f"{key}_bundle", on_click="ignore")
+        for name, fig in figures.items():
+            row = st.columns([3, 1, 1, 1], vertical_alignment="center")
+            row[0].markdown(name)
+            row[1].download_button(
                 name, data=partial(figure_html, fig, f"HeRo Lens · {name}"),
                 file_name=safe_filename("hero-lens", context, name, ext="html"), mime="text/html",
-                key=f"{key}_fig_{slug(name)}", on_click="ignore")
+                key=f"{key}_fig_{slug(name)}", on_click="ignore", help="standalone HTML")
+            for col, fmt, mime in ((row[2], "png", "image/png"), (row[3], "svg", "image/svg+xml")):
+                col.download_button(fmt.upper(), data=partial(figure_image, fig, fmt),
+                                    file_name=safe_filename("hero-lens", context, name, ext=fmt), mime=mime,
+                                    key=f"{key}_fig_{slug(name)}_{fmt}", on_click="ignore")

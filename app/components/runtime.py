@@ -208,6 +208,9 @@ def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_st
 
 def get_attribution(run: RunSpec, token: int, block: int, *, method: str, n_steps: int,
                     baseline: str) -> Attribution:
+    if st.session_state.get("saved_active"):  # components.saved.ACTIVE: a saved trace is drawn, not this run
+        raise ValueError("Attributions re-run the model on the prompt, so they cannot explain a saved trace: "
+                         "choose “live model” under Saved traces in the sidebar to attribute a decision.")
     load_model(run.model)
     bar = st.empty()
 

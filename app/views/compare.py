@@ -1,6 +1,7 @@
 """Compare runs: the same prompt under several variants, checkpoints or precisions, side by side."""
 
 import streamlit as st
+from components import saved as saved_traces
 from components import settings as app_settings
 from components.compare import build_runs, match_compute, run_table
 from components.exports import export_panel
@@ -15,6 +16,9 @@ st.title("Compare runs")
 st.caption("Runs of the same prompt on synchronised axes: where decisions flip, which layers diverge, and what "
            "each run costs in quality (against the dense model) and compute.")
 settings = app_settings.current()
+if saved_traces.active() is not None:  # uploaded traces compare without any model
+    saved_traces.render_comparison(P)
+    st.stop()
 prompt, chat = prompt_input(P)
 runs = build_runs(settings, prompt, chat, prefix=P)
 if len(runs) < 2:
@@ -50,4 +54,5 @@ figures["quality"] = quality_lines(qualities, labels, traces[0].tokens, traces)
 st.plotly_chart(figures["quality"], key=f"{P}_quality")
 figures["compute"] = compute_bars(traces, labels)
 st.plotly_chart(figures["compute"], key=f"{P}_compute")
-export_panel(traces[0], figures, key=f"{P}_export", context=f"{P}-" + "-vs-".join(labels))
+export_panel(traces[0], figures, key=f"{P}_export", context=f"{P}-" + "-vs-".join(labels),
+             traces=dict(zip(labels, traces, strict=True)))

@@ -6,9 +6,18 @@ import streamlit as st
 from components import settings as app_settings
 from components import widgets
 from components.exports import export_panel
-from components.runtime import RunSpec, get_trace
+from components.runtime import RunSpec
+from components.saved import trace_for
 
 from hero_core.figures import decision_split, executed_counts, layer_skip_bars, token_label, token_quality_bars
+from hero_core.sweep import token_summary
+
+TOKEN_COLUMNS = {"token_index": "#", "ffn_executed": st.column_config.NumberColumn("FFNs run"),
+                 "mean_gate": st.column_config.NumberColumn("mean g", format="%.3f"),
+                 "min_margin": st.column_config.NumberColumn("smallest margin to τ", format="%+.4f"),
+                 "nll": st.column_config.NumberColumn("NLL", format="%.3f"),
+                 "dense_nll": st.column_config.NumberColumn("NLL dense", format="%.3f"),
+                 "delta_nll": st.column_config.NumberColumn("NLL vs dense", format="%+.3f")}
 
 P = "explorer"
 started = time.perf_counter()
@@ -18,7 +27,7 @@ st.caption("Every routed layer × token: the gate g = σ(a + b) decides whether 
            "(g ≥ τ) or takes the cheap adapter instead.")
 settings = app_settings.current()
 prompt, chat = widgets.prompt_input(P)
-trace = get_trace(RunSpec.from_settings(settings, prompt, chat))
+trace = trace_for(RunSpec.from_settings(settings, prompt, chat))
 widgets.show_notices(trace)
 widgets.show_metrics(trace)
 
@@ -41,6 +50,12 @@ st.subheader("Tokens coloured by compute")
 widgets.show_token_compute(trace)
 figures["ffns per token"] = executed_counts(trace)
 st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
+st.subheader("Per-token table")
+st.caption("Click a column header to sort: the tokens that ran the most FFNs, the decisions nearest τ (smallest "
+           "margin, negative = skipped), the tokens the routing cost most against dense.")
+st.dataframe(token_summary(trace)[["token_index", "token", "ffn_executed", "mean_gate", "min_margin", "nll",
+                                   "dense_nll", "delta_nll"]],
+             hide_index=True, key=f"{P}_tokens", column_config=TOKEN_COLUMNS)
 figures["layer skip rates"] = layer_skip_bars([trace], [trace.variant])
 st.plotly_chart(figures["layer skip rates"], key=f"{P}_layers")
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")

@@ -3,7 +3,8 @@
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
-from components.runtime import RunSpec, get_trace
+from components.runtime import RunSpec
+from components.saved import trace_for
 from components.widgets import clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
 
 from hero_core.config import VARIANTS
@@ -18,7 +19,7 @@ st.caption("At routed block j a token reads its depth memory: c_j = Σ_{i<j} α_
            "what the earlier blocks wrote, each write decayed by the forgetting factors ρ of the blocks after it.")
 settings = app_settings.current()
 prompt, chat = prompt_input(P)
-trace = get_trace(RunSpec.from_settings(settings, prompt, chat))
+trace = trace_for(RunSpec.from_settings(settings, prompt, chat))
 show_notices(trace)
 if trace.variant not in MEMORY_VARIANTS:
     st.info(f"The **{trace.variant}** variant does not read a depth memory, so its maps are empty. "

@@ -6,7 +6,8 @@ from types import MappingProxyType
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
-from components.runtime import RunSpec, get_attribution, get_trace
+from components.runtime import RunSpec, get_attribution
+from components.saved import trace_for
 from components.widgets import block_picker, clickable_skip_map, prompt_input, show_notices, token_picker
 
 from hero_core.attribution import BASELINES
@@ -26,7 +27,7 @@ if settings.variant == "dense":
     st.stop()
 prompt, chat = prompt_input(P)
 run = RunSpec.from_settings(settings, prompt, chat)
-trace = get_trace(run)
+trace = trace_for(run)
 show_notices(trace)
 
 with st.expander("Skip map (click a cell to pick it)", expanded=False):

@@ -1,0 +1,187 @@
+"""The Data set page's machinery: where the prompts come from, which runs, the resumable cached loop, and
+opening one item in Route explorer.
+
+Each item is one ``st.cache_data`` call keyed on its text and the runs, so a rerun (or a resumed run after
+Cancel) takes finished items from the cache and only routes the rest. The loop itself lives in
+:mod:`hero_core.sweep`; this module only drives it one item at a time so the page can show progress.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import streamlit as st
+
+from hero_core.checkpoint import bundled_names
+from hero_core.config import INFERENCE_VARIANTS
+from hero_core.sweep import Item, SweepResult, SweepRun, bundled_items, read_prompts, run_item
+
+from .compare import default_checkpoints
+from .runtime import _model, load_model
+from .settings import ModelSpec, Settings
+from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
+
+SET_LABELS = {"reasoning": "Reasoning (generated problems, held out)", "code": "Code (Python source, held out)",
+              "chat": "Chat (the dense model's own replies, held out)", "humaneval": "HumanEval prompts"}
+OPEN_FLAG = "dataset_open_explorer"
+
+
+@dataclass(frozen=True)
+class AppRun:
+    """One run of the data set: a label, the model to load, the variant and the tau it runs at."""
+
+    label: str
+    model: ModelSpec
+    variant: str
+    tau: float
+
+    def key(self) -> tuple:
+        return (self.label, self.model.as_args(), self.variant, self.tau)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _bundled(name: str, n: int, model_args: tuple) -> list[Item]:
+    hero = _model(model_args) if name == "chat" else None  # chat texts are the dense model's replies
+    return bundled_items(name, n, hero=hero)
+
+
+def bundled(name: str, n: int, spec: ModelSpec) -> list[Item]:
+    if name == "chat":
+        load_model(spec)
+    with st.spinner(f"Preparing {n} {name} prompts …"):
+        return _bundled(name, int(n), spec.as_args())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _uploaded(data: bytes, name: str) -> list[Item]:
+    return read_prompts(data, name)
+
+
+def uploaded(files) -> list[Item]:
+    """Prompts of every uploaded file, in order (ids prefixed by the file name when several are given)."""
+    items: list[Item] = []
+    for f in files:
+        found = _uploaded(f.getvalue(), f.name)
+        items += [Item(f"{f.name}:{it.id}", it.text, it.domain) for it in found] if len(files) > 1 else found
+    return items
+
+
+def pick_runs(settings: Settings, *, prefix: str) -> list[AppRun]:
+    """Checkpoints to run (each as its trained variant at its own tau); variants of the one model in test mode."""
+    if settings.model.tiny or len(bundled_names()) < 2:
+        variants = st.multiselect("Runs (variants of the sidebar's checkpoint)", INFERENCE_VARIANTS,
+                                  default=["hero", "no_history"], key=f"{prefix}_variants", max_selections=4)
+        return [AppRun(v, settings.model, v, settings.tau) for v in variants]
+    chosen = st.multiselect("Checkpoints", bundled_names(), default=default_checkpoints(), key=f"{prefix}_checkpoints",
+                            max_selections=4, help="Each runs as the variant it was trained as, at its own τ. "
+                                                   "The first is the reference for matched compute.")
+    runs = []
+    for name in chosen:
+        spec = settings.with_model(checkpoint=name).model
+        config = load_model(spec).config
+        runs.append(AppRun(name, spec, config.variant, config.tau))
+    return runs
+
+
+@st.cache_data(show_spinner=False, max_entries=20_000)
+def _item_rows(runs: tuple, item: tuple, index: int, max_tokens: int, chat: bool, matched: bool) -> dict:
+    sweep_runs = [SweepRun(label, _model(args), variant, tau) for label, args, variant, tau in runs]
+    return run_item(sweep_runs, Item(*item), index, max_tokens=max_tokens, chat_template=chat, match_compute=matched)
+
+
+def signature(runs: list[AppRun], items: list[Item], *options) -> str:
+    digest = hashlib.sha1(repr(([r.key() for r in runs], options)).encode())
+    for it in items:
+        digest.update(repr((it.id, it.text, it.domain)).encode())
+    return digest.hexdigest()[:16]
+
+
+def _cancel(prefix: str) -> None:
+    st.session_state[f"{prefix}_job"] = None
+
+
+def run_dataset(runs: list[AppRun], items: list[Item], *, max_tokens: int, chat: bool, matched: bool,
+                prefix: str) -> SweepResult | None:
+    """Run / Cancel buttons and the progress bar; returns the result of the items done so far (None: none).
+
+    Cancel stops at the next item (Streamlit interrupts the script on the click); Run again resumes, taking
+    the finished items from the cache."""
+    for run in {r.model for r in runs}:
+        load_model(run)
+    sig = signature(runs, items, max_tokens, chat, matched)
+    done_by_job = st.session_state.setdefault(f"{prefix}_done", {})
+    done = done_by_job.get(sig, 0)
+    n = len(items)
+    left, right, _ = st.columns([1, 1, 4])
+    if left.button("Run" if done == 0 else ("Run again" if done == n else "Resume"), type="primary",
+                   key=f"{prefix}_run"):
+        st.session_state[f"{prefix}_job"] = sig
+    active = st.session_state.get(f"{prefix}_job") == sig
+    if active:
+        right.button("Cancel", key=f"{prefix}_cancel", on_click=_cancel, args=(prefix,))
+    keys = tuple(r.key() for r in runs)
+    todo = range(n) if active else range(min(done, n))
+    bar = st.progress(done / n, text=f"{done} / {n} items") if active else None
+    parts = []
+    for i in todo:
+        it = items[i]
+        parts.append(_item_rows(keys, (it.id, it.text, it.domain), i, max_tokens, chat, matched))
+        done_by_job[sig] = max(done_by_job.get(sig, 0), i + 1)
+        if bar is not None:
+            bar.progress((i + 1) / n, text=f"{i + 1} / {n} items")
+    if active:
+        st.session_state[f"{prefix}_job"] = None
+    done = done_by_job.get(sig, 0)
+    if 0 < done < n and not active:
+        st.info(f"Stopped after {done} of {n} items: the results below cover those. **Resume** continues.")
+    if not parts:
+        return None
+    return SweepResult.from_parts(parts, {"runs": [r.label for r in runs], "n_items": n, "n_done": len(parts)})
+
+
+def open_in_explorer(text: str, run: AppRun, chat: bool) -> None:
+    """Callback: put the item's prompt and its run's checkpoint, variant and tau into the shared state (and so
+    the URL); the page then switches to Route explorer."""
+    for key in (SHARED_PROMPT, "explorer_prompt"):
+        st.session_state[key] = text
+    for key in (SHARED_CHAT, "explorer_chat"):
+        st.session_state[key] = chat
+    st.session_state.pop(SHARED_CELL, None)
+    if not run.model.tiny:
+        st.session_state["sb_checkpoint"] = run.model.checkpoint
+        st.session_state["sb_tau_origin"] = (run.model.backbone, run.model.checkpoint)
+    st.session_state["sb_variant"] = run.variant
+    st.session_state["sb_tau"] = float(run.tau)
+    st.session_state[OPEN_FLAG] = True
+
+
+def _open_selected(table_key: str, rows: list[tuple[str, AppRun]], chat: bool) -> None:
+    selection = st.session_state.get(table_key)
+    try:
+        picked = selection["selection"]["rows"]
+    except (KeyError, TypeError):
+        return
+    if picked and 0 <= picked[0] < len(rows):
+        open_in_explorer(*rows[picked[0]], chat)
+
+
+def item_table(result: SweepResult, runs: list[AppRun], *, chat: bool, prefix: str) -> None:
+    """The sortable per-item table; selecting a row (or the picker below it) opens the item in Route explorer."""
+    by_label = {r.label: r for r in runs}
+    own = result.items[result.items.matched_to == ""].reset_index(drop=True)
+    view = own[["item", "id", "domain", "run", "n_tokens", "param_skip", "ffn_per_token", "perplexity_ratio",
+                "mean_kl", "top1_agreement", "prompt"]].copy()
+    view["prompt"] = view["prompt"].str.slice(0, 120)
+    rows = [(text, by_label[run]) for text, run in zip(own.prompt, own.run, strict=True)]
+    table_key = f"{prefix}_table"
+    st.dataframe(view, hide_index=True, key=table_key, on_select=lambda: _open_selected(table_key, rows, chat),
+                 selection_mode="single-row",
+                 column_config={"param_skip": st.column_config.NumberColumn("param skip", format="percent"),
+                                "perplexity_ratio": st.column_config.NumberColumn("ppl ratio", format="%.3f"),
+                                "top1_agreement": st.column_config.NumberColumn("top-1 agree", format="percent")})
+    cols = st.columns([4, 1], vertical_alignment="bottom")
+    choice = cols[0].selectbox("Open an item in Route explorer", range(len(rows)), key=f"{prefix}_pick",
+                               format_func=lambda i: f"item {own.item[i]} · {own.run[i]} · {own.prompt[i][:60]!r}")
+    cols[1].button("Open →", key=f"{prefix}_open", on_click=open_in_explorer,
+                   args=(*rows[choice], chat) if rows else ("", runs[0], chat), disabled=not rows)
