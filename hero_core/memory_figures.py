@@ -100,7 +100,7 @@ def memory_map(trace: RoutingTrace, token: int, *, mode: str = "weights",
     t = _check_token(trace, token)
     label = plotly_text(token_label(trace.tokens[t], 24))
     z = contrast(trace.memory_attention[t], trace.mean_memory_attention(), mode)
-    return _memory_heatmap(z, trace, f"Memory of token {t} “{label}” · {MEMORY_MODE_LABELS[mode]}", mode,
+    return _memory_heatmap(z, trace, f"Memory attention of token {t} “{label}” · {MEMORY_MODE_LABELS[mode]}", mode,
                            selected_block)
 
 
@@ -110,7 +110,7 @@ def mean_memory_map(trace: RoutingTrace, *, mode: str = "weights", selected_bloc
         raise ValueError("the mean map's difference from itself is zero: choose weights or ratio")
     mean = trace.mean_memory_attention()
     return _memory_heatmap(contrast(mean, mean, mode), trace,
-                           f"Memory, mean over {trace.n_tokens} tokens · {MEMORY_MODE_LABELS[mode]}", mode,
+                           f"Memory attention, mean over {trace.n_tokens} tokens · {MEMORY_MODE_LABELS[mode]}", mode,
                            selected_block)
 
 
