@@ -191,8 +191,11 @@ def test_two_cpu_processes_sweep_like_one(tmp_path):
     subprocess.run([sys.executable, "-m", "hero_core", *args, "--out", str(tmp_path / "one")], check=True,
                    env=_cli_env(), cwd=ROOT, timeout=300)
     launcher = shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
-    subprocess.run([launcher, "launch", "--cpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
-                    "no", "--dynamo_backend", "no", "-m", "hero_core", *args, "--out", str(tmp_path / "two")],
+    # --multi_gpu makes accelerate start one process per rank through torch.distributed (gloo on a CPU-only
+    # machine); with --cpu alone and no MPI host file it starts a single process
+    subprocess.run([launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                    "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "hero_core", *args,
+                    "--out", str(tmp_path / "two")],
                    check=True, env=_cli_env(), cwd=ROOT, timeout=600)
     for table in ("items", "tokens", "layers"):
         one = pd.read_parquet(tmp_path / "one" / f"{table}.parquet")

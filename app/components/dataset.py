@@ -183,5 +183,12 @@ def item_table(result: SweepResult, runs: list[AppRun], *, chat: bool, prefix: s
     cols = st.columns([4, 1], vertical_alignment="bottom")
     choice = cols[0].selectbox("Open an item in Route explorer", range(len(rows)), key=f"{prefix}_pick",
                                format_func=lambda i: f"item {own.item[i]} · {own.run[i]} · {own.prompt[i][:60]!r}")
-    cols[1].button("Open →", key=f"{prefix}_open", on_click=open_in_explorer,
-                   args=(*rows[choice], chat) if rows else ("", runs[0], chat), disabled=not rows)
+    cols[1].button("Open →", key=f"{prefix}_open", on_click=_open_picked, args=(f"{prefix}_pick", rows, chat),
+                   disabled=not rows or choice is None)
+
+
+def _open_picked(pick_key: str, rows: list[tuple[str, AppRun]], chat: bool) -> None:
+    """Callback: open the row chosen in the picker at click time (not the one shown when the button was drawn)."""
+    index = st.session_state.get(pick_key)
+    if isinstance(index, int) and 0 <= index < len(rows):
+        open_in_explorer(*rows[index], chat)

@@ -27,6 +27,7 @@ from .exports import export_panel
 LIVE = "live model"
 SOURCE_KEY = "saved_source"
 FILES_KEY = "saved_files"
+KNOWN_KEY = "saved_known"  # names seen last run: a name not among them is a new upload
 ACTIVE = "saved_active"  # the chosen trace's name this run (None: the live model)
 MAX_TRACE_MB = 200
 MAX_COMPARED = 4
@@ -75,8 +76,13 @@ def render_sidebar() -> RoutingTrace | None:
         for problem in problems:
             st.error(problem)
         options = [LIVE, *traces]
-        if st.session_state.get(SOURCE_KEY) not in options:
-            st.session_state[SOURCE_KEY] = options[-1] if traces else LIVE  # a new upload is drawn at once
+        known = st.session_state.get(KNOWN_KEY, [])
+        new = [name for name in traces if name not in known]
+        st.session_state[KNOWN_KEY] = list(traces)
+        if new:
+            st.session_state[SOURCE_KEY] = new[-1]  # a new upload is drawn at once
+        elif st.session_state.get(SOURCE_KEY) not in options:
+            st.session_state[SOURCE_KEY] = LIVE
         choice = st.radio("Pages draw", options, key=SOURCE_KEY,
                           help="A saved trace is drawn as it was recorded: the prompt box and the routing "
                                "settings do not change it.")
