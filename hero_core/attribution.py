@@ -10,9 +10,10 @@ gate logit ``z = a + b`` at (t, j) in two ways:
   them flips on the path from the baseline e0 to e, z jumps there and the gradient does not see the
   jump, so ``delta`` grows. It is shown with every result. The first routed block (no hard branch
   upstream) always satisfies completeness. :func:`explain` therefore checks its own result: it doubles the
-  steps (then tries the other baseline) until the gap is below :data:`COMPLETENESS_TOLERANCE` of the change
-  z(e) - z(e0), and when no try passes it says so (``passed=False``) instead of presenting the scores as an
-  explanation: the exact a/b split of the decision is then the honest answer.
+  steps while that halves the gap (then tries the other baseline) until the gap is below
+  :data:`COMPLETENESS_TOLERANCE` of the change z(e) - z(e0), and when no try passes it says so
+  (``passed=False``) instead of presenting the scores as an explanation: the exact a/b split of the
+  decision is then the honest answer.
 * **token ablation** (captum ``FeatureAblation``): replace one token's embedding by the baseline's and
   take ``z(e) - z(e with token i ablated)``. Needs no gradient: the method for 4-bit (NF4) backbones,
   whose bitsandbytes kernels may drop the autograd path on CPU, or when gradients are switched off. It runs
@@ -270,11 +271,12 @@ def explain(hero, prompt: str, token: int, block: int, *, variant: str = "hero",
         chosen = "ablation"
     if chosen == "integrated_gradients":
         plan = [(baseline, s) for s in (step_schedule(n_steps, max(n_steps, max_steps)) if adaptive else [n_steps])]
-        if adaptive:  # the other baseline changes the path, so a flip upstream may not lie on it
-            plan += [(other, max(n_steps, max_steps)) for other in BASELINES if other != baseline]
+        others = [other for other in BASELINES if other != baseline] if adaptive else []
         best = None
         try:
-            for k, (kind, steps) in enumerate(plan):
+            k = 0
+            while k < len(plan):
+                kind, steps = plan[k]
                 b = base if kind == baseline else _baseline(hero, embeds, kind)
                 with torch.no_grad():
                     z_b = float(f(b)[0])
@@ -291,9 +293,19 @@ def explain(hero, prompt: str, token: int, block: int, *, variant: str = "hero",
                 if best is None or relative < best[0]:
                     best = (relative, kind, steps, s_try, d_try, z_b)
                 if progress is not None:
-                    progress(k + 1, len(plan), "integrated-gradients tries")
+                    progress(k + 1, len(plan) + len(others), "integrated-gradients tries")
                 if completeness_passed(d_try, z - z_b):
                     break
+                # Quadrature error shrinks as the steps double; a gap from a decision flipping on the path does
+                # not. When doubling did not halve the gap, more steps are wasted: try the other baseline (the
+                # path changes, so the flip may leave it) at the steps reached so far.
+                previous = tries[-2] if len(tries) >= 2 and tries[-2]["baseline"] == kind else None
+                stalled = previous is not None and abs(d_try) > 0.5 * abs(previous["delta"])
+                if (stalled or k == len(plan) - 1) and others and kind == baseline:
+                    plan = plan[: k + 1] + [(others.pop(0), steps)]
+                elif stalled:
+                    break
+                k += 1
             _, used_baseline, used_steps, scores, delta, z0 = best
             passed = completeness_passed(delta, z - z0)
             if used_baseline != baseline:

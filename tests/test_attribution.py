@@ -111,11 +111,11 @@ def test_integrated_gradients_check_their_own_completeness(tiny):
     # Block 2: 16 steps already pass, so one try is enough and the gap is under 5 % of the change.
     ok = explain(tiny, PROMPT, TOKEN, 2, method="integrated_gradients", n_steps=16)
     assert ok.passed and len(ok.tries) == 1 and abs(ok.delta) < 0.05 * abs(ok.change)
-    # Block 1: a hard decision below flips on the path; no number of steps closes the gap, and it says so.
+    # Block 1: a hard decision below flips on the path; doubling the steps barely moves the gap (so it stops
+    # doubling and tries the other baseline), nothing closes it, and it says so.
     failed = explain(tiny, PROMPT, TOKEN, 1, method="integrated_gradients", n_steps=16, max_steps=64)
     assert not failed.passed
-    assert [(t["baseline"], t["n_steps"]) for t in failed.tries] == [("pad", 16), ("pad", 32), ("pad", 64),
-                                                                     ("zeros", 64)]
+    assert [(t["baseline"], t["n_steps"]) for t in failed.tries] == [("pad", 16), ("pad", 32), ("zeros", 32)]
     assert not any(completeness_passed(t["delta"], t["change"]) for t in failed.tries)
     best = min(abs(t["delta"]) / abs(t["change"]) for t in failed.tries)
     assert abs(failed.delta) / abs(failed.change) == pytest.approx(best)  # the least bad try is returned
