@@ -75,8 +75,9 @@ total = float(attribution.scores.sum())
 change = attribution.gate_logit - attribution.baseline_logit
 figures["attribution"] = attribution_bars(attribution.tokens, attribution.scores, title=title, trace=trace)
 if attribution.method == "integrated_gradients" and not attribution.passed:
-    # Scores that miss their own completeness check explain nothing: say so first, keep them out of sight.
-    st.error(f"Integrated gradients failed on this decision: Σ attributions = {total:+.4f} against a change of "
+    # Scores that miss their own completeness check explain nothing: say so first, keep them out of sight (a
+    # warning, not an error: the page works, the method does not fit this decision).
+    st.warning(f"Integrated gradients failed on this decision: Σ attributions = {total:+.4f} against a change of "
              f"{change:+.4f} (gap {attribution.delta:+.4f}, over 5 %) after {len(attribution.tries)} tries. The exact "
              f"split above is the answer: b = {split['local_logit']:+.3f}, a = {split['history_logit']:+.3f}. "
              "Token ablation measures the jumps the gradients miss.")
