@@ -7,6 +7,7 @@ file and what is wrong with it. The uploads live in this session's state only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import streamlit as st
@@ -123,7 +124,8 @@ def render_comparison(prefix: str) -> None:
     skip rates, compute); of different tokens side by side."""
     traces = uploaded()
     names = st.multiselect("Saved traces to compare", list(traces), default=list(traces)[:MAX_COMPARED],
-                           key=f"{prefix}_saved_pick", max_selections=MAX_COMPARED)
+                           key=f"{prefix}_saved_pick_{hashlib.sha1(repr(list(traces)).encode()).hexdigest()[:8]}",
+                           max_selections=MAX_COMPARED)  # a new set of uploads gets a fresh choice (all of them)
     if len(names) < 2:
         st.info("Upload (sidebar → Saved traces) and choose at least two traces to compare.")
         return
