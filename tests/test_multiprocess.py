@@ -23,6 +23,9 @@ if len(sys.argv) > 2:  # the parent fills the dense-teacher cache once, so the r
     teacher_targets(hero, cfg, training_blocks(hero, cfg, cfg.data_blocks), progress=False)
 else:
     train(cfg, hero, progress=False)
+    from accelerate import PartialState
+    state = PartialState()  # each rank says it ran and how many ranks there were
+    open(f"{sys.argv[1]}.rank{state.process_index}", "w").write(str(state.num_processes))
 """
 
 
@@ -34,9 +37,13 @@ def test_two_cpu_processes_train_like_one(tmp_path):
     launcher = shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
     subprocess.run([sys.executable, str(script), str(tmp_path / "prep"), "prepare"], check=True, timeout=300)
     subprocess.run([sys.executable, str(script), str(tmp_path / "one")], check=True, timeout=300)
-    subprocess.run([launcher, "launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
+    # --multi_gpu starts one process per rank through torch.distributed (gloo on a CPU-only machine); "--cpu" alone
+    # would start a single process and make the comparison trivial.
+    subprocess.run([launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                     "--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path / "two")],
                    check=True, timeout=600)
+    ranks = sorted(tmp_path.glob("two.rank*"))
+    assert [p.name for p in ranks] == ["two.rank0", "two.rank1"] and all(p.read_text() == "2" for p in ranks)
     one, two = ckpt.read_checkpoint(tmp_path / "one"), ckpt.read_checkpoint(tmp_path / "two")
     from hero_core.model import fresh_router
     from hero_core.tiny import tiny_backbone
