@@ -44,6 +44,8 @@ def provenance(trace) -> str:
 
 def titled(text: str, traces: Sequence, labels: Sequence[str] | None = None) -> dict:
     """A layout title: ``text`` on the first line, each run's provenance under it (small)."""
+    if not traces:  # a figure drawn without its runs (e.g. quality dicts alone) has no provenance to add
+        return {"text": text}
     if labels is None or len(traces) == 1:
         runs = " | ".join(provenance(t) for t in traces)
     else:
