@@ -19,7 +19,6 @@ Conventions:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -28,76 +27,10 @@ import pandas as pd
 import torch
 
 from .eval.quality import compare_to_dense, next_token_nll
+from .memory_stats import MEMORY_STATS, memory_depth_profile, memory_row_stats, memory_stats, memory_token_stats  # noqa: F401  (re-exported: notebooks read every analysis from this module)
+from .token_categories import CATEGORIES, CATEGORY_LABELS, CODE_DOMAINS, token_categories, token_category  # noqa: F401  (re-exported)
 from .trace import RoutingTrace
-
-# -- token categories ------------------------------------------------------------------------------
-CATEGORIES = ("digits_operators", "identifiers_keywords", "whitespace", "punctuation", "words", "special")
-CATEGORY_LABELS = {
-    "digits_operators": "digits & operators",
-    "identifiers_keywords": "identifiers & keywords",
-    "whitespace": "indentation & whitespace",
-    "punctuation": "punctuation",
-    "words": "words",
-    "special": "special tokens",
-}
-CODE_DOMAINS = frozenset({"code", "python"})
-_OPERATOR_CHARS = set("+-*/=<>%^&|~×÷−")  # '!' alone is punctuation; '!=' is an operator
-_SPECIAL = re.compile(r"^(<\|[^|]*\|>|</?s>|<unk>|<pad>)$")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def token_category(token: str, domain: str | None = None) -> str:
-    """One of :data:`CATEGORIES` for a decoded token string.
-
-    The token's surrounding whitespace is ignored (``" Compute"`` is a word), unless it is all
-    whitespace. The domain hint decides what a name is: in a code domain (:data:`CODE_DOMAINS`) any
-    ASCII identifier-shaped token counts as *identifiers & keywords* (comments and docstrings included:
-    a token alone cannot tell them apart); elsewhere letters make *words*.
-    """
-    if not isinstance(token, str):
-        raise ValueError(f"a token must be a string, got {type(token).__name__}")
-    core = token.strip()
-    if not core:
-        return "whitespace"
-    if _SPECIAL.match(core):
-        return "special"
-    if all(ch.isdigit() or ch in _OPERATOR_CHARS or ch == "!" for ch in core) and \
-            any(ch.isdigit() or ch in _OPERATOR_CHARS for ch in core):
-        return "digits_operators"
-    is_code = domain in CODE_DOMAINS
-    if is_code and _IDENTIFIER.match(core):
-        return "identifiers_keywords"
-    if any(ch.isalpha() for ch in core):  # mixed tokens such as ".append(" or "x2": names in code
-        return "identifiers_keywords" if is_code and any(ch.isascii() and ch.isalpha() for ch in core) else "words"
-    if any(ch.isdigit() for ch in core):
-        return "digits_operators"
-    # Brackets, quotes, separators and symbols (unicode categories P* and S*); the rare rest (combining
-    # marks, control characters) is counted with them.
-    return "punctuation"
-
-
-def token_categories(tokens: Sequence[str], domain: str | None = None) -> list[str]:
-    return [token_category(t, domain) for t in tokens]
-
-
-# -- inputs --------------------------------------------------------------------------------------
-TracesByDomain = Mapping[str, Sequence[RoutingTrace]]
-
-
-def _check_domains(traces_by_domain: TracesByDomain) -> None:
-    if not isinstance(traces_by_domain, Mapping) or not traces_by_domain:
-        raise ValueError("pass a non-empty mapping {domain: [RoutingTrace, ...]}")
-    for domain, traces in traces_by_domain.items():
-        if isinstance(traces, RoutingTrace) or not all(isinstance(t, RoutingTrace) for t in traces):
-            raise ValueError(f"domain {domain!r}: expected a list of RoutingTrace objects")
-
-
-def _check_same_tokens(trace_a: RoutingTrace, trace_b: RoutingTrace) -> None:
-    if list(trace_a.token_ids) != list(trace_b.token_ids):
-        raise ValueError("the two traces route different tokens: compare runs of the same prompt "
-                         f"({trace_a.n_tokens} vs {trace_b.n_tokens} tokens)")
-    if list(trace_a.routed_layers) != list(trace_b.routed_layers):
-        raise ValueError("the two traces route different layers; compare runs of one backbone and layer set")
+from .trace_sets import TracesByDomain, check_domains, check_same_tokens
 
 
 # -- skipping by token category and by depth -----------------------------------------------------
@@ -105,7 +38,7 @@ def token_table(traces_by_domain: TracesByDomain) -> pd.DataFrame:
     """One row per token: domain, item, token_index, token, category, ffn_executed, skip_rate.
 
     ``skip_rate`` is the share of the token's routed blocks whose FFN it skipped."""
-    _check_domains(traces_by_domain)
+    check_domains(traces_by_domain)
     frames = []
     for domain, traces in traces_by_domain.items():
         for item, trace in enumerate(traces):
@@ -140,7 +73,7 @@ def layer_skip_profiles(traces_by_domain: TracesByDomain) -> pd.DataFrame:
     """Per (domain, routed block): skip_rate pooled over every token of the domain.
 
     Columns: domain, block (1-based), layer (backbone index), skip_rate, n_tokens."""
-    _check_domains(traces_by_domain)
+    check_domains(traces_by_domain)
     rows = []
     for domain, traces in traces_by_domain.items():
         if not traces:
@@ -162,7 +95,7 @@ def decision_flips(trace_a: RoutingTrace, trace_b: RoutingTrace) -> dict:
 
     Returns counts and shares over all (block, token) decisions, the share of tokens with at least one
     flip, and arrays ``per_token`` (T,) flips per token and ``per_layer`` (R,) flip rate per block."""
-    _check_same_tokens(trace_a, trace_b)
+    check_same_tokens(trace_a, trace_b)
     a, b = trace_a.executed, trace_b.executed
     flips = a != b  # (R, T)
     n = flips.size
@@ -190,7 +123,7 @@ def flip_cost(trace_a: RoutingTrace, trace_b: RoutingTrace, logits_a, logits_b) 
     whether token t itself had at least one flipped decision. A flip at token t changes that token's
     logits directly and later positions through attention, so the split into flipped / unflipped
     positions is a locality proxy, not an exact attribution."""
-    _check_same_tokens(trace_a, trace_b)
+    check_same_tokens(trace_a, trace_b)
     T = trace_a.n_tokens
     ids = torch.tensor(trace_a.token_ids, dtype=torch.long)
     nll_a = next_token_nll(_as_logits(logits_a, T, "logits_a"), ids).numpy().astype(np.float64)
@@ -202,105 +135,6 @@ def flip_cost(trace_a: RoutingTrace, trace_b: RoutingTrace, logits_a, logits_b) 
             "mean_delta_nll_flipped": float(delta[flipped].mean()) if flipped.any() else float("nan"),
             "mean_delta_nll_unflipped": float(delta[~flipped].mean()) if (~flipped).any() else float("nan"),
             "n_positions": int(len(delta)), "n_flipped_positions": int(flipped.sum())}
-
-
-# -- memory attention ------------------------------------------------------------------------------
-MEMORY_STATS = ("entropy", "normalised_entropy", "lookback", "previous_share")
-
-
-def memory_row_stats(trace: RoutingTrace) -> dict[str, np.ndarray]:
-    """Statistics of every memory-attention row alpha_{j, i<j}, as (T, R) arrays (NaN where undefined).
-
-    * ``entropy``: -sum_i alpha log alpha (nats) of the row, renormalised to sum 1 (the eps in the read
-      makes rows sum to slightly less);
-    * ``normalised_entropy``: entropy / log(j-1 earlier blocks), 1 = uniform; defined from the third
-      routed block on (two or more earlier blocks);
-    * ``lookback``: mean distance j - i, weighted by alpha (1 = reads only the previous block);
-    * ``previous_share``: alpha_{j, j-1}, the weight on the immediately previous block;
-    * ``uniform_lookback`` / ``uniform_previous_share``: the same for uniform weights, a reference.
-
-    Rows with no earlier block (j = 1) or zero weight (no memory read, e.g. ``no_history``) are NaN."""
-    attention = trace.memory_attention  # (T, R, R)
-    T, R, _ = attention.shape
-    lower = np.tril(np.ones((R, R), dtype=bool), k=-1)  # i < j
-    weights = np.where(lower[None], attention, 0.0)
-    mass = weights.sum(axis=-1)  # (T, R)
-    valid = mass > 1e-12
-    p = np.divide(weights, mass[..., None], out=np.zeros_like(weights), where=valid[..., None])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=-1)
-    j = np.arange(R)[:, None]  # 0-based row index = number of earlier blocks
-    i = np.arange(R)[None, :]
-    distance = np.where(lower, j - i, 0)  # (R, R)
-    lookback = (p * distance[None]).sum(axis=-1)
-    previous = np.zeros((T, R))
-    if R > 1:
-        previous[:, 1:] = p[:, np.arange(1, R), np.arange(R - 1)]
-    n_earlier = np.arange(R, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        normalised = np.where(n_earlier[None] >= 2, entropy / np.log(np.maximum(n_earlier, 2))[None], np.nan)
-    nan = np.full((T, R), np.nan)
-    return {
-        "entropy": np.where(valid, entropy, nan),
-        "normalised_entropy": np.where(valid, normalised, nan),
-        "lookback": np.where(valid, lookback, nan),
-        "previous_share": np.where(valid, previous, nan),
-        "uniform_lookback": np.where(valid, (n_earlier[None] + 1) / 2, nan),
-        "uniform_previous_share": np.where(valid, 1 / np.maximum(n_earlier, 1)[None], nan),
-    }
-
-
-def memory_token_stats(trace: RoutingTrace, domain: str | None = None) -> pd.DataFrame:
-    """One row per token: the mean over its routed blocks of each :func:`memory_row_stats` figure
-    (NaN for a token with no memory read at all), with its category."""
-    rows = memory_row_stats(trace)
-    frame = pd.DataFrame({name: _nanmean_rows(values) for name, values in rows.items()})
-    frame.insert(0, "token_index", np.arange(trace.n_tokens))
-    frame.insert(1, "token", list(trace.tokens))
-    frame.insert(2, "category", token_categories(trace.tokens, domain))
-    return frame
-
-
-def _nanmean_rows(values: np.ndarray) -> np.ndarray:
-    """Mean over axis 1 ignoring NaN; NaN (without a warning) where a row is all NaN."""
-    present = ~np.isnan(values)
-    count = present.sum(axis=1)
-    total = np.where(present, values, 0.0).sum(axis=1)
-    return np.divide(total, count, out=np.full(len(values), np.nan), where=count > 0)
-
-
-def memory_stats(traces_by_domain: TracesByDomain) -> pd.DataFrame:
-    """Per domain: token-weighted means of the per-token memory statistics, beside their uniform
-    references, and the number of tokens that read the memory. Traces without a memory read
-    (``no_history``, ``no_memread``, ``dense``) contribute no tokens."""
-    _check_domains(traces_by_domain)
-    rows = []
-    for domain, traces in traces_by_domain.items():
-        frames = [memory_token_stats(t, domain) for t in traces]
-        tokens = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["entropy"])
-        tokens = tokens.dropna(subset=["lookback"])
-        row = {"domain": domain, "n_tokens": int(len(tokens))}
-        for name in (*MEMORY_STATS, "uniform_lookback", "uniform_previous_share"):
-            row[name] = float(tokens[name].mean()) if len(tokens) else float("nan")
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def memory_depth_profile(traces_by_domain: TracesByDomain) -> pd.DataFrame:
-    """Per (domain, routed block j): the memory statistics of row j averaged over the tokens that read
-    the memory there. Shows at which depths the router reads far back and where only the previous block."""
-    _check_domains(traces_by_domain)
-    names = (*MEMORY_STATS, "uniform_lookback", "uniform_previous_share")
-    rows = []
-    for domain, traces in traces_by_domain.items():
-        if not traces:
-            continue
-        stats = [memory_row_stats(t) for t in traces]
-        pooled = {name: _nanmean_rows(np.concatenate([s[name] for s in stats], axis=0).T) for name in names}
-        for j, layer in enumerate(traces[0].routed_layers):
-            rows.append({"domain": domain, "block": j + 1, "layer": layer,
-                         **{name: float(pooled[name][j]) for name in names}})
-    return pd.DataFrame(rows, columns=["domain", "block", "layer", *names])
 
 
 # -- item runs: one text under several configurations ---------------------------------------------

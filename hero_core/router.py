@@ -386,7 +386,8 @@ class HeroRouter(nn.Module):
             novelty_weight=h_w[:, ds + dm].contiguous(),
             final_weight_t=torch.cat([w_final, w_final / c.t_hist, w_final]).t().contiguous(),
             final_bias=torch.cat([b_final, b_final / c.t_hist, b_final]).contiguous(),
-            decay=decay, decay_rows=tuple(decay[j - 1][None] for j in range(1, R + 1)), proj_split=(2 * dm, dm + 1, dm, H))
+            decay=decay, decay_rows=tuple(decay[j - 1][None] for j in range(1, R + 1)),
+            proj_split=(2 * dm, dm + 1, dm, H))
 
     def _decide_packed(self, j: int, hbar: torch.Tensor, path: PackedPath) -> Decision:
         """:meth:`decide` at inference in about 35 tensor operations instead of about 100: the same function,
@@ -403,7 +404,8 @@ class HeroRouter(nn.Module):
             delta = hbar - path.hbar_prev
             dist = torch.linalg.vector_norm(delta, dim=-1)
             if j >= 3:
-                gamma = torch.linalg.vecdot(delta, path.delta_prev) / (dist.clamp_min(eps) * path.dist_prev.clamp_min(eps))
+                gamma = torch.linalg.vecdot(delta, path.delta_prev) / (
+                    dist.clamp_min(eps) * path.dist_prev.clamp_min(eps))
             else:
                 gamma = hbar.new_zeros(n)
             features = torch.stack([torch.log1p(dist), gamma, path.p_hist, path.m_hist], -1)

@@ -12,7 +12,7 @@ Objective (docs/method.md, Eq. 11): ``L = L_target + alpha * L_skip``.
   FFNs per token the target skip leaves, alpha fixed: no pull once the soft FFN use meets the budget.
   ``controller``: the paper's ``L_skip = mean_tokens (sum_j g_j)^2`` with ``log alpha`` moved by
   ``gain * (target_skip - realised_skip)`` each step; in our runs it swung +-20 points around its target.
-  Either way the bundled checkpoints then get tau calibrated to the budget (:func:`calibrate_tau`).
+  Either way a checkpoint can then get tau calibrated to the budget (hero_core.calibration).
 * **Gate gradient** (``--gate-gradient``). Default ``straight_through``: the forward value is the hard
   branch, but g also receives d out / d g = FFN(u) - Adapter(u) on skipped tokens; ``paper``: only the
   g / 1 - g scaling carries gradient (every gate collapsed below tau at step 16 in our CPU-sized run).
@@ -41,6 +41,14 @@ import torch.nn.functional as F
 
 from . import checkpoint as ckpt
 from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, check_variant
+from .losses import (  # noqa: F401  (re-exported: the names tests and scripts import from train)
+    budget_hinge,
+    distill_loss,
+    hard_executed,
+    near_tau_share,
+    separation_penalty,
+    usage_penalty,
+)
 from .model import HeroModel, fresh_router, load_hero
 from .precision import DTYPES, check_dtype, resolve_dtype
 
@@ -200,54 +208,13 @@ def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, pro
     return out
 
 
-# -- loss --------------------------------------------------------------------------------------------
-def distill_loss(logits: torch.Tensor, indices: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of the routed model against the dense top-k distribution (renormalised).
-
-    Equals KL(dense_topk || routed) up to the teacher's (constant) entropy."""
-    p = torch.softmax(logprobs.float(), -1)  # renormalise the top-k mass
-    logq = F.log_softmax(logits.float(), -1).gather(-1, indices.long())
-    return -(p * logq).sum(-1).mean()
-
-
-def usage_penalty(gates: list[torch.Tensor]) -> torch.Tensor:
-    """L_skip = mean over tokens of (sum_j g_j)^2."""
-    return torch.stack(gates, 0).sum(0).pow(2).mean()
-
-
-def hard_executed(gates: list[torch.Tensor], tau: float) -> list[torch.Tensor]:
-    """1[g >= tau] in the forward pass, d/dg = 1 in the backward (straight-through): the executed FFNs."""
-    return [(g >= tau).to(g.dtype) + g - g.detach() for g in gates]
-
-
-def separation_penalty(gates: list[torch.Tensor], tau: float, margin: float = 0.1) -> torch.Tensor:
-    """mean(relu(margin - |g - tau|)) / margin: 1 for gates sitting on tau, 0 outside the band."""
-    g = torch.cat([x.reshape(-1) for x in gates])
-    return torch.relu(margin - (g - tau).abs()).mean() / margin
-
-
-def near_tau_share(gates: list[torch.Tensor], tau: float, margin: float = 0.1) -> float:
-    """Share of gates within ``margin`` of tau: decisions a small numeric change can flip."""
-    g = torch.cat([x.detach().reshape(-1) for x in gates])
-    return float(((g - tau).abs() < margin).float().mean())
-
-
+# -- budget curriculum ----------------------------------------------------------------------------
 def target_skip_at(step: int, cfg: TrainConfig, start_skip: float) -> float:
     """Budget curriculum: linear from ``start_skip`` to ``cfg.target_skip`` over the first budget_ramp of steps."""
     ramp_steps = cfg.budget_ramp * cfg.steps
     if ramp_steps < 1:
         return cfg.target_skip
     return start_skip + (cfg.target_skip - start_skip) * min(1.0, (step + 1) / ramp_steps)
-
-
-def budget_hinge(gates: list[torch.Tensor], executed_budget: float, sequences: int = 1) -> torch.Tensor:
-    """relu(mean over tokens of sum_j g_j - E*)^2: zero once the soft FFN use meets the budget E*.
-
-    With ``sequences`` > 1 the tokens (batch-major) are split into that many sequences and each sequence pays
-    its own hinge (mean over sequences), so no text can stay dense while another skips for it."""
-    per_token = torch.stack(gates, 0).sum(0)
-    per_sequence = per_token.reshape(sequences, -1).mean(1)
-    return torch.relu(per_sequence - executed_budget).pow(2).mean()
 
 
 # -- state ---------------------------------------------------------------------------------------------
@@ -528,49 +495,3 @@ def run_cli(args) -> int:
     out = train(cfg, hero)
     print(f"checkpoint written to {out}")
     return 0
-
-
-# -- budget calibration ----------------------------------------------------------------------------------
-def calibration_blocks(hero: HeroModel, n_blocks: int = 8, seq_len: int = 128, seed: int = 1) -> torch.Tensor:
-    """A few train-split blocks from every domain (never evaluation data) for calibrating tau."""
-    from .data import chat_texts, code_texts, reasoning_problems, token_blocks
-
-    texts = [p.text for p in reasoning_problems(24, "train", seed=seed)]
-    texts += code_texts("train", limit=8)
-    texts += chat_texts(hero, "train", limit=8)
-    blocks = token_blocks(texts, hero.tokenizer, seq_len)
-    random.Random(seed).shuffle(blocks)
-    return torch.tensor(blocks[:n_blocks], dtype=torch.long)
-
-
-def realised_skip(hero: HeroModel, blocks: torch.Tensor, variant: str, tau: float) -> float:
-    """Param skip (paper definition) of ``variant`` at threshold ``tau`` on token blocks."""
-    from .accounting import token_compute
-
-    call = hero.new_call(variant, tau)
-    with torch.no_grad():
-        hero.forward(blocks.to(hero.device), None, call, use_cache=False)
-    executed = torch.stack([r.executed for r in call.passes[-1].records]).cpu().numpy()
-    return float(token_compute(executed, hero.profile)["param_skip"].mean())
-
-
-def calibrate_tau(hero: HeroModel, blocks: torch.Tensor, target_skip: float, *, variant: str | None = None,
-                  iters: int = 8) -> tuple[float, float]:
-    """Bisection on tau so the realised param skip on ``blocks`` meets ``target_skip``.
-
-    The budget controller steers skip during training, but it oscillates around its target; a trained
-    router's final skip can sit several points off. Moving tau (the threshold on g) is the one-number
-    correction: skip grows with tau. Returns (tau, realised skip at that tau)."""
-    variant = variant or hero.config.variant
-    lo, hi = 0.02, 0.98
-    best = (0.5, realised_skip(hero, blocks, variant, 0.5))
-    for _ in range(iters):
-        mid = (lo + hi) / 2
-        skip = realised_skip(hero, blocks, variant, mid)
-        if abs(skip - target_skip) < abs(best[1] - target_skip):
-            best = (mid, skip)
-        if skip < target_skip:
-            lo = mid
-        else:
-            hi = mid
-    return best

@@ -96,7 +96,7 @@ def bench_precision(dtype: str, steps: int, reps: int, names: list[str]) -> dict
             configs[f"{name}/{path}"] = (h, routed(h), path == "reference")
     times: dict[str, list[float]] = {k: [] for k in configs}
     alone: dict[str, list[float]] = {"reference": [], "packed": []}
-    for k, (h, make, ref) in configs.items():  # warm-up
+    for h, make, ref in configs.values():  # warm-up
         with reference_path(h.router) if ref else contextlib.nullcontext():
             decode_time(h, make, ids, 2)
     for _ in range(reps):

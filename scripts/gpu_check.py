@@ -177,7 +177,7 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
         ids = torch.randint(0, vocab, (batch, length), generator=gen_ids).to(device)
         times = {}
         for variant in ("dense", "hero"):
-            def fn(v=variant):
+            def fn(v=variant, ids=ids):
                 with torch.no_grad():
                     hero.forward(ids, None, hero.new_call(v, record=False), use_cache=False, logits_to_keep=1)
             times[variant] = _timed(fn, device, work["reps"])
@@ -216,7 +216,7 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
                     "finite": all(map(lambda r: r["loss"] == r["loss"], log)),
                     "tokens_per_s_last": log[-1]["tokens_per_s"] if log else None,
                     "peak_gib": _peak(device)}
-    del hero
+    hero = None  # free the device memory before the next precision builds its model
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return out
@@ -236,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t_start = time.perf_counter()
     report: dict = {"shape": args.shape, "config": SHAPES[args.shape], "device": str(device),
-                    "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
+                    "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
+                                    else platform.processor()),
                     "torch": torch.__version__, "results": {}, "errors": {}}
     for precision in [p.strip() for p in args.precisions.split(",") if p.strip()]:
         if precision == "nf4" and importlib.util.find_spec("bitsandbytes") is None:

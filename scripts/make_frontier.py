@@ -196,8 +196,8 @@ def bf16_check(models: dict, limit: int) -> dict:
 
     from hero_core.backbones import load_backbone
     from hero_core.data import domain_texts
-    from hero_core.model import HeroModel
     from hero_core.eval.quality import next_token_nll
+    from hero_core.model import HeroModel
 
     if "hero-10" not in models:
         return {}

@@ -30,13 +30,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hero_core.eval import baselines  # noqa: E402
 from hero_core import checkpoint as ckpt  # noqa: E402
 from hero_core.backbones import load_backbone  # noqa: E402
+from hero_core.calibration import calibration_blocks, realised_skip  # noqa: E402
 from hero_core.data import domain_texts  # noqa: E402
-from hero_core.eval import HeroMethod, evaluate  # noqa: E402
+from hero_core.eval import (  # noqa: E402
+    HeroMethod,
+    baselines,  # noqa: E402
+    evaluate,
+)
 from hero_core.model import HeroModel  # noqa: E402
-from hero_core.train import calibration_blocks, realised_skip  # noqa: E402
 
 ABLATIONS = ("no_history", "no_memread", "no_aux", "no_pos")
 CODE_METHODS = ("hero-25", "local-25", "hero-40", "local-40")  # HumanEval pass@1 (with dense as reference)

@@ -1,0 +1,48 @@
+"""The training losses: self-distillation against the dense model, the usage penalty and the budget hinge on
+executed FFNs, gate separation. Pure functions of tensors, so each can be tested alone."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def distill_loss(logits: torch.Tensor, indices: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the routed model against the dense top-k distribution (renormalised).
+
+    Equals KL(dense_topk || routed) up to the teacher's (constant) entropy."""
+    p = torch.softmax(logprobs.float(), -1)  # renormalise the top-k mass
+    logq = F.log_softmax(logits.float(), -1).gather(-1, indices.long())
+    return -(p * logq).sum(-1).mean()
+
+
+def usage_penalty(gates: list[torch.Tensor]) -> torch.Tensor:
+    """L_skip = mean over tokens of (sum_j g_j)^2."""
+    return torch.stack(gates, 0).sum(0).pow(2).mean()
+
+
+def hard_executed(gates: list[torch.Tensor], tau: float) -> list[torch.Tensor]:
+    """1[g >= tau] in the forward pass, d/dg = 1 in the backward (straight-through): the executed FFNs."""
+    return [(g >= tau).to(g.dtype) + g - g.detach() for g in gates]
+
+
+def separation_penalty(gates: list[torch.Tensor], tau: float, margin: float = 0.1) -> torch.Tensor:
+    """mean(relu(margin - |g - tau|)) / margin: 1 for gates sitting on tau, 0 outside the band."""
+    g = torch.cat([x.reshape(-1) for x in gates])
+    return torch.relu(margin - (g - tau).abs()).mean() / margin
+
+
+def near_tau_share(gates: list[torch.Tensor], tau: float, margin: float = 0.1) -> float:
+    """Share of gates within ``margin`` of tau: decisions a small numeric change can flip."""
+    g = torch.cat([x.detach().reshape(-1) for x in gates])
+    return float(((g - tau).abs() < margin).float().mean())
+
+
+def budget_hinge(gates: list[torch.Tensor], executed_budget: float, sequences: int = 1) -> torch.Tensor:
+    """relu(mean over tokens of sum_j g_j - E*)^2: zero once the soft FFN use meets the budget E*.
+
+    With ``sequences`` > 1 the tokens (batch-major) are split into that many sequences and each sequence pays
+    its own hinge (mean over sequences), so no text can stay dense while another skips for it."""
+    per_token = torch.stack(gates, 0).sum(0)
+    per_sequence = per_token.reshape(sequences, -1).mean(1)
+    return torch.relu(per_sequence - executed_budget).pow(2).mean()
