@@ -44,10 +44,13 @@ def main() -> None:
     page = st.navigation([home, *(st.Page(path, title=title, icon=icon, url_path=url)
                                   for path, title, icon, url in PAGES)])
     url_problems = restore_from_url()
+    if url_problems:  # kept until a visible page shows them: the root page forwards before anyone sees it
+        st.session_state["url_problems"] = url_problems
     settings = app_settings.render_sidebar()
     st.session_state["sb_settings"] = settings
-    for problem in url_problems:
-        st.warning(f"The link could not be restored in full: {problem}.")
+    if page.url_path != home.url_path:
+        for problem in st.session_state.pop("url_problems", []):
+            st.warning(f"The link could not be restored in full: {problem}.")
     render_glossary()
     show_callback_error()
     try:

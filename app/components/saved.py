@@ -15,14 +15,12 @@ import streamlit as st
 from hero_core import RoutingTrace
 from hero_core.figures import (
     compute_bars,
-    flip_map,
-    layer_divergence,
     layer_skip_bars,
     skip_heatmap,
-    skip_heatmaps,
 )
 from hero_core.trace import TraceFormatError
 
+from .comparison import draw_same_token_comparison
 from .exports import export_panel
 
 LIVE = "live model"
@@ -140,14 +138,7 @@ def render_comparison(prefix: str) -> None:
                  "flips vs first %": 100 * float((t.executed != chosen[0].executed).mean())}
                 for label, t in zip(labels, chosen, strict=True)]
         st.dataframe(rows, hide_index=True)
-        figures["skip maps"] = skip_heatmaps(chosen, labels)
-        st.plotly_chart(figures["skip maps"], key=f"{prefix}_saved_maps")
-        for i in range(1, len(chosen)):
-            name = f"flips {labels[0]} vs {labels[i]}"
-            figures[name] = flip_map(chosen[0], chosen[i], (labels[0], labels[i]))
-            st.plotly_chart(figures[name], key=f"{prefix}_saved_flip_{i}")
-        figures["layer divergence"] = layer_divergence(chosen, labels)
-        st.plotly_chart(figures["layer divergence"], key=f"{prefix}_saved_divergence")
+        figures.update(draw_same_token_comparison(chosen, labels, key=f"{prefix}_saved"))
     else:
         st.caption("These traces route different tokens (or layers), so they are shown side by side; decision-by-"
                    "decision comparison needs traces of the same prompt on the same backbone.")

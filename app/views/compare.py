@@ -4,11 +4,12 @@ import streamlit as st
 from components import saved as saved_traces
 from components import settings as app_settings
 from components.compare import build_runs, match_compute, run_table
+from components.comparison import draw_same_token_comparison
 from components.exports import export_panel
 from components.runtime import get_qualities, get_trace
 from components.widgets import prompt_input, show_notices
 
-from hero_core.figures import compute_bars, flip_map, layer_divergence, layer_skip_bars, quality_lines, skip_heatmaps
+from hero_core.figures import compute_bars, layer_skip_bars, quality_lines
 
 P = "compare"
 
@@ -40,14 +41,7 @@ reference = runs[0].model  # quality is measured against the dense model of the 
 qualities = get_qualities(runs, reference)
 st.dataframe(run_table(traces, qualities, labels), hide_index=True)
 
-figures = {"skip maps": skip_heatmaps(traces, labels)}
-st.plotly_chart(figures["skip maps"], key=f"{P}_maps")
-for i in range(1, len(runs)):
-    name = f"flips {labels[0]} vs {labels[i]}"
-    figures[name] = flip_map(traces[0], traces[i], (labels[0], labels[i]))
-    st.plotly_chart(figures[name], key=f"{P}_flip_{i}")
-figures["layer divergence"] = layer_divergence(traces, labels)
-st.plotly_chart(figures["layer divergence"], key=f"{P}_divergence")
+figures = draw_same_token_comparison(traces, labels, key=P)
 figures["layer skip rates"] = layer_skip_bars(traces, labels)
 st.plotly_chart(figures["layer skip rates"], key=f"{P}_layers")
 figures["quality"] = quality_lines(qualities, labels, traces[0].tokens, traces)

@@ -1,0 +1,26 @@
+"""The figures that compare runs of the same tokens decision by decision, drawn the same way for live runs
+(Compare) and for uploaded traces."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from hero_core import RoutingTrace
+from hero_core.figures import flip_map, layer_divergence, skip_heatmaps
+
+
+def draw_same_token_comparison(traces: Sequence[RoutingTrace], labels: Sequence[str],
+                               key: str) -> dict[str, go.Figure]:
+    """Skip maps of every run, the flip map of each run against the first, per-layer divergence."""
+    figures = {"skip maps": skip_heatmaps(traces, labels)}
+    st.plotly_chart(figures["skip maps"], key=f"{key}_maps")
+    for i in range(1, len(traces)):
+        name = f"flips {labels[0]} vs {labels[i]}"
+        figures[name] = flip_map(traces[0], traces[i], (labels[0], labels[i]))
+        st.plotly_chart(figures[name], key=f"{key}_flip_{i}")
+    figures["layer divergence"] = layer_divergence(traces, labels)
+    st.plotly_chart(figures["layer divergence"], key=f"{key}_divergence")
+    return figures
