@@ -284,7 +284,9 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     from accelerate import Accelerator
     from tqdm import tqdm
 
-    accelerator = Accelerator()
+    # cpu=True on a machine without CUDA: accelerate otherwise ignores the launcher's WORLD_SIZE there and every
+    # process trains alone on the full batch.
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)

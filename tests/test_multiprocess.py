@@ -24,7 +24,7 @@ if len(sys.argv) > 2:  # the parent fills the dense-teacher cache once, so the r
 else:
     train(cfg, hero, progress=False)
     from accelerate import PartialState
-    state = PartialState()  # each rank says it ran and how many ranks there were
+    state = PartialState(cpu=True)  # each rank says it ran and how many ranks there were
     open(f"{sys.argv[1]}.rank{state.process_index}", "w").write(str(state.num_processes))
 """
 

@@ -1,7 +1,6 @@
 """Property-based tests: trace serialisation and the figure builders hold for any tokens and values."""
 
 import dataclasses
-import html
 import json
 from html.parser import HTMLParser
 
@@ -25,6 +24,7 @@ from hero_core.figures import (
     token_label,
     trajectories,
 )
+from hero_core.labels import display_tokens, plotly_text
 from hero_core.trace import RoutingTrace
 
 PROFILE = ComputeProfile(total_params=10_000, ffn_params=300, adapter_params=20, router_params=15,
@@ -126,7 +126,9 @@ def test_skip_map_plots_every_cell_of_the_trace(trace):
     assert sorted(zip(np.asarray(marks.y) - 1, marks.x, strict=True)) == sorted(zip(blocks, tokens, strict=True))
     # Tick labels stay aligned with their tokens, whatever the text (escaped, one line each).
     axis = fig.layout.xaxis
-    assert list(axis.ticktext) == [html.escape(token_label(trace.tokens[t])) for t in axis.tickvals]
+    # display labels: an empty piece after a non-empty one continues it (a split character), shown as "(x)"
+    labels = display_tokens(trace.tokens)
+    assert list(axis.ticktext) == [plotly_text(labels[t]) for t in axis.tickvals]
     assert len(axis.tickvals) <= 64 and axis.tickvals[0] == 0
     json.loads(fig.to_json())  # serialisable for the browser
 
