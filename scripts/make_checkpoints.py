@@ -5,8 +5,9 @@ executed branches unscaled with the straight-through gate gradient, adapters war
 distillation, the hard budget with a curriculum, bf16 autocast where the CPU runs it faster.
 
 * ``hero-10`` / ``local-10`` train in two stages: 750 steps from fresh routers with the batch-mean budget
-  (``hero-10-s1``, bundled as well: it measures better than the finished run), then 1,220 steps on with every sequence held to the
-  budget, for ~1 M tokens seen. ``-25`` continue from their ``-10``, ``-40`` from their ``-25`` (the budget
+  (``hero-10-s1``, bundled as well: it measures better than the finished run), then 1,220 steps on with
+  every sequence held to the budget, for ~1 M tokens seen. ``-25`` continue from their ``-10``, ``-40`` from
+  their ``-25`` (the budget
   curriculum ramps from the start checkpoint's skip), so the tokens each has seen add up. Each checkpoint's
   ``training.earlier_stages`` lists the chain it came from.
 * the paper's ablations ``no_memread-10``, ``no_aux-10``, ``no_pos-10`` start fresh at the 10 % budget

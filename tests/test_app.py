@@ -19,6 +19,7 @@ APP = Path(__file__).resolve().parents[1] / "app"
 MAIN = str(APP / "main.py")
 sys.path.insert(0, str(APP))  # the app's own helpers (components.*) for the pure-function tests
 
+from apptest_helpers import assert_clean, charts, starter  # noqa: E402
 from components.exports import safe_filename, slug, trace_csv, trace_json  # noqa: E402
 from components.widgets import EXAMPLES, cell_from_selection  # noqa: E402
 
@@ -28,35 +29,7 @@ DEFAULT_PROMPT = EXAMPLES["reasoning"]
 
 @pytest.fixture
 def app(monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    monkeypatch.setenv("HERO_LENS_TINY", "1")
-
-    def start(page: str | None = None, **query):
-        at = AppTest.from_file(MAIN, default_timeout=TIMEOUT)
-        at.query_params.update(query)
-        at.run()
-        if page:
-            at.switch_page(f"views/{page}.py").run()
-        assert_clean(at)
-        return at
-
-    return start
-
-
-def assert_clean(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def charts(at) -> dict[str, dict]:
-    """Plotly charts on the page by title (the figure JSON Streamlit sends to the browser)."""
-    out = {}
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        title = spec["layout"].get("title", {}).get("text", "")
-        out[title] = spec
-    return out
+    return starter(monkeypatch, TIMEOUT)
 
 
 def chart(at, prefix: str) -> dict:

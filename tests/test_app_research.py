@@ -13,6 +13,7 @@ APP = Path(__file__).resolve().parents[1] / "app"
 MAIN = str(APP / "main.py")
 sys.path.insert(0, str(APP))
 
+from apptest_helpers import assert_clean, charts, starter  # noqa: E402
 from components.exports import trace_json  # noqa: E402
 
 from hero_core.sweep import bundled_items, sweep, token_summary  # noqa: E402
@@ -24,33 +25,7 @@ PROMPT_B = "def square(x):\n    return x * x\n"
 
 @pytest.fixture
 def app(monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    monkeypatch.setenv("HERO_LENS_TINY", "1")
-
-    def start(page: str | None = None, **query):
-        at = AppTest.from_file(MAIN, default_timeout=TIMEOUT)
-        at.query_params.update(query)
-        at.run()
-        if page:
-            at.switch_page(f"views/{page}.py").run()
-        assert_clean(at)
-        return at
-
-    return start
-
-
-def assert_clean(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def charts(at) -> dict[str, dict]:
-    out = {}
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        out[spec["layout"].get("title", {}).get("text", "")] = spec
-    return out
+    return starter(monkeypatch, TIMEOUT)
 
 
 def values(obj) -> np.ndarray:

@@ -1,0 +1,39 @@
+"""Driving the app headless (streamlit.testing AppTest) on the tiny model: shared by the app test files."""
+
+import json
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[1] / "app"
+MAIN = str(APP / "main.py")
+
+
+def starter(monkeypatch, timeout: float):
+    """A function that opens the app (optionally on a page, with query parameters) and checks it is clean."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HERO_LENS_TINY", "1")
+
+    def start(page: str | None = None, **query):
+        at = AppTest.from_file(MAIN, default_timeout=timeout)
+        at.query_params.update(query)
+        at.run()
+        if page:
+            at.switch_page(f"views/{page}.py").run()
+        assert_clean(at)
+        return at
+
+    return start
+
+
+def assert_clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def charts(at) -> dict[str, dict]:
+    """Plotly charts on the page by title (the figure JSON Streamlit sends to the browser)."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[spec["layout"].get("title", {}).get("text", "")] = spec
+    return out
