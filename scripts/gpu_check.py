@@ -98,7 +98,7 @@ def build_hero(shape: str, precision: str, device: torch.device, seed: int = 0):
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from hero_core.backbones import Backbone, embedded_model_dir
-    from hero_core.model import HeroModel, fresh_router
+    from hero_core.model import HeroModel, fresh_router, spread_gates
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
     if tokenizer.pad_token is None:
@@ -118,10 +118,7 @@ def build_hero(shape: str, precision: str, device: torch.device, seed: int = 0):
     backbone = Backbone(model=model, tokenizer=tokenizer, name=f"random-{shape}", device=device,
                         quantization="nf4" if precision == "nf4" else None)
     torch.manual_seed(seed + 1)
-    router = fresh_router(backbone, gate_bias_init=0.0)
-    with torch.no_grad():  # spread gates around tau = 0.5, so both branches run
-        torch.nn.init.normal_(router.local_head.mlp[2].weight, std=0.3)
-        torch.nn.init.normal_(router.history_head[2].weight, std=0.3)
+    router = spread_gates(fresh_router(backbone, gate_bias_init=0.0))  # gates around tau = 0.5: both branches run
     return HeroModel(backbone, router, "fresh-random")
 
 
