@@ -556,6 +556,16 @@ def test_a_shared_url_restores_the_view(app):
     at.selectbox(key="sb_variant").select("hero").run()
     assert at.query_params["variant"] == ["hero"] or at.query_params["variant"] == "hero"
     assert (at.query_params["token"] in (["2"], "2")) and (at.query_params["tau"] in (["0.3"], "0.3"))
+    assert "precision" not in at.query_params  # the default precision stays out of the address bar
+
+
+def test_a_shared_url_sets_the_precision(app):
+    at = app("explorer", prompt="Share this view.", precision="bf16")
+    assert_clean(at)
+    assert at.selectbox(key="sb_precision").value == "bf16"
+    assert at.query_params["precision"] in (["bf16"], "bf16")
+    at.selectbox(key="sb_precision").select("full").run()
+    assert "precision" not in at.query_params
 
 
 def test_a_bad_url_is_reported_not_applied(monkeypatch):
@@ -563,9 +573,10 @@ def test_a_bad_url_is_reported_not_applied(monkeypatch):
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
     at = AppTest.from_file(MAIN, default_timeout=TIMEOUT)
-    at.query_params.update({"variant": "telepathy", "tau": "2", "checkpoint": "nope"})
+    at.query_params.update({"variant": "telepathy", "tau": "2", "checkpoint": "nope", "precision": "fp8"})
     at.run()
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
     assert "unknown variant 'telepathy'" in warnings and "tau must be" in warnings and "'nope'" in warnings
+    assert "unknown precision 'fp8'" in warnings and at.selectbox(key="sb_precision").value == "full"
     assert at.selectbox(key="sb_variant").value == "hero"

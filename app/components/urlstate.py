@@ -1,4 +1,5 @@
-"""Shareable views: the sidebar's checkpoint, variant and τ, the prompt and the selected cell live in the URL.
+"""Shareable views: the sidebar's checkpoint, variant, τ and precision, the prompt and the selected cell live in
+the URL.
 
 Opening a copied URL restores the view: :func:`restore_from_url` seeds the widgets once per session from the
 query parameters (values it cannot use are reported, not applied); :func:`write_to_url` keeps the address bar in
@@ -11,7 +12,15 @@ import streamlit as st
 
 from hero_core.config import INFERENCE_VARIANTS
 
-from .settings import DEFAULT_CHECKPOINT, Settings, checkpoint_defaults, checkpoint_options, tiny_mode
+from .settings import (
+    DEFAULT_CHECKPOINT,
+    PRECISIONS,
+    ModelSpec,
+    Settings,
+    checkpoint_defaults,
+    checkpoint_options,
+    tiny_mode,
+)
 from .widgets import SHARED_CELL, SHARED_PROMPT, URL_PROMPT
 
 RESTORED = "url_restored"
@@ -31,8 +40,14 @@ def restore_from_url() -> list[str]:
         return []
     st.session_state[RESTORED] = True
     params, problems = st.query_params, []
-    if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block")):
+    if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block", "precision")):
         return []
+    precision = params.get("precision")
+    if precision:
+        if precision in PRECISIONS:
+            st.session_state["sb_precision"] = precision
+        else:
+            problems.append(f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})")
     checkpoint = params.get("checkpoint") or DEFAULT_CHECKPOINT
     if checkpoint not in checkpoint_options(tiny_mode()):
         problems.append(f"checkpoint {checkpoint!r} is not bundled here")
@@ -63,6 +78,10 @@ def write_to_url(settings: Settings) -> None:
     """Put the current view into the address bar (only what differs from what is there)."""
     wanted = {"checkpoint": settings.model.checkpoint or DEFAULT_CHECKPOINT, "variant": settings.variant,
               "tau": f"{settings.tau:g}"}
+    if settings.model.precision != ModelSpec().precision:  # the default stays out of the address bar
+        wanted["precision"] = settings.model.precision
+    elif "precision" in st.query_params:
+        del st.query_params["precision"]
     prompt = st.session_state.get(SHARED_PROMPT)
     if isinstance(prompt, str) and len(prompt) <= MAX_URL_PROMPT:
         wanted[URL_PROMPT] = prompt
