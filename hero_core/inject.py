@@ -8,7 +8,7 @@ The only module that knows transformers' module names. For each routed block:
   the gate and runs the hard branch on gathered tokens:
   ``g >= tau: g * FFN(u)``; else ``(1 - g) * Adapter(u)``. The block adds hbar itself.
 
-A forward pre-hook on the decoder stack starts a new :class:`~hero_core.routing.ForwardPass` with the
+A forward pre-hook on the decoder stack starts a new :class:`~hero_core.call_state.ForwardPass` with the
 call's padding mask. With no routing call active, or in the ``dense`` variant, every wrapper calls its
 base layer unchanged, so the wrapped model computes exactly what the backbone does.
 """
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn as nn
 
-from .routing import current_call
+from .call_state import current_call
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 

@@ -15,12 +15,12 @@ import torch.nn as nn
 from . import checkpoint as ckpt
 from .accounting import ComputeProfile
 from .backbones import Backbone, count_parameters, load_backbone
+from .call_state import RECORDED_FIELDS, RoutingCall, routing_call
 from .config import HeroConfig, check_tau, check_variant
 from .decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
 from .inject import decoder_layers, inject
 from .labels import piece_texts
 from .router import HeroRouter
-from .routing import RECORDED_FIELDS, RoutingCall, routing_call
 from .trace import STATE_FIELDS, RoutingTrace
 
 log = logging.getLogger(__name__)

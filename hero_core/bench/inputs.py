@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..accounting import bisect_increasing, ffn_share_for_param_skip
-from ..routing import RoutingCall
+from ..call_state import RoutingCall
 
 
 def parse_shape(text: str) -> tuple[int, int]:

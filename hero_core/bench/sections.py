@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..accounting import ComputeProfile, flop_ideal
-from ..routing import RoutingCall, routing_call
+from ..call_state import RoutingCall, routing_call
 from .inputs import BenchConfig, RoutedConfig, _recorded_pass, batch_of
 from .timing import measure, paired_ratio, start_timer, stats, time_stats
 

@@ -63,7 +63,7 @@ def run_lm_eval(hero, task_yaml: str | os.PathLike, variant: str = "hero", *, ta
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
 
-    from ..routing import routing_call
+    from ..call_state import routing_call
 
     task_yaml = Path(task_yaml)
     if not task_yaml.is_file():
