@@ -13,7 +13,8 @@
 # pinned in requirements.txt (which that install then satisfies), from the PyTorch CPU index on a plain base,
 # so the image does not carry CUDA libraries it cannot use, or from PyPI (CUDA build) on a CUDA base image.
 # --build-arg TORCH_INDEX=<url> overrides the choice. The embedded model is converted to safetensors at
-# build time, so the container starts without any download.
+# build time, so the container starts without any download. Debian's Chromium is installed for the PNG / SVG
+# figure export (kaleido).
 
 ARG BASE=python:3.11-slim
 FROM ${BASE}
@@ -38,6 +39,18 @@ RUN if ! command -v "${PYTHON}" >/dev/null 2>&1 || ! "${PYTHON}" -c "import ensu
     fi \
     && "${PYTHON}" -m venv /opt/venv \
     && useradd --create-home --uid 1000 hero
+
+# Chromium for the PNG / SVG figure export: kaleido 1.x renders in an installed Chrome or Chromium and never
+# downloads one at run time (hero_core/figure_export.py). Debian's chromium package (the python:3.11-slim base),
+# with Liberation fonts (metric-compatible with the Arial that plotly's default font list falls back to). On a
+# base without Debian's package (Ubuntu's chromium is a snap stub that cannot run in a container) the image is
+# built without it: PNG / SVG then answer with a message, and the HTML export still works.
+RUN if grep -q '^ID=debian' /etc/os-release; then \
+        apt-get update && apt-get install -y --no-install-recommends chromium fonts-liberation \
+        && rm -rf /var/lib/apt/lists/* && chromium --version; \
+    else \
+        echo "no Debian chromium package on this base: PNG / SVG export disabled (HTML export works)"; \
+    fi
 
 WORKDIR /app
 

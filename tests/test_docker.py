@@ -150,6 +150,19 @@ def test_embedded_model_is_baked_after_the_install(dockerfile):
     assert bake > install
 
 
+def test_chromium_is_installed_for_the_image_export(dockerfile):
+    """kaleido renders PNG / SVG in an installed Chromium: the Debian base gets Debian's package (as root, before
+    the app user takes over), guarded so that a non-Debian base still builds."""
+    keywords = [k for k, _ in dockerfile]
+    runs = [(i, a) for i, (k, a) in enumerate(dockerfile) if k == "RUN"]
+    at, chromium = next((i, a) for i, a in runs if re.search(r"apt-get install\b.*\bchromium\b", a))
+    assert "ID=debian" in chromium and "fonts-liberation" in chromium
+    assert "rm -rf /var/lib/apt/lists/*" in chromium
+    assert at < keywords.index("USER")
+    # an Ubuntu (CUDA) base has no usable chromium package (a snap stub): the guard matches Debian only
+    assert "grep -q '^ID=debian' /etc/os-release" in chromium
+
+
 def test_serves_the_app_on_8501(dockerfile):
     assert ("EXPOSE", PORT) in dockerfile
     assert re.search(r"^PORT \?= 8501$", (ROOT / "Makefile").read_text(), re.M)
