@@ -30,7 +30,7 @@ def realised_skip(hero: HeroModel, blocks: torch.Tensor, variant: str, tau: floa
     call = hero.new_call(variant, tau)
     with torch.no_grad():
         hero.forward(blocks.to(hero.device), None, call, use_cache=False)
-    executed = torch.stack([r.executed for r in call.passes[-1].records]).cpu().numpy()
+    executed = call.passes[-1].executed().cpu().numpy()
     return float(token_compute(executed, hero.profile)["param_skip"].mean())
 
 

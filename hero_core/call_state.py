@@ -17,6 +17,7 @@ import contextvars
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .router import Decision, HeroRouter, PathState
@@ -25,19 +26,20 @@ _CURRENT_CALL: contextvars.ContextVar[RoutingCall | None] = contextvars.ContextV
                                                                                       default=None)
 
 # Per-block fields copied into a trace, in the order of the trace schema.
-RECORDED_FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "novelty")
+RECORDED_FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu")
 
 
 @dataclass
 class BlockRecord:
-    """What one routed block decided for the tokens of one pass (detached; (N,) unless noted)."""
+    """What one routed block decided for the tokens of one pass (detached; (N,) unless noted). Every value
+    carries its name in the trace (:class:`~hero_core.trace.RoutingTrace`)."""
 
     executed: torch.Tensor  # bool
-    fields: dict[str, torch.Tensor]
-    memory_weights: torch.Tensor  # (N, j-1)
-    state: torch.Tensor | None = None  # s_j (N, d_s), only with record_states
-    context: torch.Tensor | None = None  # c_j (N, d_m), only with record_states
-    state_norm: torch.Tensor | None = None  # ||S_j||_F (N,), only with record_states
+    fields: dict[str, torch.Tensor]  # RECORDED_FIELDS
+    memory_attention: torch.Tensor  # alpha_{j, i<j} (N, j-1)
+    router_state: torch.Tensor | None = None  # s_j (N, d_s), only with record_states
+    memory_context: torch.Tensor | None = None  # c_j (N, d_m), only with record_states
+    memory_state_norm: torch.Tensor | None = None  # ||S_j||_F (N,), only with record_states
 
 
 @dataclass
@@ -54,6 +56,41 @@ class ForwardPass:
     ffn_hbar: torch.Tensor | None = None
     records: list[BlockRecord] = field(default_factory=list)
     gates: list[torch.Tensor] = field(default_factory=list)  # g with grad, for the usage loss
+
+    def executed(self) -> torch.Tensor:
+        """Which FFNs ran in this pass: (R, B*T) bool, one row per routed block (needs records)."""
+        return torch.stack([r.executed for r in self.records])
+
+    def arrays(self, batch_index: int, n_routed: int, variant: str, record_states: bool) -> dict[str, np.ndarray]:
+        """This pass's records for one batch row, restricted to its real tokens: (R, T_b) arrays named as in
+        the trace (``memory_attention`` (T_b, R, R); its state fields (R, T_b, ...) with ``record_states``)."""
+        R = n_routed
+        B, T = self.shape
+        keep = self.active[batch_index].cpu().numpy() if self.active is not None else np.ones(T, dtype=bool)
+        n = int(keep.sum())
+        rows = slice(batch_index * T, (batch_index + 1) * T)
+        if variant == "dense" or not self.records:
+            ones, zeros = np.ones((R, n)), np.zeros((R, n))
+            return {"gate": ones, "executed": np.ones((R, n), dtype=bool), "history_logit": zeros,
+                    "local_logit": zeros, "p_hist": ones, "m_hist": ones, "nu": zeros,
+                    "memory_attention": np.zeros((n, R, R))}
+
+        def stacked(values: list[torch.Tensor]) -> np.ndarray:
+            return torch.stack([v[rows] for v in values]).cpu().double().numpy()[:, keep]
+
+        out = {name: stacked([r.fields[name] for r in self.records]) for name in RECORDED_FIELDS}
+        out["executed"] = self.executed()[:, rows].cpu().numpy()[:, keep]
+        attention = np.zeros((n, R, R))
+        for j, record in enumerate(self.records):
+            if j:
+                attention[:, j, :j] = record.memory_attention[rows].cpu().double().numpy()[keep]
+        out["memory_attention"] = attention
+        if record_states:
+            out["router_state"] = stacked([r.router_state for r in self.records])
+            out["memory_context"] = stacked([r.memory_context for r in self.records])
+            out["memory_state_norm"] = stacked([r.memory_state_norm if r.memory_state_norm is not None
+                                                else torch.zeros(B * T) for r in self.records])
+        return out
 
 
 @dataclass
@@ -92,15 +129,13 @@ class RoutingCall:
             p.gates.append(decision.gate)
         if not self.record:
             return
-        values = {"gate": decision.gate, "history_logit": decision.history_logit,
-                  "local_logit": decision.local_logit, "p_hist": decision.p_hist, "m_hist": decision.m_hist,
-                  "novelty": decision.novelty}
-        record = BlockRecord(executed=executed, fields={k: v.detach() for k, v in values.items()},
-                             memory_weights=decision.memory_weights.detach())
+        record = BlockRecord(executed=executed,
+                             fields={name: getattr(decision, name).detach() for name in RECORDED_FIELDS},
+                             memory_attention=decision.memory_attention.detach())
         if self.record_states:
-            record.state = decision.state.detach()
-            record.context = decision.context.detach()
-            record.state_norm = path.memory.state_norm().detach() if path.memory is not None else None
+            record.router_state = decision.router_state.detach()
+            record.memory_context = decision.memory_context.detach()
+            record.memory_state_norm = path.memory.state_norm().detach() if path.memory is not None else None
         p.records.append(record)
 
 

@@ -15,13 +15,13 @@ import torch.nn as nn
 from . import checkpoint as ckpt
 from .accounting import ComputeProfile
 from .backbones import Backbone, count_parameters, load_backbone
-from .call_state import RECORDED_FIELDS, RoutingCall, routing_call
+from .call_state import RoutingCall, routing_call
 from .config import HeroConfig, check_tau, check_variant
 from .decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
 from .inject import decoder_layers, inject
 from .labels import piece_texts
 from .router import HeroRouter
-from .trace import STATE_FIELDS, RoutingTrace
+from .trace import RoutingTrace
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class HeroModel:
             call = self.new_call(variant, tau)
             with torch.no_grad():
                 self.forward(input_ids, attention_mask, call, use_cache=False)
-            executed = torch.stack([r.executed for r in call.passes[-1].records]).cpu().numpy()  # (R, B*T)
+            executed = call.passes[-1].executed().cpu().numpy()  # (R, B*T)
             if attention_mask is not None:
                 executed = executed[:, attention_mask.reshape(-1).bool().cpu().numpy()]
             return float(token_compute(executed, self.profile)["param_skip"].mean())
@@ -218,7 +218,7 @@ class HeroModel:
         traces = []
         for b in range(len(prompts)):
             keep = enc.attention_mask[b].bool()
-            trace = self._assemble(call, b, enc.input_ids[b][keep].tolist(), enc.notices[b], tau_rule=rule)
+            trace = self.trace_of(call, b, enc.input_ids[b][keep].tolist(), enc.notices[b], tau_rule=rule)
             if dense is not None:
                 trace.quality = _token_quality(dense[b][keep], routed[b][keep], enc.input_ids[b][keep])
             traces.append(trace)
@@ -300,7 +300,7 @@ class HeroModel:
         all_ids = ids[0].tolist() + new_ids[:-1] if new_ids else ids[0].tolist()
         # The last sampled token was never fed back, so it has no routing record: the trace covers the
         # tokens that went through the model.
-        trace = self._assemble(call, 0, all_ids, enc.notices[0], n_prompt_tokens=ids.shape[1], tau_rule=rule)
+        trace = self.trace_of(call, 0, all_ids, enc.notices[0], n_prompt_tokens=ids.shape[1], tau_rule=rule)
         return cut_at_stop(self.tokenizer.decode(new_ids, skip_special_tokens=True), stop), trace
 
     def score_tokens(self, token_ids: Sequence[int], variant: str = "hero", *,
@@ -316,30 +316,15 @@ class HeroModel:
         return _token_quality(dense, routed, ids[0])
 
     # -- trace assembly -----------------------------------------------------------------------
-    def _assemble(self, call: RoutingCall, batch_index: int, token_ids: list[int], notices: list[str],
-                  n_prompt_tokens: int | None = None, tau_rule: str = "checkpoint") -> RoutingTrace:
-        R = self.config.n_routed
-        per_pass = [_pass_arrays(p, batch_index, R, call.variant, call.record_states) for p in call.passes]
-        arrays = {k: np.concatenate([p[k] for p in per_pass], axis=-1) for k in per_pass[0] if k != "memory_attention"
-                  and k not in STATE_FIELDS}
-        attention = np.concatenate([p["memory_attention"] for p in per_pass], axis=0)
-        states = None
-        if call.record_states and call.variant != "dense":
-            states = {k: np.concatenate([p[k] for p in per_pass], axis=1) for k in STATE_FIELDS}
-        T = len(token_ids)
-        return RoutingTrace(
+    def trace_of(self, call: RoutingCall, batch_index: int, token_ids: list[int], notices: list[str],
+                 n_prompt_tokens: int | None = None, tau_rule: str = "checkpoint") -> RoutingTrace:
+        """The :class:`RoutingTrace` of batch row ``batch_index`` of a finished ``call`` on this model."""
+        return RoutingTrace.from_call(
+            call, batch_index, token_ids=list(token_ids), tokens=piece_texts(self.tokenizer.decode, token_ids),
             backbone=self.backbone.name + (" (nf4)" if self.backbone.quantization else ""),
-            checkpoint=self.checkpoint_name, variant=call.variant, tau=call.tau,
-            tokens=piece_texts(self.tokenizer.decode, token_ids), token_ids=list(token_ids),
-            routed_layers=list(self.config.routed_layers),
-            gate=arrays["gate"][:, :T], executed=arrays["executed"][:, :T],
-            history_logit=arrays["history_logit"][:, :T], local_logit=arrays["local_logit"][:, :T],
-            p_hist=arrays["p_hist"][:, :T], m_hist=arrays["m_hist"][:, :T], nu=arrays["novelty"][:, :T],
-            memory_attention=attention[:T], forgetting=self.router.forgetting().detach().cpu().double().numpy(),
-            profile=self.profile, n_prompt_tokens=n_prompt_tokens, notices=list(notices),
-            states={k: v[:, :T] for k, v in states.items()} if states else None, tau_rule=tau_rule)
-
-
+            checkpoint=self.checkpoint_name, routed_layers=list(self.config.routed_layers),
+            forgetting=self.router.forgetting().detach().cpu().double().numpy(), profile=self.profile,
+            notices=notices, n_prompt_tokens=n_prompt_tokens, tau_rule=tau_rule)
 
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
@@ -351,33 +336,6 @@ def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor)
             "dense_nll": np.concatenate([next_token_nll(dense, ids).cpu().double().numpy(), pad]),
             "kl_to_dense": kl_from_dense(dense, routed).cpu().double().numpy(),
             "top1_agree": top1_agreement(dense, routed).cpu().double().numpy()}
-
-
-def _pass_arrays(fwd, batch_index: int, R: int, variant: str, record_states: bool) -> dict[str, np.ndarray]:
-    """One forward pass's records for one batch row, restricted to its real tokens: (R, T_b) arrays."""
-    B, T = fwd.shape
-    keep = fwd.active[batch_index].cpu().numpy() if fwd.active is not None else np.ones(T, dtype=bool)
-    n = int(keep.sum())
-    rows = slice(batch_index * T, (batch_index + 1) * T)
-    if variant == "dense" or not fwd.records:
-        ones, zeros = np.ones((R, n)), np.zeros((R, n))
-        return {"gate": ones, "executed": np.ones((R, n), dtype=bool), "history_logit": zeros,
-                "local_logit": zeros, "p_hist": ones, "m_hist": ones, "novelty": zeros,
-                "memory_attention": np.zeros((n, R, R))}
-    out = {name: torch.stack([r.fields[name][rows] for r in fwd.records]).cpu().double().numpy()[:, keep]
-           for name in RECORDED_FIELDS}
-    out["executed"] = torch.stack([r.executed[rows] for r in fwd.records]).cpu().numpy()[:, keep]
-    attention = np.zeros((n, R, R))
-    for j, record in enumerate(fwd.records):
-        if j:
-            attention[:, j, :j] = record.memory_weights[rows].cpu().double().numpy()[keep]
-    out["memory_attention"] = attention
-    if record_states:
-        out["router_state"] = torch.stack([r.state[rows] for r in fwd.records]).cpu().double().numpy()[:, keep]
-        out["memory_context"] = torch.stack([r.context[rows] for r in fwd.records]).cpu().double().numpy()[:, keep]
-        norms = [r.state_norm[rows] if r.state_norm is not None else torch.zeros(T) for r in fwd.records]
-        out["memory_state_norm"] = torch.stack(norms).cpu().double().numpy()[:, keep]
-    return out
 
 
 def default_routed_layers(n_layers: int) -> list[int]:

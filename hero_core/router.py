@@ -7,10 +7,11 @@ Glossary (docs/method.md -> code). j is the 1-based index of a routed block, R t
     r, q_rem, d, gamma, p_hist_{j-1}, m_hist_{j-1}  path features   ``path``    (N, 6)
     z_h = W_hu SiLU(W_hd RMSNorm(hbar))                        ``StateEncoder``  (N, d_h)
     z_a = FFN_path(path)                                       ``PathEncoder``   (N, d_a)
-    s_j = [z_h ; z_a]                                          ``state``         (N, d_s)
+    s_j = [z_h ; z_a]                                          ``router_state``  (N, d_s)
     q, k, v = W_q s, W_k s, W_v s                              ``to_q/to_k/to_v``
-    c_j                                                        ``context``       (N, d_m)
-    nu = 1 - cos(W_n s, W_c c)                                 ``novelty``       (N,)
+    c_j                                                        ``memory_context`` (N, d_m)
+    alpha_{j,i}  memory-attention weights                      ``memory_attention`` (N, j-1)
+    nu = 1 - cos(W_n s, W_c c)                                 ``nu``            (N,)
     a = f_theta([s; c; nu])  history logit                     ``history_head``  (N,)
     b = f_psi(hbar)          local logit                       ``local_head``    (N,)
     g = sigmoid(a + b)       gate                              ``gate``          (N,)
@@ -112,10 +113,10 @@ class Decision:
     local_logit: torch.Tensor  # b
     p_hist: torch.Tensor
     m_hist: torch.Tensor
-    novelty: torch.Tensor  # nu
-    memory_weights: torch.Tensor  # alpha_{j, i<j}: (N, j-1)
-    state: torch.Tensor  # s_j: (N, d_s)
-    context: torch.Tensor  # c_j: (N, d_m)
+    nu: torch.Tensor  # novelty nu
+    memory_attention: torch.Tensor  # alpha_{j, i<j}: (N, j-1)
+    router_state: torch.Tensor  # s_j: (N, d_s)
+    memory_context: torch.Tensor  # c_j: (N, d_m)
 
 
 @dataclass(frozen=True)
@@ -290,19 +291,19 @@ class HeroRouter(nn.Module):
                 path.rho = self.forgetting()
             path.memory.write(self.to_k(state), self.to_v(state), path.rho[j - 1])
             if j == 1:
-                novelty = hbar.new_zeros(n)
+                nu = hbar.new_zeros(n)
             else:
-                novelty = 1 - F.cosine_similarity(self.novelty_state(state), self.novelty_context(context),
-                                                  dim=-1, eps=c.eps)
+                nu = 1 - F.cosine_similarity(self.novelty_state(state), self.novelty_context(context),
+                                             dim=-1, eps=c.eps)
         else:
             context = hbar.new_zeros(n, c.d_memory)
             weights = hbar.new_zeros(n, j - 1)
-            novelty = hbar.new_zeros(n)
+            nu = hbar.new_zeros(n)
 
         if not spec.history:
             history_logit = hbar.new_zeros(n)
         else:
-            history_logit = self.history_head(torch.cat([state, context, novelty[:, None]], -1)).squeeze(-1)
+            history_logit = self.history_head(torch.cat([state, context, nu[:, None]], -1)).squeeze(-1)
         if same_norm:
             head = self.local_head.mlp
             local_logit = head[2](head[1](hidden[:, first.split:])).squeeze(-1)
@@ -312,7 +313,7 @@ class HeroRouter(nn.Module):
         p_hist = torch.sigmoid(history_logit / c.t_hist)
         m_hist = (path.m_hist if path.m_hist is not None else torch.ones_like(p_hist)) * p_hist
         path.p_hist, path.m_hist = p_hist, m_hist
-        return Decision(gate, history_logit, local_logit, p_hist, m_hist, novelty, weights, state, context)
+        return Decision(gate, history_logit, local_logit, p_hist, m_hist, nu, weights, state, context)
 
     def _folded_first_layers(self) -> FoldedLayers:
         """Inference weights, rebuilt whenever a source parameter changed in place (optimiser step, load)."""
@@ -432,21 +433,21 @@ class HeroRouter(nn.Module):
             weights = scores.squeeze(1).narrow(1, 0, j - 1) / denominator
             wc, history_c = (context @ w.context_weight_t).split((dm, c.head_hidden), 1)
             # nu = 1 - cos(W_n s, W_c c)
-            novelty = torch.linalg.vecdot(ns, wc).div_(torch.linalg.vector_norm(ns, dim=-1).clamp_min_(eps)
-                                                        * torch.linalg.vector_norm(wc, dim=-1).clamp_min_(eps))
-            novelty = novelty.neg_().add_(1.0)
-            history_in = torch.addcmul(history_in + history_c, novelty.unsqueeze(1), w.novelty_weight)
+            nu = torch.linalg.vecdot(ns, wc).div_(torch.linalg.vector_norm(ns, dim=-1).clamp_min_(eps)
+                                                   * torch.linalg.vector_norm(wc, dim=-1).clamp_min_(eps))
+            nu = nu.neg_().add_(1.0)
+            history_in = torch.addcmul(history_in + history_c, nu.unsqueeze(1), w.novelty_weight)
         else:
             context = hbar.new_zeros(n, dm)
             weights = hbar.new_zeros(n, j - 1)
-            novelty = hbar.new_zeros(n)
+            nu = hbar.new_zeros(n)
         final = torch.addmm(w.final_bias, F.silu(history_in), w.final_weight_t)  # [a, a / T, a]
         final.select(1, 2).add_(local_logit)
         squashed = torch.sigmoid(final.narrow(1, 1, 2))  # [p_hist, g]
         p_hist = squashed.select(1, 0)
         m_hist = p_hist if j == 1 else path.m_hist * p_hist
         path.p_hist, path.m_hist = p_hist, m_hist
-        return Decision(squashed.select(1, 1), final.select(1, 0), local_logit, p_hist, m_hist, novelty, weights,
+        return Decision(squashed.select(1, 1), final.select(1, 0), local_logit, p_hist, m_hist, nu, weights,
                         state, context)
 
     def parameter_counts(self) -> dict[str, int]:

@@ -186,6 +186,25 @@ class RoutingTrace:
         return path
 
     @classmethod
+    def from_call(cls, call: Any, batch_index: int, *, token_ids: list[int], tokens: list[str], backbone: str,
+                  checkpoint: str, routed_layers: list[int], forgetting: np.ndarray, profile: ComputeProfile,
+                  notices: list[str] | None = None, n_prompt_tokens: int | None = None,
+                  tau_rule: str = "checkpoint") -> RoutingTrace:
+        """The trace of batch row ``batch_index`` of a finished call (a :class:`~hero_core.call_state.RoutingCall`,
+        whose passes turn their records into arrays): its passes concatenated over tokens, cut to ``token_ids``."""
+        R, T = len(routed_layers), len(token_ids)
+        per_pass = [p.arrays(batch_index, R, call.variant, call.record_states) for p in call.passes]
+        arrays = {k: np.concatenate([p[k] for p in per_pass], axis=-1)[:, :T] for k in BLOCK_TOKEN_FIELDS}
+        attention = np.concatenate([p["memory_attention"] for p in per_pass], axis=0)[:T]
+        states = None
+        if call.record_states and call.variant != "dense":
+            states = {k: np.concatenate([p[k] for p in per_pass], axis=1)[:, :T] for k in STATE_FIELDS}
+        return cls(backbone=backbone, checkpoint=checkpoint, variant=call.variant, tau=call.tau, tokens=tokens,
+                   token_ids=list(token_ids), routed_layers=list(routed_layers), memory_attention=attention,
+                   forgetting=forgetting, profile=profile, n_prompt_tokens=n_prompt_tokens,
+                   notices=list(notices or []), states=states, tau_rule=tau_rule, **arrays)
+
+    @classmethod
     def from_dict(cls, data: Any) -> RoutingTrace:
         if not isinstance(data, dict):
             raise TraceFormatError("a trace must be a JSON object")

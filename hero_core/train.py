@@ -405,7 +405,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         grad_norm = torch.nn.utils.clip_grad_norm_(hero.router.parameters(), cfg.clip)
         optimizer.step()
 
-        executed = torch.stack([r.executed for r in call.passes[-1].records])  # (R, N)
+        executed = call.passes[-1].executed()  # (R, N)
         skipped = (~executed).float().sum(0)
         realised = float((skipped * ffn_params / total_params).mean())
         if cfg.budget == "controller":

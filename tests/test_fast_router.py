@@ -7,8 +7,8 @@ from hero_core.config import TRAINABLE_VARIANTS
 from hero_core.router import PackedPath
 from hero_core.tiny import tiny_hero
 
-FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "novelty", "memory_weights", "state",
-          "context")
+FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu", "memory_attention", "router_state",
+          "memory_context")
 PROMPT = "The quick brown fox jumps over the lazy dog."
 
 
@@ -109,8 +109,8 @@ def test_decode_steps_give_the_same_logits_and_decisions(dtype):
         for r_ref, r_new in zip(p_ref.records, p_new.records):
             torch.testing.assert_close(r_new.fields["gate"], r_ref.fields["gate"], rtol=0, atol=1e-5)
             assert torch.equal(r_new.executed, r_ref.executed)
-            torch.testing.assert_close(r_new.memory_weights, r_ref.memory_weights, rtol=0, atol=1e-5)
-            torch.testing.assert_close(r_new.state_norm, r_ref.state_norm, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(r_new.memory_attention, r_ref.memory_attention, rtol=0, atol=1e-5)
+            torch.testing.assert_close(r_new.memory_state_norm, r_ref.memory_state_norm, rtol=1e-5, atol=1e-5)
 
 
 def test_generate_takes_the_packed_path_and_traces_every_token():

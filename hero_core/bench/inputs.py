@@ -194,4 +194,4 @@ def _recorded_pass(hero, cfg: RoutedConfig, ids: torch.Tensor) -> tuple[torch.Te
     with torch.no_grad():
         hero.forward(ids, None, call, use_cache=False)
     records = call.passes[-1].records
-    return torch.stack([r.fields["gate"] for r in records]), torch.stack([r.executed for r in records])
+    return torch.stack([r.fields["gate"] for r in records]), call.passes[-1].executed()

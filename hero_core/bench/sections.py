@@ -129,7 +129,7 @@ def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Benc
             recorded: list[RoutingCall] = []
             decode_loop(hero, lambda rc=rc: rc.call(record=True), prompts, cfg.decode_tokens, on_done=recorded.append)
             steps = recorded[0].passes[1:]  # pass 0 is the prefill
-            executed = np.concatenate([torch.stack([r.executed for r in p.records]).cpu().numpy() for p in steps], 1)
+            executed = np.concatenate([p.executed().cpu().numpy() for p in steps], 1)
             positions = np.repeat(cfg.decode_prompt + np.arange(len(steps)), batch)
             figures = flop_ideal(executed, positions, hero.profile)
             speedup = paired_ratio(times["dense"]["wall"], times[rc.name]["wall"])
@@ -160,7 +160,7 @@ def bench_recording(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig
         with torch.no_grad():
             hero.forward(ids, None, call, use_cache=False)
         for b in range(batch):
-            hero._assemble(call, b, ids[b].tolist(), [])
+            hero.trace_of(call, b, ids[b].tolist(), [])
 
     times = measure({"record_false": run(False), "record_true": run(True), "record_and_assemble": assemble},
                     cfg.reps, cfg.warmup, hero.device)

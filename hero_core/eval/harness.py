@@ -82,7 +82,7 @@ def run_lm_eval(hero, task_yaml: str | os.PathLike, variant: str = "hero", *, ta
         active = p.active.cpu().numpy() if p.active is not None else np.ones((B, T), dtype=bool)
         executed = None
         if method.routed and p.records:
-            executed = torch.stack([r.executed for r in p.records]).view(-1, B, T).cpu().numpy()
+            executed = p.executed().view(-1, B, T).cpu().numpy()
         for b in range(B):
             keep = active[b]
             tally.add(None if executed is None else executed[:, b, keep], int(keep.sum()),

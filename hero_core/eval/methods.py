@@ -111,7 +111,7 @@ class HeroMethod(Method):
     def _executed(self, call, B: int, T: int, passes: slice = slice(None)) -> np.ndarray | None:
         if not self.routed:
             return None
-        blocks = [torch.stack([r.executed for r in p.records]).view(-1, B, T) for p in call.passes[passes]]
+        blocks = [p.executed().view(-1, B, T) for p in call.passes[passes]]
         return torch.cat(blocks, dim=2).permute(1, 0, 2).cpu().numpy()  # (B, R, T)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Forward:
