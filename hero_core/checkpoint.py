@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,14 @@ from safetensors.torch import load_file, save_file
 
 from .backbones import Fingerprint
 from .config import HeroConfig
+from .files import atomic_write, atomic_write_text
 from .router import HeroRouter
 
 WEIGHTS_FILE = "hero_adapter.safetensors"
 CONFIG_FILE = "hero_config.json"
 FORMAT_VERSION = 1
 BUNDLED_DIR = Path(__file__).parent / "checkpoints"
+SHARED_MODE = 0o644  # a checkpoint is meant to be shared (a temp file starts as 0600)
 STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -68,18 +69,6 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
     return path
 
 
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a checkpoint is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_checkpoint(directory: str | os.PathLike, router: HeroRouter, fingerprint: Fingerprint,
                     backbone_name: str, *, training: dict[str, Any] | None = None,
                     storage_dtype: str = "float32") -> Path:
@@ -92,9 +81,10 @@ def save_checkpoint(directory: str | os.PathLike, router: HeroRouter, fingerprin
     meta = {"format_version": FORMAT_VERSION, "router": router.config.to_dict(),
             "backbone": {"name": backbone_name, **fingerprint.to_dict()},
             "storage_dtype": storage_dtype, "training": training or {}}
-    _atomic_write(directory / WEIGHTS_FILE, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
+    atomic_write(directory / WEIGHTS_FILE, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}),
+                 mode=SHARED_MODE)
     text = json.dumps(meta, sort_keys=True, indent=2)
-    _atomic_write(directory / CONFIG_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_write_text(directory / CONFIG_FILE, text, mode=SHARED_MODE)
     return directory
 
 

@@ -154,50 +154,9 @@ def code_texts(split: str = "train", max_chars: int = 4000, limit: int | None = 
 
 
 # -- chat ---------------------------------------------------------------------------------------------
-_TOPICS = ["the water cycle", "photosynthesis", "how vaccines work", "the French Revolution", "black holes",
-           "compound interest", "how a bicycle stays upright", "the history of the printing press",
-           "why the sky is blue", "how bees make honey", "the rules of chess", "climate and weather",
-           "how the internet routes packets", "the causes of tides", "how to brew tea", "volcanoes",
-           "the immune system", "Roman aqueducts", "how batteries store energy", "the life of a star",
-           "plate tectonics", "how muscles grow", "the invention of paper", "migratory birds",
-           "how elections work", "the metric system", "coral reefs", "how a refrigerator works",
-           "the Silk Road", "sleep and memory", "how glass is made", "the Moon landing", "recycling plastic",
-           "how maps are drawn", "ocean currents", "the human heart", "earthquakes", "how a camera works",
-           "the origins of jazz", "healthy breakfast ideas", "learning a new language", "saving money",
-           "writing a cover letter", "planning a garden", "the basics of budgeting", "staying focused",
-           "how clouds form", "electric cars", "the Great Wall of China", "how yeast makes bread rise"]
-_MORE_TOPICS = ["the Pythagorean theorem", "prime numbers", "how airplanes fly", "the causes of World War I",
-                "how the stock market works", "the nitrogen cycle", "how a computer's memory works", "rainbows",
-                "the history of the bicycle", "how to make a budget spreadsheet", "how wind turbines work",
-                "the Renaissance", "how the eye sees colour", "antibiotics and resistance", "the Amazon rainforest",
-                "how a nuclear reactor works", "the water on Mars", "how a car engine works", "desert animals",
-                "the Industrial Revolution", "how sound travels", "the ancient Egyptians", "the theory of evolution",
-                "how credit cards work", "public speaking", "the basics of photography", "how to train a puppy",
-                "the causes of inflation", "DNA and genes", "how solar panels work", "the Olympic Games",
-                "how to write a good essay", "the Roman Empire", "magnets", "how a compass works",
-                "the history of money", "how fish breathe", "time zones", "the seasons", "how rockets reach orbit",
-                "the human brain", "how to cook rice", "the history of the telephone", "dinosaurs",
-                "how 3D printing works", "the Arctic", "how to learn to swim", "how a bill becomes a law",
-                "the causes of the Great Depression", "how to stay hydrated", "how the heart pumps blood",
-                "the speed of light", "how trees grow", "the printing of books today", "how bridges carry loads",
-                "the Maya civilisation", "how to start running", "how a thermostat works", "the history of maps",
-                "how spiders spin webs", "how passwords are kept safe", "the causes of droughts",
-                "how a microwave oven heats food", "the invention of the light bulb", "how snow forms",
-                "how to plan a trip", "the basics of first aid", "the structure of an atom", "how bread is baked",
-                "the history of the calendar", "how satellites help us", "the food chain", "how to make friends",
-                "the Ottoman Empire", "how ants communicate", "the greenhouse effect", "how vaccines are tested",
-                "how a piano makes sound", "the history of the Olympics", "how to read a nutrition label",
-                "the causes of lightning", "how submarines dive", "the Middle Ages", "how to save energy at home",
-                "how wolves live in packs", "the basics of probability", "how a lock and key work",
-                "how tea is grown", "the geography of Africa", "how elevators work", "the life of Marie Curie",
-                "how the Moon affects Earth", "how rivers shape valleys", "the basics of saving for retirement",
-                "how hurricanes form", "the history of chocolate", "how birds navigate", "how to write a poem",
-                "how traffic lights are timed", "the basics of nutrition", "how fireworks get their colours",
-                "the life cycle of a butterfly", "how a library organises books", "the history of the internet",
-                "how a dishwasher works", "the structure of a cell", "how glaciers move", "how to take notes",
-                "the history of democracy", "how cheese is made", "how to keep a plant alive indoors",
-                "the basics of geometry", "how jet engines work", "the life of Leonardo da Vinci",
-                "how to manage stress", "how a river delta forms", "how fingerprints are unique"]
+# The chat prompts' topics (data, kept beside the module): the first list, then the later additions.
+_TOPIC_LISTS = json.loads((Path(__file__).with_name("chat_topics.json")).read_text(encoding="utf-8"))
+_TOPICS, _MORE_TOPICS = _TOPIC_LISTS["topics"], _TOPIC_LISTS["more_topics"]
 _ASKS = ["Explain {t} to a ten-year-old.", "Give me three interesting facts about {t}.",
          "Write a short paragraph about {t}.", "What are the most common misconceptions about {t}?",
          "Summarise {t} in a few sentences.", "Why does {t} matter in everyday life?"]

@@ -209,8 +209,7 @@ def run_cli(args) -> int:
         found = ckpt.read_checkpoint(name)
         ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
         router = ckpt.build_router(found)
-        models[found.name] = (HeroModel(backbone, router, found.name, found.training) if not models
-                              else next(iter(models.values())).with_router(router, found.name, found.training))
+        models[found.name] = HeroModel(backbone, router, found.name, found.training)  # one backbone, wrapped once
     with torch.no_grad():
         result = frontier(models, oracle=args.oracle, random=args.random, taus=taus, limit=args.limit,
                           max_tokens=args.max_tokens, domains=args.domains.split(","), progress=True)

@@ -156,9 +156,15 @@ def _begin_pass_hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
     call.begin_pass(shape, mask if isinstance(mask, torch.Tensor) and mask.dim() == 2 else None)
 
 
+def wrapped_layers(model: nn.Module) -> list[int] | None:
+    """The layers :func:`inject` wrapped in ``model``, or None for a bare backbone."""
+    layers = getattr(model, "_hero_routed_layers", None)
+    return list(layers) if layers is not None else None
+
+
 def inject(model: nn.Module, routed_layers: list[int]) -> None:
     """Wrap the routed blocks of ``model`` in place and freeze every backbone parameter."""
-    if getattr(model, "_hero_routed_layers", None) is not None:
+    if wrapped_layers(model) is not None:
         raise ValueError("this model is already wrapped for routing; load a fresh backbone")
     layers = decoder_layers(model)
     if routed_layers[-1] >= len(layers):

@@ -18,7 +18,7 @@ from .backbones import Backbone, count_parameters, load_backbone
 from .call_state import RoutingCall, routing_call
 from .config import HeroConfig, check_tau, check_variant
 from .decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
-from .inject import decoder_layers, inject
+from .inject import decoder_layers, inject, wrapped_layers
 from .labels import piece_texts
 from .router import HeroRouter
 from .trace import RoutingTrace
@@ -73,6 +73,8 @@ class HeroModel:
 
     def __init__(self, backbone: Backbone, router: HeroRouter, checkpoint_name: str,
                  training: dict | None = None) -> None:
+        """Wrap ``backbone``'s blocks for ``router`` (once: a backbone an earlier HeroModel wrapped for the same
+        routed layers is taken as it is, so one loaded backbone serves several checkpoints)."""
         self.backbone = backbone
         self.model = backbone.model
         self.tokenizer = backbone.tokenizer
@@ -80,7 +82,12 @@ class HeroModel:
         self.router.eval()
         self.checkpoint_name = checkpoint_name
         self.training_info = training or {}
-        inject(self.model, router.config.routed_layers)
+        wrapped = wrapped_layers(self.model)
+        if wrapped is None:
+            inject(self.model, router.config.routed_layers)
+        elif wrapped != list(router.config.routed_layers):
+            raise ValueError(f"router routes layers {router.config.routed_layers}, but this backbone is wrapped "
+                             f"for {wrapped}")
         self.profile = compute_profile(self.model, self.router)
 
     def with_router(self, router: HeroRouter, checkpoint_name: str, training: dict | None = None) -> HeroModel:

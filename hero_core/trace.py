@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .accounting import ComputeProfile, token_compute
+from .files import atomic_write_text
 
 SCHEMA_VERSION = 1
 # Per (block x token) arrays, named as in the saved JSON.
@@ -173,17 +173,7 @@ class RoutingTrace:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write JSON atomically (temp file + rename): a crash never leaves half a trace."""
-        path = Path(path)
-        text = json.dumps(self.to_dict(), allow_nan=False)
-        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write_text(path, json.dumps(self.to_dict(), allow_nan=False))
 
     @classmethod
     def from_call(cls, call: Any, batch_index: int, *, token_ids: list[int], tokens: list[str], backbone: str,

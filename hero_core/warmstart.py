@@ -10,13 +10,13 @@ small regression per block. Measured on SmolLM2-135M: R^2 0.48-0.96 by block, ab
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from .files import atomic_write, atomic_write_text
 from .inject import ffn_modules
 
 log = logging.getLogger(__name__)
@@ -153,10 +153,9 @@ def cached_warm_start(model: torch.nn.Module, router, blocks: torch.Tensor, cach
             return json.loads(meta.read_text()) | {"cached": True}
     report = warm_start_adapters(model, router, blocks, max_tokens=max_tokens, progress=progress)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(f"{cache}.tmp")
-    save_file({k: v.detach().cpu().contiguous() for k, v in router.adapters.state_dict().items()}, tmp)
-    os.replace(tmp, weights)
-    meta.write_text(json.dumps(report))
+    tensors = {k: v.detach().cpu().contiguous() for k, v in router.adapters.state_dict().items()}
+    atomic_write(weights, lambda tmp: save_file(tensors, tmp))
+    atomic_write_text(meta, json.dumps(report))
     return report
 
 

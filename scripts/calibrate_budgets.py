@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 from hero_core import checkpoint as ckpt  # noqa: E402
 from hero_core.backbones import load_backbone  # noqa: E402
 from hero_core.calibration import calibrate_tau, calibration_blocks, realised_skip  # noqa: E402
+from hero_core.files import atomic_write_text  # noqa: E402
 from hero_core.model import HeroModel  # noqa: E402
 
 TARGETS = {"hero-25": 0.25, "local-25": 0.25, "hero-40": 0.40, "local-40": 0.40}
@@ -37,7 +38,7 @@ def calibrate(backbone, directory: Path, target: float) -> dict:
     meta["training"]["tau_calibration"] = {"target_param_skip": target, "skip_at_tau_0.5": before,
                                            "tau": tau, "skip_at_tau": skip,
                                            "data": "8 x 128 train-split tokens (chat, code, reasoning)"}
-    meta_path.write_text(json.dumps(meta, sort_keys=True, indent=2))
+    atomic_write_text(meta_path, json.dumps(meta, sort_keys=True, indent=2))
     return meta["training"]["tau_calibration"]
 
 
@@ -46,9 +47,9 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=list(TARGETS))
     parser.add_argument("--dir", type=Path, default=ckpt.BUNDLED_DIR)
     args = parser.parse_args()
+    backbone = load_backbone(device="auto")  # loaded once: each HeroModel reuses the wrapped backbone
     for name in args.only:
-        # A fresh backbone per checkpoint: HeroModel wraps the model it is given, once.
-        result = calibrate(load_backbone(device="auto"), args.dir / name, TARGETS[name])
+        result = calibrate(backbone, args.dir / name, TARGETS[name])
         print(name, json.dumps(result), flush=True)
     return 0
 

@@ -6,24 +6,38 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[1] / "hero_core"
 
 
+def modules() -> list[str]:
+    """Every hero_core module, subpackages included, as a dotted name below hero_core ("eval.suites")."""
+    return sorted(".".join(p.relative_to(CORE).with_suffix("").parts) for p in CORE.rglob("*.py"))
+
+
 def imported(module: str) -> set[str]:
     """Every module name a hero_core module imports (relative imports resolved to hero_core.<name>)."""
-    tree = ast.parse((CORE / f"{module}.py").read_text())
+    path = CORE.joinpath(*module.split(".")).with_suffix(".py")
+    package = ["hero_core", *module.split(".")[:-1]]
+    if path.name == "__init__.py":
+        package.append(path.parent.name)
+    tree = ast.parse(path.read_text())
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = f"hero_core.{node.module}" if node.level else node.module
-            names.add(base or "hero_core")
-            if node.level and node.module is None:
-                names |= {f"hero_core.{a.name}" for a in node.names}
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1])
+                full = f"{base}.{node.module}" if node.module else base
+                names.add(full)
+                if node.module is None:
+                    names |= {f"{base}.{a.name}" for a in node.names}
+            else:
+                names.add(node.module)
     return names
 
 
 def test_the_core_never_imports_a_screen():
-    for path in CORE.glob("*.py"):
-        assert not any(n.startswith("streamlit") for n in imported(path.stem)), path.name
+    assert {"eval.suites", "bench.run"} <= set(modules())  # the subpackages are checked too
+    for module in modules():
+        assert not any(n.startswith("streamlit") for n in imported(module)), module
 
 
 def test_the_equations_know_no_transformers_names():
@@ -39,3 +53,13 @@ def test_a_trace_loads_without_a_model():
 def test_inference_never_imports_training():
     for module in ("model", "inject", "router", "call_state", "memory", "trace"):
         assert not imported(module) & {"hero_core.train", "hero_core.losses", "hero_core.warmstart"}, module
+
+
+def test_relative_imports_resolve_in_subpackages():
+    assert "hero_core.accounting" in imported("eval.harness") and "hero_core.eval.methods" in imported("eval.harness")
+
+
+def test_no_module_is_over_500_lines():
+    long = {m: n for m in modules() if (n := len(CORE.joinpath(*m.split(".")).with_suffix(".py")
+                                               .read_text().splitlines())) > 500}
+    assert not long, long

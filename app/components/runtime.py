@@ -22,7 +22,7 @@ from hero_core.attribution import Attribution, explain
 from hero_core.eval.quality import compare_to_dense
 from hero_core.model import HeroModel
 
-from .settings import DEFAULT_CHECKPOINT, ModelSpec, Settings
+from .settings import DEFAULT_CHOICE, ModelSpec, Settings
 
 log = logging.getLogger(__name__)
 WARMUP_PROMPT = "Warm up the kernels."
@@ -77,7 +77,7 @@ def _load(backbone: str, precision: str, device: str, checkpoint: str, tiny: boo
     if tiny:
         hero = _tiny_model(precision, device)
     else:
-        hero = load_hero(None if checkpoint == DEFAULT_CHECKPOINT else checkpoint, backbone=backbone or None,
+        hero = load_hero(None if checkpoint == DEFAULT_CHOICE else checkpoint, backbone=backbone or None,
                          quantization="nf4" if precision == "nf4" else None, device=device,
                          dtype="bf16" if precision == "bf16" else "fp32")
     hero.trace(WARMUP_PROMPT)  # the first forward pays one-off costs; pay them inside the loading spinner

@@ -20,12 +20,12 @@ from hero_core.config import INFERENCE_VARIANTS, VARIANTS
 from hero_core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 TINY_ENV = "HERO_LENS_TINY"
-DEFAULT_CHECKPOINT = "default"
+DEFAULT_CHOICE = "default"  # the checkpoint choice: the bundled DEFAULT_CHECKPOINT where it fits the backbone
 CUSTOM_CHECKPOINT = "directory…"
 PRECISIONS = MappingProxyType({"full": "full precision (fp32)", "bf16": "bfloat16", "nf4": "4-bit NF4"})
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_TAU = 0.5
-DEFAULT_MAX_TOKENS = 512  # interactive cap; longer prompts are cut with a notice
+APP_MAX_TOKENS = 512  # interactive prompt cap (the library cuts at model.DEFAULT_MAX_TOKENS), with a notice
 VARIANT_HELP = MappingProxyType({**{v: spec.description for v, spec in VARIANTS.items()},
                                  "dense": "every FFN runs, no router"})
 
@@ -37,7 +37,7 @@ class ModelSpec:
     backbone: str = ""  # "" = the embedded SmolLM2-135M-Instruct; else a local HF directory
     precision: str = "full"  # "full" | "nf4"
     device: str = "auto"
-    checkpoint: str = DEFAULT_CHECKPOINT  # "default", a bundled name or a checkpoint directory
+    checkpoint: str = DEFAULT_CHOICE  # "default", a bundled name or a checkpoint directory
     tiny: bool = False  # HERO_LENS_TINY=1: a tiny random model for tests
 
     @property
@@ -57,7 +57,7 @@ class Settings:
     model: ModelSpec
     variant: str = "hero"
     tau: float = DEFAULT_TAU
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_tokens: int = APP_MAX_TOKENS
 
     def with_model(self, **changes) -> Settings:
         return replace(self, model=replace(self.model, **changes))
@@ -69,9 +69,9 @@ def tiny_mode() -> bool:
 
 def checkpoint_defaults(checkpoint: str, backbone: str, tiny: bool) -> tuple[float, str]:
     """The threshold and variant a checkpoint was trained with (its hero_config.json); (0.5, hero) when unknown."""
-    if tiny or (checkpoint == DEFAULT_CHECKPOINT and backbone):
+    if tiny or (checkpoint == DEFAULT_CHOICE and backbone):
         return DEFAULT_TAU, "hero"  # fresh routers: the paper's tau
-    name = BUNDLED_DEFAULT if checkpoint == DEFAULT_CHECKPOINT else checkpoint
+    name = BUNDLED_DEFAULT if checkpoint == DEFAULT_CHOICE else checkpoint
     try:
         meta = json.loads((resolve_checkpoint(name) / CHECKPOINT_CONFIG).read_text(encoding="utf-8"))
         variant = str(meta["router"].get("variant", "hero"))
@@ -86,8 +86,8 @@ def checkpoint_tau(checkpoint: str, backbone: str, tiny: bool) -> float:
 
 def checkpoint_options(tiny: bool) -> list[str]:
     if tiny:
-        return [DEFAULT_CHECKPOINT]
-    return [DEFAULT_CHECKPOINT, *bundled_names(), CUSTOM_CHECKPOINT]
+        return [DEFAULT_CHOICE]
+    return [DEFAULT_CHOICE, *bundled_names(), CUSTOM_CHECKPOINT]
 
 
 def render_sidebar() -> Settings:
@@ -126,7 +126,7 @@ def render_sidebar() -> Settings:
                          "to its budget); move it to see what a different threshold would do (every block is "
                          "re-run, so later gates change too).")
     with sb.expander("Advanced"):
-        max_tokens = st.number_input("Max prompt tokens", 16, 2048, DEFAULT_MAX_TOKENS, 16, key="sb_max_tokens",
+        max_tokens = st.number_input("Max prompt tokens", 16, 2048, APP_MAX_TOKENS, 16, key="sb_max_tokens",
                                      help="Longer prompts are truncated, with a notice.")
     return Settings(ModelSpec(backbone=backbone, precision=precision, device=device, checkpoint=checkpoint,
                               tiny=tiny), variant=variant, tau=float(tau), max_tokens=int(max_tokens))

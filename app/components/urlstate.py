@@ -13,7 +13,7 @@ import streamlit as st
 from hero_core.config import INFERENCE_VARIANTS
 
 from .settings import (
-    DEFAULT_CHECKPOINT,
+    DEFAULT_CHOICE,
     PRECISIONS,
     ModelSpec,
     Settings,
@@ -48,10 +48,10 @@ def restore_from_url() -> list[str]:
             st.session_state["sb_precision"] = precision
         else:
             problems.append(f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})")
-    checkpoint = params.get("checkpoint") or DEFAULT_CHECKPOINT
+    checkpoint = params.get("checkpoint") or DEFAULT_CHOICE
     if checkpoint not in checkpoint_options(tiny_mode()):
         problems.append(f"checkpoint {checkpoint!r} is not bundled here")
-        checkpoint = DEFAULT_CHECKPOINT
+        checkpoint = DEFAULT_CHOICE
     st.session_state["sb_checkpoint"] = checkpoint
     # the sidebar resets tau and variant when the checkpoint changes: start from this checkpoint's own, then the URL's
     st.session_state["sb_tau_origin"] = ("", checkpoint)
@@ -76,7 +76,7 @@ def restore_from_url() -> list[str]:
 
 def write_to_url(settings: Settings) -> None:
     """Put the current view into the address bar (only what differs from what is there)."""
-    wanted = {"checkpoint": settings.model.checkpoint or DEFAULT_CHECKPOINT, "variant": settings.variant,
+    wanted = {"checkpoint": settings.model.checkpoint or DEFAULT_CHOICE, "variant": settings.variant,
               "tau": f"{settings.tau:g}"}
     if settings.model.precision != ModelSpec().precision:  # the default stays out of the address bar
         wanted["precision"] = settings.model.precision

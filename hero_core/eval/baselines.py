@@ -25,8 +25,6 @@ import torch
 from ..accounting import ffns_for_param_skip
 from ..model import HeroModel
 
-Policy = "Callable[[int, torch.Tensor, ForwardPass], tuple[torch.Tensor, torch.Tensor]]"
-
 
 def static_pruning(dropped_blocks: set[int]):
     """Drop the FFNs of these routed blocks (1-based j) for every token."""

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import subprocess
 import sys
@@ -43,6 +42,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
+
+from ..files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +255,12 @@ def ensure_archive(download: bool = True) -> Path:
     return path
 
 
+def _copy_stream(source, path: str) -> None:
+    with open(path, "wb") as fh:
+        while chunk := source.read(1 << 20):
+            fh.write(chunk)
+
+
 def _member_task(member_name: str) -> str | None:
     """'bigbench-1.0.0/bigbench/benchmark_tasks/a/b/task.json' -> 'a/b' (None if not a task.json)."""
     parts = PurePosixPath(member_name).parts
@@ -287,11 +294,7 @@ def extract_tasks(names: list[str], archive: Path | None = None, root: Path | No
             if source is None:
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_suffix(".json.tmp")
-            with open(tmp, "wb") as fh:
-                while chunk := source.read(1 << 20):
-                    fh.write(chunk)
-            os.replace(tmp, dest)
+            atomic_write(dest, lambda tmp, source=source: _copy_stream(source, tmp))
             found.add(task)
     missing = [n for n in names if n not in found]
     if missing:

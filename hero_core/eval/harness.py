@@ -4,8 +4,10 @@ BIG-bench task with the exact prompts scored here (:func:`write_bigbench_lm_eval
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,17 +51,35 @@ def _lm_eval_config(task_yaml: Path) -> dict[str, Any]:
     return config
 
 
+@contextlib.contextmanager
+def _hub_offline() -> Iterator[None]:
+    """datasets and huggingface_hub in offline mode while inside (what HF_DATASETS_OFFLINE=1 / HF_HUB_OFFLINE=1
+    would do, read from the libraries' flags at call time), restored on exit."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    flags = [(datasets.config, "HF_HUB_OFFLINE"), (datasets.config, "HF_DATASETS_OFFLINE"),
+             (huggingface_hub.constants, "HF_HUB_OFFLINE")]
+    saved = [getattr(module, name) for module, name in flags]
+    for module, name in flags:
+        setattr(module, name, True)
+    try:
+        yield
+    finally:
+        for (module, name), value in zip(flags, saved):
+            setattr(module, name, value)
+
+
 def run_lm_eval(hero, task_yaml: str | os.PathLike, variant: str = "hero", *, tau: float | None = None,
                 limit: int | None = None, batch_size: int = 8) -> dict[str, Any]:
     """Run an lm-evaluation-harness task (a local YAML) on ``hero`` routed as ``variant``.
 
     The wrapped HF model is handed to ``HFLM(pretrained=model, tokenizer=tok)`` and every forward lm-eval
-    makes runs inside one routing call, so the harness scores the routed model; datasets stay offline
-    (``HF_DATASETS_OFFLINE=1``). Returns the task's metrics and the compute over all scored tokens."""
+    makes runs inside one routing call, so the harness scores the routed model; datasets and the Hub stay
+    offline for the run (their offline flags, not the process environment). Returns the task's metrics and
+    the compute over all scored tokens."""
     if not lm_eval_available():
         raise ValueError("lm-evaluation-harness is not installed: pip install lm-eval==0.4.13")
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
 
@@ -73,7 +93,7 @@ def run_lm_eval(hero, task_yaml: str | os.PathLike, variant: str = "hero", *, ta
               device=str(hero.device), max_length=hero.max_tokens)
     method = HeroMethod(hero, variant, tau)
     call = hero.new_call(variant, tau, record=method.routed)
-    with routing_call(call), torch.no_grad():
+    with _hub_offline(), routing_call(call), torch.no_grad():
         output = simple_evaluate(model=lm, tasks=[config], limit=limit, log_samples=False, bootstrap_iters=0,
                                  verbosity="WARNING")
     tally = ComputeTally(method.profile, method.routed)
