@@ -27,6 +27,7 @@ import torch
 
 from hero_core import checkpoint as ckpt
 from hero_core import load_hero
+from hero_core.bench.sections import decode_step_seconds
 from hero_core.call_state import RoutingCall
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when movable type made books "
@@ -42,22 +43,6 @@ def reference_path(router):
         yield
     finally:
         del router.new_path
-
-
-def decode_time(hero, make_call, ids: torch.Tensor, steps: int) -> float:
-    """Seconds per decode step (greedy, KV cache) after a prefill of ``ids``."""
-    from transformers import DynamicCache
-
-    call = make_call()
-    cache = DynamicCache(config=hero.model.config)
-    with torch.no_grad():
-        logits = hero.forward(ids, None, call, cache=cache, use_cache=True, logits_to_keep=1)
-        next_ids = logits[:, -1].argmax(-1, keepdim=True)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            logits = hero.forward(next_ids, None, call, cache=cache, use_cache=True)
-            next_ids = logits[:, -1].argmax(-1, keepdim=True)
-        return (time.perf_counter() - t0) / steps
 
 
 def router_step_time(router, variant: str, *, packed: bool, n: int = 1, loops: int = 20) -> float:
@@ -98,11 +83,11 @@ def bench_precision(dtype: str, steps: int, reps: int, names: list[str]) -> dict
     alone: dict[str, list[float]] = {"reference": [], "packed": []}
     for h, make, ref in configs.values():  # warm-up
         with reference_path(h.router) if ref else contextlib.nullcontext():
-            decode_time(h, make, ids, 2)
+            decode_step_seconds(h, make, ids, 2)
     for _ in range(reps):
         for k, (h, make, ref) in configs.items():
             with reference_path(h.router) if ref else contextlib.nullcontext():
-                times[k].append(decode_time(h, make, ids, steps))
+                times[k].append(decode_step_seconds(h, make, ids, steps))
         for path in alone:
             alone[path].append(router_step_time(base.router, base.config.variant, packed=path == "packed"))
 

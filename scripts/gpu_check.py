@@ -122,24 +122,9 @@ def build_hero(shape: str, precision: str, device: torch.device, seed: int = 0):
     return HeroModel(backbone, router, "fresh-random")
 
 
-def _decode_time(hero, call_factory, ids: torch.Tensor, steps: int) -> float:
-    from transformers import DynamicCache
-
-    call = call_factory()
-    cache = DynamicCache(config=hero.model.config)
-    with torch.no_grad():
-        logits = hero.forward(ids, None, call, cache=cache, use_cache=True, logits_to_keep=1)
-        next_ids = logits[:, -1].argmax(-1, keepdim=True)
-        _sync(hero.device)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            logits = hero.forward(next_ids, None, call, cache=cache, use_cache=True, logits_to_keep=1)
-            next_ids = logits[:, -1].argmax(-1, keepdim=True)
-        _sync(hero.device)
-        return (time.perf_counter() - t0) / steps
-
-
 def check_precision(shape: str, precision: str, device: torch.device, train_steps: int) -> dict:
+    from hero_core.bench.sections import decode_step_seconds
+
     work = WORK[shape]
     out: dict = {"precision": precision}
     _reset_peak(device)
@@ -188,8 +173,10 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
     # routed vs dense decode, batch 1
     ids = torch.randint(0, vocab, (1, 64), generator=gen_ids).to(device)
     steps = work["decode_steps"]
-    dense = [_decode_time(hero, lambda: hero.new_call("dense", record=False), ids, steps) for _ in range(work["reps"])]
-    routed = [_decode_time(hero, lambda: hero.new_call("hero", record=False), ids, steps) for _ in range(work["reps"])]
+    dense = [decode_step_seconds(hero, lambda: hero.new_call("dense", record=False), ids, steps)
+             for _ in range(work["reps"])]
+    routed = [decode_step_seconds(hero, lambda: hero.new_call("hero", record=False), ids, steps)
+              for _ in range(work["reps"])]
     out["decode"] = {"batch": 1, "steps": steps, "dense_step_s": statistics.median(dense),
                      "hero_step_s": statistics.median(routed),
                      "speedup": statistics.median(dense) / statistics.median(routed)}

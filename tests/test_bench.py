@@ -52,16 +52,45 @@ def monkeypatch_module():
         yield mp
 
 
-def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
+PRECISION_TARGETS = ["prefill_efficiency", "prefill_efficiency", "decode_speedup", "decode_speedup",
+                     "decode_efficiency", "decode_efficiency", "router_overhead", "recording_overhead",
+                     "wrapper_overhead"]
+
+
+def test_quick_bench_json_has_every_section_in_both_precisions(quick_result):
     r = quick_result
     assert r["schema"] == targets.SCHEMA and r["config"]["quick"] is True
+    assert r["config"]["dtypes"] == ["fp32", "bf16"]  # the default: both side by side
     assert r["machine"]["torch_threads"] == 1 and r["machine"]["versions"]["torch"]
     assert len(r["load"]["start"]) == 3 and len(r["load"]["end"]) == 3
-    assert set(r["routers"]) == {"hero-25", "hero-40"}
-    assert all(c["source"] == "synthetic" and "not available" in c["note"] for c in r["routers"].values())
+    assert list(r["precisions"]) == ["fp32", "bf16"]
+    assert [b["dtype"] for b in r["precisions"].values()] == ["float32", "bfloat16"]  # really loaded that way
+    assert {"fp32 prefill", "bf16 prefill", "fp32 training", "bf16 training"} <= set(r["load"]["sections"])
+    for name, block in r["precisions"].items():
+        _check_precision_block(block)
+        assert set(block["section_wall_s"]) == {"prefill", "decode", "recording", "overhead", "training"}, name
+    assert "memory" not in r  # --no-memory
 
-    assert [(row["batch"], row["tokens"]) for row in r["prefill"]] == [(2, 16), (1, 24)]
-    for row in r["prefill"] + r["decode"]:
+    assert [(t["precision"], t["key"]) for t in r["targets"]] == \
+        [("fp32", k) for k in PRECISION_TARGETS] + [("bf16", k) for k in PRECISION_TARGETS]
+    assert all(isinstance(t["met"], bool) for t in r["targets"])
+    prefill = [t for t in r["targets"] if t["key"] == "prefill_efficiency"]
+    assert [t["router"] for t in prefill] == ["hero-25", "hero-40"] * 2  # both routers, in both precisions
+    assert all("prefill 2x16" in t["description"] and "4x512" in t["note"] for t in prefill)
+    bf16 = r["precisions"]["bf16"]
+    speedup = next(t for t in r["targets"] if t["key"] == "decode_speedup" and t["precision"] == "bf16")
+    assert speedup["value"] == bf16["decode"][0]["routed"]["hero-25"]["speedup"]["median"]
+    assert speedup["met"] == (speedup["value"] >= 1.0)
+    overhead = next(t for t in r["targets"] if t["key"] == "router_overhead" and t["precision"] == "bf16")
+    assert overhead["value"] == bf16["decode"][0]["router_overhead"]
+    json.dumps(r, allow_nan=False)  # strict JSON
+
+
+def _check_precision_block(b):
+    assert set(b["routers"]) == {"hero-25", "hero-40"}
+    assert all(c["source"] == "synthetic" and "not available" in c["note"] for c in b["routers"].values())
+    assert [(row["batch"], row["tokens"]) for row in b["prefill"]] == [(2, 16), (1, 24)]
+    for row in b["prefill"] + b["decode"]:
         assert set(row["time_s"]) - {ROUTER_ONLY} == {"dense", "hero-25", "hero-40"}
         for s in row["time_s"].values():
             assert s["n"] == 2 and s["min"] <= s["median"] <= s["max"] and all(map(_positive_finite, s["values"]))
@@ -70,39 +99,48 @@ def test_quick_bench_json_has_every_section_and_sane_ratios(quick_result):
                 assert _positive_finite(f[key]), key
             assert _positive_finite(f["speedup"]["median"]) and _positive_finite(f["speedup_cpu"]["median"])
             assert 0 <= f["param_skip"] < 1
-    assert [row["batch"] for row in r["decode"]] == [1, 3]
-    assert all(_positive_finite(f["weight_read_ideal"]) for row in r["decode"] for f in row["routed"].values())
-    assert all(_positive_finite(s["median"]) for row in r["decode"] for s in row["tokens_per_s"].values())
-    for row in r["decode"]:  # the router's own decode overhead, and the bound it leaves below the FLOP ideal
+    assert [row["batch"] for row in b["decode"]] == [1, 3]
+    assert all(_positive_finite(f["weight_read_ideal"]) for row in b["decode"] for f in row["routed"].values())
+    assert all(_positive_finite(s["median"]) for row in b["decode"] for s in row["tokens_per_s"].values())
+    for row in b["decode"]:  # the router's own decode overhead, and the bound it leaves below the FLOP ideal
         assert ROUTER_ONLY in row["time_s"] and math.isfinite(row["router_overhead"])
         for f in row["routed"].values():
             assert 0 < f["overhead_bound"] <= f["ideal_speedup"] + 1e-12
-
     for key in ("record_ratio", "assemble_ratio"):
-        assert _positive_finite(r["recording"][key]["median"])
-    assert _positive_finite(r["overhead"]["dense_over_bare"]["median"])
-    assert r["overhead"]["max_abs_logit_diff"] <= 1e-5  # the dense variant computes the bare backbone
-    assert _positive_finite(r["training"]["routed_over_dense"]["median"])
-    assert _positive_finite(r["training"]["paper_over_dense"]["median"])
-    assert "memory" not in r  # --no-memory
+        assert _positive_finite(b["recording"][key]["median"])
+    assert _positive_finite(b["overhead"]["dense_over_bare"]["median"])
+    assert b["overhead"]["max_abs_logit_diff"] <= 1e-5  # the dense variant computes the bare backbone
+    assert _positive_finite(b["training"]["routed_over_dense"]["median"])
+    assert _positive_finite(b["training"]["paper_over_dense"]["median"])
 
-    keys = [t["key"] for t in r["targets"]]
-    assert keys == ["prefill_efficiency", "decode_efficiency", "decode_efficiency", "recording_overhead",
-                    "wrapper_overhead"]
-    assert all(isinstance(t["met"], bool) for t in r["targets"])
-    assert "prefill 2x16" in r["targets"][0]["description"] and "4x512" in r["targets"][0]["note"]
-    json.dumps(r, allow_nan=False)  # strict JSON
+
+def _markdown_table(text: str, header_start: str) -> list[dict[str, str]]:
+    """The rows of the first table in ``text`` whose header line starts with ``header_start``."""
+    lines = text.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    header = [c.strip() for c in lines[i].strip("|").split("|")]
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)))
+    return rows
 
 
 def test_report_renders_markdown_from_bench_json(quick_result, tmp_path):
     report = _report_module()
     text = report.render(quick_result)
     assert text.startswith("# Performance")
-    for heading in ("## Conditions", "## Targets", "## Summary of ratios", "## Prefill", "## Decode",
-                    "## Trace recording", "## Wrapper overhead", "## Training step", "## Routed configurations"):
+    for heading in ("## Conditions", "## Targets", "## Precisions side by side", "## Summary of ratios",
+                    "## Prefill", "## Decode", "## Trace recording", "## Wrapper overhead", "## Training step",
+                    "## Routed configurations"):
         assert heading in text, heading
+    for section in ("## Prefill", "## Decode", "## Training step"):  # a sub-table per precision, in order
+        body = text.split(section, 1)[1].split("\n## ", 1)[0]
+        assert body.index("### fp32") < body.index("### bf16"), section
     assert "Quick mode" in text and "Synthetic routers" in text
     assert "prefill 2x16: dense / hero-40" in text and "decode batch 3: dense / hero-25" in text
+    assert "fp32 (backbone float32, routers float32) · bf16 (backbone bfloat16, routers float32)" in text
     src = tmp_path / "bench.json"
     src.write_text(json.dumps(quick_result))
     out = tmp_path / "docs" / "performance.md"
@@ -110,6 +148,45 @@ def test_report_renders_markdown_from_bench_json(quick_result, tmp_path):
     assert out.read_text() == text
     src.write_text(json.dumps({"schema": "something-else"}))
     assert report.main([str(src), "--out", str(out)]) == 2
+
+
+def test_report_puts_each_precision_in_its_own_columns(quick_result):
+    report = _report_module()
+    text = report.render(quick_result)
+    rows = _markdown_table(text, "| target | threshold | fp32 | bf16 |")
+    assert len(rows) == len(PRECISION_TARGETS)  # one row per target, its two precisions side by side
+    for t in quick_result["targets"]:
+        row = next(r for r in rows if r["target"].startswith(t["description"]))
+        assert row[t["precision"]] == f"{report._target_value(t)} · {report._status(t)}"
+    summary = _markdown_table(text, "| ratio | fp32 wall")
+    fp32, bf16 = (quick_result["precisions"][p]["prefill"][0]["routed"]["hero-40"] for p in ("fp32", "bf16"))
+    row = next(r for r in summary if r["ratio"] == "prefill 2x16: dense / hero-40")
+    assert row["fp32 ideal"] == f"{fp32['ideal_speedup']:.3f}" and row["bf16 ideal"] == f"{bf16['ideal_speedup']:.3f}"
+    assert row["bf16 CPU time"] == f"{bf16['speedup_cpu']['median']:.3f}"
+    times = _markdown_table(text, "| run | config | fp32 time (s)")
+    dense = next(r for r in times if r["run"] == "prefill 2x16" and r["config"] == "dense")
+    seconds = {p: quick_result["precisions"][p]["prefill"][0]["time_s"]["dense"]["median"] for p in ("fp32", "bf16")}
+    assert dense["bf16 speed-up over fp32"] == f"x{seconds['fp32'] / seconds['bf16']:.2f}"
+
+
+def test_report_reads_a_single_precision_file_of_the_older_schema(quick_result):
+    """Schema 1 (before both precisions were measured): the sections at the top level, fp32 only."""
+    report = _report_module()
+    fp32 = quick_result["precisions"]["fp32"]
+    old = {k: v for k, v in quick_result.items() if k not in ("precisions", "targets")}
+    load = quick_result["load"]
+    old.update(fp32, schema=targets.SINGLE_PRECISION_SCHEMA,
+               load={**load, "sections": {k: v for k, v in load["sections"].items() if not k.startswith("bf16")}},
+               targets=[{k: v for k, v in t.items() if k != "precision"} for t in quick_result["targets"]
+                        if t["precision"] == "fp32"])
+    text = report.render(old)
+    assert "| target | threshold | fp32 |\n" in text and "bf16" not in text
+    assert "### fp32" in text and "## Precisions side by side" not in text
+    assert "prefill 2x16: dense / hero-40" in text
+    block = "\n".join(report.readme_lines(old))
+    assert "| run | router | fp32 speed-up | fp32 FLOP ideal | fp32 bound |" in block
+    with pytest.raises(ValueError, match="hero-lens-bench/1"):  # an unknown schema names the ones it reads
+        report.render({**old, "schema": "hero-lens-bench/0"})
 
 
 def test_report_renders_memory_section():
@@ -122,13 +199,95 @@ def test_report_renders_memory_section():
                           "torch_interop_threads": 1, "device": "cpu", "versions": {"torch": "2"}},
               "load": {"start": [0.1, 0.1, 0.1], "end": [0.2, 0.1, 0.1]},
               "model": {"backbone": "m", "n_layers": 2, "n_routed": 2, "profile": {"total_params": 10}},
-              "routers": {}, "targets": [],
+              "precisions": {"fp32": {"dtype": "float32", "routers": {}}}, "targets": [],
               "memory": {"forward_shape": [1, 128], "nf4_over_fp32_peak": 0.4, "nf4_over_fp32_weights": 0.3,
                          "configs": {"fp32": probe, "nf4": {"skipped": "bitsandbytes is not installed"}}}}
     text = report.render(result)
     assert "## Memory" in text and "600 MiB" in text and "bitsandbytes is not installed" in text
-    assert "NF4 / fp32 weight bytes" in text
+    assert "NF4 / fp32 weight bytes 0.30" in text
     assert "Busy machine" not in text and "Quick mode" not in text
+
+
+def test_two_precisions_share_one_memory_run_and_leave_the_given_model_alone(tiny, monkeypatch):
+    from hero_core.bench import run
+
+    calls = []
+    monkeypatch.setattr(run, "bench_memory", lambda *args, **kwargs: calls.append(args) or {"configs": {}})
+    before = {k: v.clone() for k, v in tiny.model.state_dict().items()}
+    cfg = inputs.BenchConfig.quick_preset(checkpoints=[], sections=("overhead", "memory"), reps=1, warmup=0,
+                                          overhead_shape=(1, 8), threads=1)
+    result = run.run_benchmark(cfg, tiny, say=lambda text: None)
+    assert len(calls) == 1 and result["memory"] == {"configs": {}}  # once, not per precision
+    assert {name: sorted(b) for name, b in result["precisions"].items()} == \
+        {name: ["dtype", "overhead", "routers", "section_wall_s"] for name in ("fp32", "bf16")}
+    assert result["precisions"]["bf16"]["dtype"] == "bfloat16"
+    assert list(result["load"]["sections"]) == ["fp32 overhead", "bf16 overhead", "memory"]
+    assert [(t["precision"], t["key"]) for t in result["targets"]] == [("fp32", "wrapper_overhead"),
+                                                                        ("bf16", "wrapper_overhead")]
+    after = tiny.model.state_dict()  # the bf16 run timed a converted copy
+    assert all(after[k].dtype == torch.float32 and torch.equal(after[k], v) for k, v in before.items())
+
+
+def test_precisions_resolve_auto_drop_duplicates_and_let_nf4_stand_alone():
+    from hero_core.bench import run
+
+    notes = []
+    cpu = torch.device("cpu")
+    assert run.resolve_precisions(("fp32", "bf16"), cpu, None, notes.append) == [("fp32", torch.float32),
+                                                                                  ("bf16", torch.bfloat16)]
+    auto = run.resolve_precisions(("auto", "fp32", "bf16"), cpu, None, notes.append)
+    assert sorted(name for name, _ in auto) == ["bf16", "fp32"]  # auto is one of the two, timed once
+    assert run.resolve_precisions(("fp32", "bf16"), cpu, "nf4", notes.append) == [("nf4", None)]
+    assert notes and "--dtypes is ignored" in notes[0]
+    with pytest.raises(ValueError, match="dtype"):
+        inputs.BenchConfig(dtypes=("fp16",))
+    with pytest.raises(ValueError, match="precision"):
+        inputs.BenchConfig(dtypes=())
+
+
+def test_dtypes_option_reaches_the_config():
+    import argparse
+
+    from hero_core.bench import run
+
+    parser = argparse.ArgumentParser()
+    run.add_arguments(parser)
+    assert run.config_from_args(parser.parse_args([])).dtypes == ("fp32", "bf16")
+    assert run.config_from_args(parser.parse_args(["--dtypes", " bf16 "])).dtypes == ("bf16",)
+
+
+def _block(decode_speedups: dict[str, float], overhead: float, efficiency: float) -> dict:
+    routed = {name: {"speedup": {"median": s}, "efficiency": efficiency} for name, s in decode_speedups.items()}
+    return {"routers": {name: {} for name in decode_speedups},
+            "prefill": [{"batch": 4, "tokens": 512, "n_tokens": 2048, "routed": routed}],
+            "decode": [{"batch": 1, "routed": routed, "router_overhead": overhead}]}
+
+
+def test_targets_are_evaluated_in_each_precision():
+    result = {"precisions": {"fp32": _block({"hero-25": 0.95, "hero-40": 1.02}, 0.36, 0.91),
+                             "bf16": _block({"hero-25": 1.01, "hero-40": 1.10}, 0.08, 0.89)}}
+    met = {(t["precision"], t["key"], t["router"]): t["met"] for t in targets.evaluate_targets(result)}
+    assert met[("fp32", "decode_speedup", "hero-25")] is False and met[("fp32", "decode_speedup", "hero-40")] is True
+    assert met[("bf16", "decode_speedup", "hero-25")] is True
+    assert met[("fp32", "router_overhead", None)] is False and met[("bf16", "router_overhead", None)] is True
+    assert met[("fp32", "prefill_efficiency", "hero-25")] is True
+    assert met[("bf16", "prefill_efficiency", "hero-40")] is False
+    assert all(t["note"] == "" for t in targets.evaluate_targets(result))  # 4x512 was measured
+
+
+def test_decode_step_seconds_times_the_decode_steps_of_hero_decode(tiny):
+    """The router-step benchmark and the GPU check time decoding through this: a prefill, then ``steps``
+    single-token passes under one call."""
+    calls = []
+
+    def make_call():
+        calls.append(tiny.new_call("hero", record=True))
+        return calls[-1]
+
+    ids = tiny.encode(["Decoding is timed step by step."]).input_ids
+    seconds = sections.decode_step_seconds(tiny, make_call, ids, 3)
+    assert seconds > 0 and len(calls) == 1
+    assert [p.records[0].executed.numel() for p in calls[0].passes] == [ids.shape[1], 1, 1, 1]
 
 
 def test_ideal_speedup_follows_the_accounting():
@@ -266,7 +425,14 @@ def test_report_refreshes_only_the_readme_performance_block(quick_result, tmp_pa
     text = readme.read_text()
     assert "stale" not in text and text.startswith("# T\n\nbefore\n") and text.endswith("after\n")
     block = text.split("<!-- performance:start -->")[1].split("<!-- performance:end -->")[0]
-    speed, targets = block.split("| target | measured | threshold | status |")
-    assert targets.count("\n| ") == len(quick_result["targets"])  # one row per target
-    runs = sum(len(r["routed"]) for r in quick_result["prefill"] + quick_result["decode"])
-    assert speed.count("\n| ") == runs + 1  # header + one row per (shape, router)
+    speed = _markdown_table(block, "| run | router |")
+    fp32 = quick_result["precisions"]["fp32"]
+    assert len(speed) == sum(len(r["routed"]) for r in fp32["prefill"] + fp32["decode"])  # one row per run
+    bf16_decode = quick_result["precisions"]["bf16"]["decode"][0]["routed"]["hero-40"]
+    row = next(r for r in speed if (r["run"], r["router"]) == ("decode batch 1", "hero-40"))
+    assert row["bf16 speed-up"] == f"{bf16_decode['speedup']['median']:.2f}"
+    assert row["bf16 bound"] == f"{bf16_decode['overhead_bound']:.2f}"
+    dense = _markdown_table(block, "| run | config | fp32 time (s)")
+    assert {r["config"] for r in dense} == {"dense"} and len(dense) == 2 + 2 + 1  # prefill, decode, training
+    target_rows = _markdown_table(block, "| target | threshold | fp32 | bf16 |")
+    assert len(target_rows) == len(quick_result["targets"]) // 2  # one row per target, a column per precision

@@ -1,7 +1,9 @@
 """Benchmark routed against dense inference, decoding, tracing, training and memory (``python -m hero_core bench``).
 
-Everything runs side by side in one process on one backbone, so the comparisons share weights, threads
-and machine load:
+Everything runs side by side in one process, so the comparisons share weights, threads and machine load.
+Every section but memory runs once per backbone precision (``--dtypes``, default ``fp32,bf16``: the
+backbone loaded in that dtype, routers in fp32), and the JSON keeps each precision's sections in
+``result["precisions"][name]``; targets are evaluated in each precision and tagged with it. The sections:
 
 * **prefill**: dense vs each routed configuration (``hero-25``, ``hero-40``) on batches of prompts; the
   achieved speed-up (dense time / routed time) next to the *ideal* one implied by the FLOPs the routed

@@ -17,6 +17,7 @@ import torch
 
 from ..accounting import bisect_increasing, ffn_share_for_param_skip
 from ..call_state import RoutingCall
+from ..precision import check_dtype
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -49,6 +50,9 @@ class BenchConfig:
     seed: int = 0
     quick: bool = False
     sections: tuple[str, ...] = ("prefill", "decode", "recording", "overhead", "training", "memory")
+    # Backbone precisions, each measured with every section (memory aside) in the same run: fp32 is the
+    # reference, bf16 what a CPU with bf16 matrix units or a GPU runs; "auto" resolves by the precision probe.
+    dtypes: tuple[str, ...] = ("fp32", "bf16")
 
     def __post_init__(self) -> None:
         if self.reps < 1 or self.warmup < 0:
@@ -60,6 +64,10 @@ class BenchConfig:
         unknown = set(self.sections) - set(BenchConfig.__dataclass_fields__["sections"].default)
         if unknown:
             raise ValueError(f"unknown bench sections {sorted(unknown)}")
+        if not self.dtypes:
+            raise ValueError("give at least one precision (e.g. --dtypes fp32)")
+        for name in self.dtypes:
+            check_dtype(name)
 
     @classmethod
     def quick_preset(cls, **overrides) -> BenchConfig:

@@ -4,13 +4,15 @@ into one JSON-ready dict) and its command line (``python -m hero_core bench``)."
 from __future__ import annotations
 
 import argparse
+import copy
+import gc
 import json
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +23,79 @@ from .sections import bench_decode, bench_memory, bench_overhead, bench_prefill,
 from .targets import SCHEMA, evaluate_targets
 from .timing import available_cores, load_average, machine_info, resolve_threads
 
+PRECISION_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16"}
 
-def _backbone_dir_for_probe(hero, backbone_arg: str | None, tmp: Path) -> str | None:
+
+def _backbone_dir_for_probe(given_hero, backbone_arg: str | None, tmp: Path) -> str | None:
     """A directory the memory probe can load: the embedded model, the user's path, or a saved copy."""
     from ..backbones import EMBEDDED_NAME
     from ..inject import unwrapped
 
     if backbone_arg:
         return str(backbone_arg)
-    if hero.backbone.name == EMBEDDED_NAME:
+    if given_hero is None or given_hero.backbone.name == EMBEDDED_NAME:
         return None
-    with unwrapped(hero.model):  # e.g. the tiny test model: save it so a fresh process can load it
-        hero.model.save_pretrained(tmp / "backbone")
-    hero.tokenizer.save_pretrained(tmp / "backbone")
+    with unwrapped(given_hero.model):  # e.g. the tiny test model: save it so a fresh process can load it
+        given_hero.model.save_pretrained(tmp / "backbone")
+    given_hero.tokenizer.save_pretrained(tmp / "backbone")
     return str(tmp / "backbone")
+
+
+def resolve_precisions(names: tuple[str, ...], device: torch.device, quantization: str | None,
+                       say: Callable[[str], None]) -> list[tuple[str, torch.dtype | None]]:
+    """(name, torch dtype) of every precision to measure: ``auto`` resolved, duplicates dropped (``auto``
+    next to ``fp32`` would time fp32 twice). An NF4 backbone is one precision of its own: its compute
+    precision is the NF4 loader's, so the dtypes asked for do not apply."""
+    if quantization:
+        if len(names) > 1:
+            say(f"note: --quantization {quantization} times one precision ({quantization}); --dtypes is ignored")
+        return [(quantization, None)]
+    from ..precision import resolve_dtype
+
+    resolved: dict[str, torch.dtype] = {}
+    for name in names:
+        dtype = resolve_dtype(name, device)
+        resolved.setdefault(PRECISION_NAMES[dtype], dtype)
+    return list(resolved.items())
+
+
+def backbone_dtype(hero) -> torch.dtype:
+    return next(hero.model.parameters()).dtype
+
+
+def in_dtype(hero, dtype: torch.dtype):
+    """``hero`` with its backbone in ``dtype``: ``hero`` itself when it already is, else a converted copy
+    that shares the (fp32) router. The copy keeps the caller's model untouched: casting it to bf16 and
+    back would round its weights."""
+    if backbone_dtype(hero) == dtype:
+        return hero
+    model = copy.deepcopy(hero.model).to(dtype)  # the routing wrappers and pass hook come along
+    other = copy.copy(hero)
+    other.backbone = replace(hero.backbone, model=model)
+    other.model = model
+    return other
+
+
+def _hero_in_precision(dtype: torch.dtype | None, given_hero, *, backbone, quantization, device):
+    """The model to time in one precision: the caller's (converted when needed) or a freshly loaded backbone
+    with a fresh router (the routed configurations bring their own routers)."""
+    if given_hero is not None:
+        return given_hero if dtype is None else in_dtype(given_hero, dtype)
+    from ..backbones import load_backbone
+    from ..model import HeroModel, fresh_router
+
+    precision = {} if dtype is None else {"dtype": dtype}
+    bb = load_backbone(backbone, quantization=quantization, device=device, **precision)
+    return HeroModel(bb, fresh_router(bb), "bench")
 
 
 def run_benchmark(cfg: BenchConfig, hero=None, *, backbone: str | None = None, quantization: str | None = None,
                   device: str = "auto", say: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run every section of ``cfg`` and return the result as a JSON-ready dict.
+    """Run every section of ``cfg`` in every precision of ``cfg.dtypes``; return a JSON-ready dict.
 
-    ``hero``: a :class:`~hero_core.model.HeroModel` to measure (e.g. ``tiny_hero()`` in tests); by default
-    the backbone named by ``backbone`` (the embedded SmolLM2-135M) is loaded with a fresh router."""
+    ``hero``: a :class:`~hero_core.model.HeroModel` to measure (e.g. ``tiny_hero()`` in tests; a converted
+    copy is timed in each other precision); by default the backbone named by ``backbone`` (the embedded
+    SmolLM2-135M) is loaded in each precision with a fresh router."""
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     threads = resolve_threads(cfg.threads)
     previous_threads = torch.get_num_threads()
@@ -53,41 +106,66 @@ def run_benchmark(cfg: BenchConfig, hero=None, *, backbone: str | None = None, q
         torch.set_num_threads(previous_threads)
 
 
-def _run(cfg: BenchConfig, hero, threads: int, *, backbone, quantization, device, say) -> dict[str, Any]:
+def _run(cfg: BenchConfig, given_hero, threads: int, *, backbone, quantization, device, say) -> dict[str, Any]:
+    from ..backbones import resolve_device
+
     load_start = load_average()
     started = time.time()
-    if hero is None:
-        from ..backbones import load_backbone
-        from ..model import HeroModel, fresh_router
-
-        bb = load_backbone(backbone, quantization=quantization, device=device)
-        hero = HeroModel(bb, fresh_router(bb), "bench")
+    dev = given_hero.device if given_hero is not None else resolve_device(device)
     cores = available_cores()
     if load_start and load_start[0] > max(0.5, cores - threads):
         say(f"warning: load average {load_start[0]} on {cores} cores before the benchmark: other processes "
             f"compete for the CPU, timings will be slow and noisy (process CPU time is recorded as well)")
     result: dict[str, Any] = {
         "schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config": _config_dict(cfg),
-        "machine": machine_info(hero.device),
-        "load": {"start": load_start, "sections": {}},
-        "model": {"backbone": hero.backbone.name, "quantization": hero.backbone.quantization,
-                  "n_layers": hero.profile.n_layers, "n_routed": hero.config.n_routed,
-                  "profile": hero.profile.to_dict()},
+        "machine": machine_info(dev), "load": {"start": load_start, "sections": {}}, "precisions": {},
     }
-    pool = token_pool(hero.tokenizer, max(max(b * t for b, t in cfg.sizes), 8 * cfg.decode_prompt, 2048))
+    pool = None
+    for name, dtype in resolve_precisions(cfg.dtypes, dev, quantization, say):
+        hero = _hero_in_precision(dtype, given_hero, backbone=backbone, quantization=quantization, device=device)
+        result.setdefault("model", _model_dict(hero))
+        if pool is None:
+            pool = token_pool(hero.tokenizer, max(max(b * t for b, t in cfg.sizes), 8 * cfg.decode_prompt, 2048))
+        result["precisions"][name] = _run_precision(cfg, hero, pool, name, result["load"]["sections"],
+                                                    lambda text, name=name: say(f"[{name}] {text}"))
+        del hero  # before the next precision loads its backbone: one copy of the weights at a time
+        gc.collect()
+    if cfg.memory and "memory" in cfg.sections:  # fp32 vs NF4 weights: the same whatever precision was timed
+        with tempfile.TemporaryDirectory(prefix="hero-bench-") as tmp:
+            probe_dir = _backbone_dir_for_probe(given_hero, backbone, Path(tmp))
+            result["load"]["sections"]["memory"] = load_average()
+            t0 = time.perf_counter()
+            result["memory"] = bench_memory(probe_dir, cfg, threads, say, device=str(dev))
+            result["section_wall_s"] = {"memory": round(time.perf_counter() - t0, 2)}
+    result["load"]["end"] = load_average()
+    result["wall_s"] = round(time.time() - started, 2)
+    result["targets"] = evaluate_targets(result)
+    return result
+
+
+def _model_dict(hero) -> dict[str, Any]:
+    return {"backbone": hero.backbone.name, "quantization": hero.backbone.quantization,
+            "n_layers": hero.profile.n_layers, "n_routed": hero.config.n_routed, "profile": hero.profile.to_dict()}
+
+
+def _run_precision(cfg: BenchConfig, hero, pool: torch.Tensor, name: str, load_sections: dict[str, Any],
+                   say: Callable[[str], None]) -> dict[str, Any]:
+    """Every section but memory on ``hero`` in one precision: the block ``result["precisions"][name]``."""
     # Synthetic routers are calibrated on the prompt text the bench times (random routers react strongly to
-    # the kind of text, and their names promise a param skip); trained checkpoints are never recalibrated.
+    # the kind of text, and their names promise a param skip), in this precision, so each precision runs at
+    # the skip the name asks for; trained checkpoints are never recalibrated.
     calibration = batch_of(pool, 2, 256)
     routed = load_routed_configs(hero, list(cfg.checkpoints), calibration, cfg.seed, say)
-    result["routers"] = {rc.name: rc.describe() for rc in routed}
+    block: dict[str, Any] = {"dtype": str(backbone_dtype(hero)).removeprefix("torch."),
+                             "routers": {rc.name: rc.describe() for rc in routed}, "section_wall_s": {}}
 
-    def section(name: str, fn: Callable[[], Any]) -> None:
-        if name not in cfg.sections:
+    def section(section_name: str, fn: Callable[[], Any]) -> None:
+        if section_name not in cfg.sections:
             return
-        result["load"]["sections"][name] = load_average()
+        load_sections[f"{name} {section_name}"] = load_average()
         t0 = time.perf_counter()
-        result[name] = fn()
-        result.setdefault("section_wall_s", {})[name] = round(time.perf_counter() - t0, 2)
+        block[section_name] = fn()
+        block["section_wall_s"][section_name] = round(time.perf_counter() - t0, 2)
 
     first = routed[0] if routed else None
     section("prefill", lambda: bench_prefill(hero, routed, pool, cfg, say))
@@ -97,14 +175,7 @@ def _run(cfg: BenchConfig, hero, threads: int, *, backbone, quantization, device
     section("overhead", lambda: bench_overhead(hero, pool, cfg, say))
     if first is not None:
         section("training", lambda: bench_training(hero, first, pool, cfg, say))
-    if cfg.memory and "memory" in cfg.sections:
-        with tempfile.TemporaryDirectory(prefix="hero-bench-") as tmp:
-            probe_dir = _backbone_dir_for_probe(hero, backbone, Path(tmp))
-            section("memory", lambda: bench_memory(probe_dir, cfg, threads, say, device=str(hero.device)))
-    result["load"]["end"] = load_average()
-    result["wall_s"] = round(time.time() - started, 2)
-    result["targets"] = evaluate_targets(result)
-    return result
+    return block
 
 
 def _config_dict(cfg: BenchConfig) -> dict[str, Any]:
@@ -114,6 +185,7 @@ def _config_dict(cfg: BenchConfig) -> dict[str, Any]:
     for key in ("record_shape", "overhead_shape", "train_shape", "memory_shape"):
         d[key] = f"{d[key][0]}x{d[key][1]}"
     d["sections"] = list(d["sections"])
+    d["dtypes"] = list(d["dtypes"])
     return d
 
 
@@ -139,7 +211,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads (default: $OMP_NUM_THREADS, else the available cores)")
     p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
-    p.add_argument("--quantization", choices=["nf4"], default=None, help="time the backbone in 4-bit NF4")
+    p.add_argument("--dtypes", default="fp32,bf16",
+                   help="backbone precisions measured side by side, comma-separated: fp32, bf16, auto (bf16 where "
+                        "a probe shows it faster); every section but memory runs in each (default fp32,bf16)")
+    p.add_argument("--quantization", choices=["nf4"], default=None,
+                   help="time the backbone in 4-bit NF4 (one precision: --dtypes is ignored)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--seed", type=int, default=0)
 
@@ -161,6 +237,7 @@ def config_from_args(args) -> BenchConfig:
         overrides["sections"] = tuple(s.strip() for s in args.sections.split(",") if s.strip())
     if args.no_memory:
         overrides["memory"] = False
+    overrides["dtypes"] = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
     return BenchConfig.quick_preset(**overrides) if args.quick else BenchConfig(**overrides)
 
 
@@ -174,6 +251,7 @@ def run_cli(args, hero=None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     met = [t for t in result["targets"] if t["met"] is not None]
-    print(f"bench written to {args.out} ({result['wall_s']:.0f} s; targets met {sum(t['met'] for t in met)}/"
-          f"{len(met)}; load average {result['load']['start']} -> {result['load']['end']})")
+    print(f"bench written to {args.out} ({result['wall_s']:.0f} s; precisions {', '.join(result['precisions'])}; "
+          f"targets met {sum(t['met'] for t in met)}/{len(met)}; "
+          f"load average {result['load']['start']} -> {result['load']['end']})")
     return 0

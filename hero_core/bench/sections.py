@@ -93,6 +93,12 @@ def decode_loop(hero, make_call: Callable[[], RoutingCall], prompts: torch.Tenso
     return out.elapsed
 
 
+def decode_step_seconds(hero, make_call: Callable[[], RoutingCall], prompts: torch.Tensor, steps: int) -> float:
+    """Wall seconds per decode step of :func:`decode_loop` (prefill excluded; synchronised on a GPU): the one
+    decode timing the router-step benchmark and the GPU check share with this benchmark."""
+    return decode_loop(hero, make_call, prompts, steps)[0] / steps
+
+
 ROUTER_ONLY = "router only (τ = 0)"
 
 
