@@ -14,11 +14,14 @@ from .labels import continued_from, display_tokens, plotly_text
 from .trace import RoutingTrace
 
 _MAX_TICK_LABELS = 64  # beyond this many tokens, label every k-th tick
-PLOT_WIDTH_PX = 900  # the width cell sizes are planned for (Streamlit's wide layout, minus the colour bar)
+# The plot area cell sizes and label spacing are planned for: Streamlit's wide layout minus the sidebar, the margins
+# and the colour bar. Measured in headless Chromium: 787 px in a 1400-px window with the sidebar open; 720 leaves
+# room for the common 1366-px laptop screen (at 900, labels planned 14 px apart sat 12.3 px apart on screen).
+PLOT_WIDTH_PX = 720
 MIN_CELL_PX = 8  # below this a cell cannot be clicked or read: the window shrinks instead
 MAX_CELL_PX = 22
 LABEL_PX = 14  # the room one rotated tick label needs along the axis (11 px font plus a gap)
-MAX_WINDOW = PLOT_WIDTH_PX // MIN_CELL_PX  # the most tokens one skip map shows at once (112)
+MAX_WINDOW = PLOT_WIDTH_PX // MIN_CELL_PX  # the most tokens one skip map shows at once (90)
 
 
 # -- axes ----------------------------------------------------------------------------------------

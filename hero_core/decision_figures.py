@@ -64,16 +64,17 @@ def decision_bars(split: dict, trace: RoutingTrace | None = None) -> go.Figure:
 
 
 def attribution_bars(tokens: Sequence[str], scores: Sequence[float], *, title: str,
-                     trace: RoutingTrace | None = None) -> go.Figure:
+                     trace: RoutingTrace | None = None, window: tuple[int, int] | None = None) -> go.Figure:
     """Attribution score per input token (positive pushes the gate towards executing the FFN): blue towards
-    executing, orange towards skipping (a diverging pair that survives red-green colour blindness)."""
+    executing, orange towards skipping (a diverging pair that survives red-green colour blindness).
+    ``window`` = (first, last) token shown for a long prompt (every bar is still there, a pan away)."""
     scores = np.asarray(scores, dtype=np.float64)
     colours = np.where(scores >= 0, POSITIVE, NEGATIVE)
     labels = hover_labels(list(tokens))
     fig = go.Figure(go.Bar(x=np.arange(len(scores)), y=scores, marker={"color": colours}, customdata=labels,
                            hovertemplate="token %{x}: <b>%{customdata}</b><br>%{y:+.4f}<extra></extra>"))
     fig.update_layout(title=titled(plotly_text(title), [trace] if trace is not None else []),
-                      xaxis=_token_axis(list(tokens)), height=340,
+                      xaxis=_token_axis(list(tokens), window), height=340,
                       yaxis={"title": {"text": "contribution to a + b"}}, margin={"l": 60, "r": 20, "t": 80, "b": 60})
     return fig
 
@@ -95,15 +96,26 @@ def attribution_html(tokens: Sequence[str], scores: Sequence[float]) -> str:
 
 
 def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: int,
-              current: float | None = None, trace: RoutingTrace | None = None) -> go.Figure:
-    """FFNs executed per token as the threshold tau varies (each point a full re-run)."""
+              current: float | None = None, trace: RoutingTrace | None = None, note: str = "") -> go.Figure:
+    """FFNs executed per token as the threshold tau varies (each point a full re-run).
+
+    ``trace`` is the run at the current tau: its checkpoint, variant, tau and param skip go into the title with
+    the swept range, followed by ``note`` (e.g. which text and precision), so an exported figure keeps them."""
     fig = go.Figure(go.Scatter(x=list(taus), y=list(ffn_per_token), mode="lines+markers",
                                hovertemplate="τ = %{x:.2f}: %{y:.2f} FFNs per token<extra></extra>"))
     if current is not None:
         fig.add_vline(x=current, line={"dash": "dash", "color": MARK_COLOUR}, annotation_text="τ now")
-    fig.update_layout(title=titled("Compute as the threshold moves", [trace] if trace is not None else []),
+    parts = []
+    if trace is not None:
+        parts.append(f"{plotly_text(trace.checkpoint)} · {plotly_text(trace.variant)} · τ swept "
+                     f"{min(taus):.3g}–{max(taus):.3g} · τ now {trace.tau:.3g}: param skip {trace.param_skip:.1%} · "
+                     f"{trace.n_tokens} tokens")
+    if note:
+        parts.append(plotly_text(note))
+    text = "Compute as the threshold moves"
+    fig.update_layout(title={"text": f"{text}<br><sup>{' · '.join(parts)}</sup>" if parts else text},
                       height=320,
                       xaxis={"title": {"text": "τ"}, "range": [0, 1]},
                       yaxis={"title": {"text": "FFNs executed per token"}, "range": [0, n_routed + 0.5]},
-                      margin={"l": 60, "r": 20, "t": 50, "b": 50})
+                      margin={"l": 60, "r": 20, "t": 70, "b": 50})
     return fig

@@ -390,7 +390,7 @@ def flip_map(trace_a: RoutingTrace, trace_b: RoutingTrace, labels: tuple[str, st
     fig.update_layout(title=titled(f"Decision flips {la} vs {lb}: {n_flips} of {R * T} "
                                    f"({n_flips / max(R * T, 1):.1%})", [trace_a, trace_b], labels),
                       xaxis=_token_axis(trace_a.tokens, window), yaxis=_block_axis(trace_a),
-                      height=int(max(280, min(900, R * (_cell_size(T, R) + 3) + 190))),
+                      height=int(max(280, min(900, R * (visible_cell_size(trace_a, window) + 3) + 190))),
                       margin={"l": 60, "r": 20, "t": 80, "b": 60})
     return fig
 
@@ -419,14 +419,14 @@ def layer_divergence(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> g
 
 
 def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequence[str],
-                  traces: Sequence[RoutingTrace] | None = None) -> go.Figure:
+                  traces: Sequence[RoutingTrace] | None = None, window: tuple[int, int] | None = None) -> go.Figure:
     """Per token: NLL of the next token, KL(dense || routed), and where the top-1 prediction departs from
     dense; one line (or row of marks) per run.
 
     ``qualities`` are :func:`hero_core.eval.quality.compare_to_dense` dicts on the same tokens; point i is
     the prediction made at token i (the NLL is that of token i+1). Run k has one colour in all three
     panels (the legend names the first panel's line, so the others must match it). ``traces``, when given,
-    put each run's provenance in the title."""
+    put each run's provenance in the title; ``window`` = (first, last) token shown, as in the skip map."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07, row_heights=[0.4, 0.4, 0.2],
                         subplot_titles=["NLL of the next token (nats)", "KL(dense ‖ routed) (nats)",
                                         "top-1 prediction differs from dense"])
@@ -451,8 +451,8 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
                                      line={"dash": "dot", "color": DENSE_COLOUR},
                                      hovertemplate="token %{x}: %{y:.3f}<extra>dense</extra>"), row=1, col=1)
     for row in (1, 2):
-        fig.update_xaxes(_token_axis(tokens) | {"title": {"text": ""}}, row=row, col=1)
-    fig.update_xaxes(_token_axis(tokens), row=3, col=1)
+        fig.update_xaxes(_token_axis(tokens, window) | {"title": {"text": ""}}, row=row, col=1)
+    fig.update_xaxes(_token_axis(tokens, window), row=3, col=1)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=[plotly_text(s) for s in labels],
                      row=3, col=1)
     fig.update_layout(title=titled("Quality against the dense model, per token", traces or [], labels),

@@ -193,6 +193,45 @@ def test_overview_strip_outlines_the_window(long_trace):
     assert (shape["x0"], shape["x1"]) == (99.5, 163.5)
 
 
+def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
+    """The charts drawn along the tokens beside a long prompt's skip map share its window: same range, labels
+    that never collide, and every token's value still in the figure (a pan away)."""
+    from hero_core.eval.quality import compare_to_dense
+
+    window = (100, 163)
+    quality = tiny.trace(LONG, max_tokens=512, quality=True)
+    routed = tiny.logits(LONG, max_tokens=512).cpu()
+    dense = tiny.logits(LONG, variant="dense", max_tokens=512).cpu()
+    lines = compare_to_dense(dense, routed, tiny.encode([LONG], max_tokens=512).input_ids[0])
+    other = tiny.trace(LONG, variant="no_history", max_tokens=512)
+    figures = {"counts": F.executed_counts(long_trace, window), "quality": F.token_quality_bars(quality, window),
+               "flips": F.flip_map(long_trace, other, window=window),
+               "maps": F.skip_heatmaps([long_trace, other], ["a", "b"], window),
+               "lines": F.quality_lines([lines], ["hero"], long_trace.tokens, [long_trace], window=window),
+               "attribution": F.attribution_bars(long_trace.tokens, np.linspace(-1, 1, long_trace.n_tokens),
+                                                 title="attribution", window=window)}
+    px_per_token = F.PLOT_WIDTH_PX / (window[1] - window[0] + 1)
+    for name, fig in figures.items():
+        s = spec(fig)
+        axes = [v for k, v in s["layout"].items() if k.startswith("xaxis")]
+        assert axes, name
+        for axis in axes:
+            assert axis["range"] == [99.5, 163.5], name
+            visible = [t for t in axis["tickvals"] if window[0] <= t <= window[1]]
+            assert min(np.diff(visible)) * px_per_token >= F.LABEL_PX, name
+        assert max(fig.data[0].x) >= long_trace.n_tokens - 2, name  # the rest is a pan away (NLL: T - 1 points)
+
+
+def test_tau_curve_title_carries_its_provenance(trace):
+    fig = spec(F.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, current=trace.tau, trace=trace,
+                           note="text: “The cat …” · bfloat16"))
+    text = title(fig)
+    for part in (trace.checkpoint, trace.variant, f"τ now {trace.tau:.3g}", f"param skip {trace.param_skip:.1%}",
+                 "τ swept 0.1–0.9", f"{trace.n_tokens} tokens", "The cat", "bfloat16"):
+        assert part in text, part
+    assert title(spec(F.tau_curve([0.1, 0.9], [2.0, 1.0], 4))) == "Compute as the threshold moves"
+
+
 @pytest.mark.parametrize("n_visible, cell_px", [(20, 45), (64, 14), (112, 8), (512, 1.7)])
 def test_tick_step_spacing(n_visible, cell_px):
     step = F.tick_step(n_visible, cell_px)

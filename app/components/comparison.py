@@ -11,15 +11,20 @@ import streamlit as st
 from hero_core import RoutingTrace
 from hero_core.figures import flip_map, layer_divergence, skip_heatmaps
 
+from .widgets import windowed
+
 
 def draw_same_token_comparison(traces: Sequence[RoutingTrace], labels: Sequence[str],
                                key: str) -> dict[str, go.Figure]:
-    """Skip maps of every run, the flip map of each run against the first, per-layer divergence."""
-    figures = {"skip maps": skip_heatmaps(traces, labels)}
+    """Skip maps of every run, the flip map of each run against the first, per-layer divergence. A long prompt
+    gets one token window (slider and overview strip) shared by the maps; :func:`widgets.shown_window` hands it
+    to the page's other token-axis charts."""
+    window = windowed(traces[0], prefix=key)  # a long prompt: one token window for every map
+    figures = {"skip maps": skip_heatmaps(traces, labels, window)}
     st.plotly_chart(figures["skip maps"], key=f"{key}_maps")
     for i in range(1, len(traces)):
         name = f"flips {labels[0]} vs {labels[i]}"
-        figures[name] = flip_map(traces[0], traces[i], (labels[0], labels[i]))
+        figures[name] = flip_map(traces[0], traces[i], (labels[0], labels[i]), window)
         st.plotly_chart(figures[name], key=f"{key}_flip_{i}")
     figures["layer divergence"] = layer_divergence(traces, labels)
     st.plotly_chart(figures["layer divergence"], key=f"{key}_divergence")

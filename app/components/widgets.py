@@ -214,13 +214,27 @@ def token_window(trace: RoutingTrace, *, prefix: str) -> tuple[int, int] | None:
     return first, last
 
 
-def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int, int] | None = None,
-                       title: str | None = None) -> go.Figure:
-    """The skip map; clicking a cell selects that (token, block) on every page. A long prompt gets a token
-    window (a slider) and an overview strip of the whole prompt above the map."""
+def windowed(trace: RoutingTrace, *, prefix: str) -> tuple[int, int] | None:
+    """For a long prompt, the token window slider and the overview strip of the whole prompt; returns the
+    window (None: the prompt fits), which this page's other token-axis charts then share (:func:`shown_window`)."""
     window = token_window(trace, prefix=prefix)
     if window is not None:
         st.plotly_chart(skip_overview(trace, window), key=f"{prefix}_overview", config={"displaylogo": False})
+    st.session_state[picker_key(trace, prefix, "shown")] = window
+    return window
+
+
+def shown_window(trace: RoutingTrace, prefix: str) -> tuple[int, int] | None:
+    """The token window this page's skip map shows for ``trace`` in this run (None: every token)."""
+    return st.session_state.get(picker_key(trace, prefix, "shown"))
+
+
+def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int, int] | None = None,
+                       title: str | None = None) -> go.Figure:
+    """The skip map; clicking a cell selects that (token, block) on every page. A long prompt gets a token
+    window (a slider) and an overview strip of the whole prompt above the map; the page's other charts along
+    the tokens take the same window from :func:`shown_window`."""
+    window = windowed(trace, prefix=prefix)
     fig = skip_heatmap(trace, selected=selected, title=title, window=window)
     chart_key = f"{prefix}_map"
     st.plotly_chart(fig, key=chart_key, selection_mode="points", config={"displaylogo": False},

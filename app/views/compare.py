@@ -7,7 +7,7 @@ from components.compare import build_runs, match_compute, run_table
 from components.comparison import draw_same_token_comparison
 from components.exports import export_panel
 from components.runtime import get_qualities, get_trace
-from components.widgets import prompt_input, show_notices
+from components.widgets import prompt_input, show_notices, shown_window
 
 from hero_core.figures import compute_bars, layer_skip_bars, quality_lines
 
@@ -44,7 +44,7 @@ st.dataframe(run_table(traces, qualities, labels), hide_index=True)
 figures = draw_same_token_comparison(traces, labels, key=P)
 figures["layer skip rates"] = layer_skip_bars(traces, labels)
 st.plotly_chart(figures["layer skip rates"], key=f"{P}_layers")
-figures["quality"] = quality_lines(qualities, labels, traces[0].tokens, traces)
+figures["quality"] = quality_lines(qualities, labels, traces[0].tokens, traces, window=shown_window(traces[0], P))
 st.plotly_chart(figures["quality"], key=f"{P}_quality")
 figures["compute"] = compute_bars(traces, labels)
 st.plotly_chart(figures["compute"], key=f"{P}_compute")

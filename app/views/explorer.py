@@ -33,6 +33,7 @@ widgets.show_metrics(trace)
 
 token, block = widgets.current_cell(trace)
 figures = {"skip map": widgets.clickable_skip_map(trace, prefix=P, selected=(token, block))}
+window = widgets.shown_window(trace, P)  # a long prompt's charts along the tokens share the skip map's window
 split = decision_split(trace, token, block)
 verdict = "executed" if split["executed"] else "skipped"
 st.markdown(
@@ -40,7 +41,7 @@ st.markdown(
     f"g = {split['gate']:.4f} (a = {split['history_logit']:+.3f}, b = {split['local_logit']:+.3f}, "
     f"margin to τ {split['margin']:+.4f}) → FFN **{verdict}**. Click any cell to select it.")
 if trace.quality is not None:
-    figures["quality per token"] = token_quality_bars(trace)
+    figures["quality per token"] = token_quality_bars(trace, window)
     st.plotly_chart(figures["quality per token"], key=f"{P}_quality")
 links = st.columns(3)
 links[0].page_link("views/memory.py", label="Its memory →", icon=":material/memory:")
@@ -48,7 +49,7 @@ links[1].page_link("views/why.py", label="Why this decision? →", icon=":materi
 
 st.subheader("Tokens coloured by compute")
 widgets.show_token_compute(trace)
-figures["ffns per token"] = executed_counts(trace)
+figures["ffns per token"] = executed_counts(trace, window)
 st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
 st.subheader("Per-token table")
 st.caption("Click a column header to sort: the tokens that ran the most FFNs, the decisions nearest τ (smallest "

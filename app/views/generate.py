@@ -5,7 +5,7 @@ from components import settings as app_settings
 from components.exports import export_panel
 from components.generation import first_difference, generate
 from components.runtime import load_model
-from components.widgets import prompt_input, show_metrics, show_notices
+from components.widgets import prompt_input, show_metrics, show_notices, windowed
 
 from hero_core import RoutingTrace
 from hero_core.figures import (
@@ -83,11 +83,12 @@ if result["dense"] is not None:
 st.subheader("Routing over prompt + generated tokens")
 show_notices(trace)
 show_metrics(trace)
-figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generated tokens")}
+window = windowed(trace, prefix=P)  # a long prompt + continuation: a token window and an overview strip
+figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generated tokens", window=window)}
 st.plotly_chart(figures["skip map"], key=f"{P}_map")
 if trace.quality is not None:
-    figures["quality per token"] = token_quality_bars(trace)
+    figures["quality per token"] = token_quality_bars(trace, window)
     st.plotly_chart(figures["quality per token"], key=f"{P}_quality")
-figures["ffns per token"] = executed_counts(trace)
+figures["ffns per token"] = executed_counts(trace, window)
 st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")

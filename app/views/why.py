@@ -8,10 +8,17 @@ from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec, get_attribution
 from components.saved import trace_for
-from components.widgets import block_picker, clickable_skip_map, prompt_input, show_notices, token_picker
+from components.widgets import (
+    DEFAULT_WINDOW,
+    block_picker,
+    clickable_skip_map,
+    prompt_input,
+    show_notices,
+    token_picker,
+)
 
 from hero_core.attribution import BASELINES
-from hero_core.figures import attribution_bars, attribution_html, decision_bars, decision_split, token_label
+from hero_core.figures import MAX_WINDOW, attribution_bars, attribution_html, decision_bars, decision_split, token_label
 
 P = "why"
 METHOD_LABELS = MappingProxyType({"auto": "auto (gradients unless 4-bit)",
@@ -73,7 +80,10 @@ title = (f"{METHOD_LABELS[attribution.method].split(' (')[0]}: contribution of e
          f"at token {token}, L{split['layer']}")
 total = float(attribution.scores.sum())
 change = attribution.gate_logit - attribution.baseline_logit
-figures["attribution"] = attribution_bars(attribution.tokens, attribution.scores, title=title, trace=trace)
+n_attributed = len(attribution.tokens)  # tokens 0..token: a long prompt shows the window that leads to the decision
+window = (n_attributed - DEFAULT_WINDOW, n_attributed - 1) if n_attributed > MAX_WINDOW else None
+figures["attribution"] = attribution_bars(attribution.tokens, attribution.scores, title=title, trace=trace,
+                                          window=window)
 if attribution.method == "integrated_gradients" and not attribution.passed:
     # Scores that miss their own completeness check explain nothing: say so first, keep them out of sight (a
     # warning, not an error: the page works, the method does not fit this decision).
