@@ -444,11 +444,18 @@ def test_learn_tour_is_live(app, tiny):
     z = values(chart(at, "Memory after 3 of 4")["data"][0]["z"]).astype(float)
     assert np.all(np.isnan(z[3:]))
     np.testing.assert_allclose(z[2, :2], base.memory_attention[4, 2, :2], rtol=1e-6)
-    sweep = chart(at, "Compute as the threshold moves")["data"][0]
-    assert len(values(sweep["y"])) == 9
+    sweep = chart(at, "Compute as the threshold moves")
+    assert len(values(sweep["data"][0]["y"])) == 9
+    # the sweep keeps its provenance: checkpoint, variant, the run at tau now, the text and the precision
+    for part in (base.checkpoint, "hero · τ swept 0.1–0.9", "The cat sat on the mat", "full precision"):
+        assert part in sweep["layout"]["title"]["text"], part
     at.toggle(key="learn_history").set_value(False).run()
     assert_clean(at)
-    local = tiny.trace(prompt, variant="no_history", max_tokens=96)
+    # section 4 compares at equal compute: no_history at the tau that realises hero's param skip
+    enc = tiny.encode([prompt], max_tokens=96)
+    tau = tiny.tau_for_param_skip(enc.input_ids, enc.attention_mask, "no_history", round(base.param_skip, 6))[0]
+    local = tiny.trace(prompt, variant="no_history", tau=tau, max_tokens=96)
+    assert any("Compared at equal compute" in c.value for c in at.caption)
     assert_skip_map_is(chart(at, "Skip map · no_history"), local)
     flips = chart(at, "Decision flips hero vs no_history")
     np.testing.assert_array_equal(values(flips["data"][0]["z"]), flip_codes(base, local))

@@ -1,10 +1,12 @@
 """Learn: a guided tour of dynamic depth and HeRo's depth memory, on live runs of the current model."""
 
+from dataclasses import replace
+
 import numpy as np
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
-from components.runtime import RunSpec, get_trace, load_model
+from components.runtime import RunSpec, get_trace, load_model, matched_tau
 from components.widgets import SHARED_PROMPT, token_picker
 
 from hero_core.config import VARIANTS
@@ -50,8 +52,9 @@ tau = st.slider("τ", 0.05, 0.95, float(settings.tau), 0.05, key=f"{P}_tau",
 sweep = [get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, tau=t, max_tokens=96))
          for t in TAU_GRID]
 at_tau = get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, tau=float(tau), max_tokens=96))
+source_note = f"text: “{token_label(prompt, 40)}” · {app_settings.PRECISIONS[settings.model.precision]}"
 figures["threshold sweep"] = tau_curve(TAU_GRID, [t.summary()["ffn_executed_per_token"] for t in sweep],
-                                       base.n_routed, current=float(tau))
+                                       base.n_routed, current=float(tau), trace=at_tau, note=source_note)
 st.plotly_chart(figures["threshold sweep"], key=f"{P}_sweep")
 st.markdown(f"At τ = {tau:g}: **{at_tau.summary()['ffn_executed_per_token']:.1f}** FFNs per token. A higher τ skips "
             "more; training (with a penalty on FFN use) moves the gates so the skipped FFNs are the ones that "
@@ -94,7 +97,13 @@ st.header("4 · Switch the history off")
 st.markdown("The `no_history` variant keeps the local head only (a = 0): the same router without its memory of the "
             "path. Comparing the two shows which decisions the history changes.")
 history_on = st.toggle("History on", True, key=f"{P}_history")
-local = get_trace(RunSpec.from_settings(settings, prompt, False, variant="no_history", max_tokens=96))
+# at equal compute: at one shared tau no_history skips far less, and the flips below would mostly be its extra FFNs
+local_run = RunSpec.from_settings(settings, prompt, False, variant="no_history", max_tokens=96)
+local = get_trace(replace(local_run, tau=matched_tau(local_run, base.param_skip)))
+st.caption(f"Compared at equal compute: `no_history` runs at τ = {local.tau:.3g}, where its param skip "
+           f"({local.param_skip:.1%}) is the closest it reaches to {variant}'s {base.param_skip:.1%} at τ = "
+           f"{base.tau:.3g}. At one shared τ it would skip a different share, and the decisions would differ mostly "
+           "by how many FFNs each runs.")
 shown = base if history_on else local
 figures["skip map (history toggle)"] = skip_heatmap(shown, title=f"Skip map · {shown.variant}")
 st.plotly_chart(figures["skip map (history toggle)"], key=f"{P}_toggle_map")
