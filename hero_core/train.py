@@ -30,10 +30,9 @@ import argparse
 import json
 import logging
 import math
-import os
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -41,6 +40,8 @@ import torch.nn.functional as F
 
 from . import checkpoint as ckpt
 from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, check_variant
+from .files import atomic_write, atomic_write_text
+from .inject import wrapped_layers
 from .losses import (  # noqa: F401  (re-exported: the names tests and scripts import from train)
     budget_hinge,
     distill_loss,
@@ -59,17 +60,21 @@ BUDGETS = ("hinge", "hard", "controller")
 BUDGET_SCOPES = ("sequence", "batch")
 
 
+TRAIN_TARGETS = ("distill", "lm")
+GATE_GRADIENTS = ("straight_through", "paper")
+
+
 @dataclass
 class TrainConfig:
+    """One training run. The measurements behind the defaults: docs/experiments/training-config-notes.md."""
+
     out: str  # checkpoint directory written at the end (and run state kept in out/_state)
     variant: str = "hero"
     target_skip: float = 0.25  # param skip (paper definition) the controller steers to
     steps: int = 300
     batch_size: int = 4
     seq_len: int = 128
-    # The paper's 1e-4. With warm-started adapters and gates, 1e-3 moved every weight by ~5e-2 in 50 steps (the
-    # adapters' own scale) and held-out quality after 100 steps was worse than before training (recipe probes).
-    lr: float = 1e-4
+    lr: float = 1e-4  # the paper's (1e-3 measured worse: see the notes)
     weight_decay: float = 0.01
     warmup: float = 0.03
     clip: float = 1.0
@@ -84,31 +89,25 @@ class TrainConfig:
     routed_layers: list[int] | None = None
     storage_dtype: str = "float16"  # bundled checkpoints stay < 10 MB
     # Autocast precision of the forward/backward (master weights stay fp32): "auto" takes bf16 where a probe
-    # shows it faster (hero_core.precision). On this project's CPUs a 4 x 128 step runs ~2x faster in bf16.
+    # shows it faster (hero_core.precision).
     dtype: str = "auto"
     threads: int = 0  # torch threads; 0 keeps torch's default (every core)
     data_blocks: int = 1600  # size of the (cached) training set in blocks; steps cycle through it
     init_from: str | None = None  # start from this checkpoint's weights (e.g. a tighter budget from a looser one)
-    # "straight_through": g also learns from FFN(u) - Adapter(u) on skipped tokens (our default: the paper's pure
-    # hard-branch gradient, "paper", collapsed every gate below tau at step 16 of a 250-step run here).
+    # "straight_through": g also learns from FFN(u) - Adapter(u) on skipped tokens; "paper": the paper's pure
+    # hard-branch gradient.
     gate_gradient: str = "straight_through"
     # "hinge": alpha * relu(mean_tokens(sum_j g_j) - E*)^2 with E* the executed FFNs per token that the target
     # skip leaves, alpha fixed (``hinge_alpha``): no pull below the budget, so no overshoot. "controller": the
-    # paper's L_skip with alpha steered by the controller (oscillated +-20 points around its target here).
-    # "hard": the same hinge on the *executed* FFNs per token, 1[g >= tau] counted with a straight-through
-    # gradient, so training runs at the skip the router will run at. With the soft hinge the gates settle
-    # near 0.6 (9 % hard skip while training; tau is then raised to 0.62 to reach 25 %). Measured with the
-    # 25 % recipe (200 steps; eval --suites domains --limit 10, perplexity ratio chat / code / reasoning):
-    # hero 6.03 / 7.94 / 2.82 (soft hinge 5.48 / 7.81 / 3.06), no_history 5.70 / 7.12 / 2.79 (soft 7.89 /
-    # 8.17 / 3.05), calibrated tau 0.53 / 0.52. It helps the local router, not HeRo: not the default.
+    # paper's L_skip with alpha steered by the controller. "hard": the same hinge on the *executed* FFNs per
+    # token, 1[g >= tau] counted with a straight-through gradient, so training runs at the skip the router
+    # will run at.
     budget: str = "hard"
     hinge_alpha: float = 0.05
     # Budget curriculum: the target skip rises linearly from the starting skip (0, or the init checkpoint's
     # target) to ``target_skip`` over this share of the steps, so the router leaves the dense model gradually.
     budget_ramp: float = 0.3
-    # "sequence": every training sequence meets the budget on its own; "batch": only the batch mean does. With
-    # "batch" (the first 750 steps of hero-10) code texts skipped 8 % and prose 12 % at a 10 % target, because
-    # the router spent the budget where skipping is cheap; the targets are per domain.
+    # "sequence": every training sequence meets the budget on its own; "batch": only the batch mean does.
     budget_scope: str = "sequence"
     # "unscaled": executed FFN / adapter outputs are not multiplied by g or 1 - g (see config.BRANCH_SCALINGS);
     # "paper": the paper's scaling. Recorded in the checkpoint's HeroConfig.
@@ -126,13 +125,13 @@ class TrainConfig:
         check_variant(self.variant, allow_dense=False)
         if not 0.0 <= self.target_skip < 1.0:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
-        if self.target not in ("distill", "lm"):
+        if self.target not in TRAIN_TARGETS:
             raise ValueError("target must be 'distill' or 'lm'")
         if self.budget not in BUDGETS:
             raise ValueError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
         if self.budget_scope not in BUDGET_SCOPES:
             raise ValueError(f"budget_scope must be one of {BUDGET_SCOPES}, got {self.budget_scope!r}")
-        if self.gate_gradient not in ("straight_through", "paper"):
+        if self.gate_gradient not in GATE_GRADIENTS:
             raise ValueError("gate_gradient must be 'straight_through' or 'paper'")
         if self.branch_scaling not in BRANCH_SCALINGS:
             raise ValueError(f"branch_scaling must be one of {BRANCH_SCALINGS}, got {self.branch_scaling!r}")
@@ -202,9 +201,7 @@ def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, pro
             call.passes.clear()
     out = {"blocks": blocks, "indices": torch.cat(indices), "logprobs": torch.cat(logprobs)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    save_file(out, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: save_file(out, tmp))
     return out
 
 
@@ -233,12 +230,8 @@ def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: f
                     tensors[f"opt.{names[id(p)]}.{key}"] = value.detach().cpu().contiguous()
             opt_meta[names[id(p)]] = {k: float(v) for k, v in st.items() if not torch.is_tensor(v)}
     meta = {"step": step, "alpha": alpha, "python_rng": repr(random.getstate()), "opt_meta": opt_meta}
-    tmp = state_dir / "state.safetensors.tmp"
-    save_file(tensors, tmp)
-    os.replace(tmp, state_dir / "state.safetensors")
-    tmp_json = state_dir / "state.json.tmp"
-    tmp_json.write_text(json.dumps(meta))
-    os.replace(tmp_json, state_dir / "state.json")
+    atomic_write(state_dir / "state.safetensors", lambda tmp: save_file(tensors, tmp))
+    atomic_write_text(state_dir / "state.json", json.dumps(meta))
 
 
 def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float] | None:
@@ -296,7 +289,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     out = Path(cfg.out)
     state_dir = out / "_state"
     # Fresh router of the requested variant on this backbone (the bundled default is never fine-tuned).
-    injected = hero.model._hero_routed_layers
+    injected = wrapped_layers(hero.model)
     if cfg.routed_layers is not None and list(cfg.routed_layers) != injected:
         raise ValueError(f"routed_layers {cfg.routed_layers} differ from the wrapped model's {injected}")
     router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected,
@@ -316,11 +309,9 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         start_skip = float(start_from.training.get("train_config", {}).get("target_skip", 0.0))
         router.config.extra["tokens_before"] = int(start_from.training.get("tokens_seen", 0))
         router.config.extra["earlier_stages"] = _stages(start_from.training, Path(cfg.init_from).name)
-    hero.router = router.to(hero.device)
-    from .model import compute_profile
-
-    hero.profile = compute_profile(hero.model, hero.router)
-    hero.checkpoint_name = out.name
+    # The new router on the given model's backbone, as a copy: the caller's HeroModel keeps its own router.
+    hero = hero.with_router(router, out.name)
+    router.train()  # with_router hands the router over in eval mode; a fresh module starts in train mode
 
     n_blocks = cfg.data_blocks
     blocks = training_blocks(hero, cfg, n_blocks)
@@ -441,40 +432,42 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     return out
 
 
+# The command line: these TrainConfig fields as --field-name, in this order, with their help. Defaults and types
+# come from the dataclass and choices from the tuples above, so none is written twice; a True flag is --no-field.
+CLI_FIELDS: dict[str, str | None] = {
+    "out": "checkpoint directory to write", "variant": None,
+    "target_skip": "param skip the budget controller steers to", "steps": None, "batch_size": None,
+    "seq_len": None, "lr": None, "alpha_init": None, "controller_gain": None, "target": None, "seed": None,
+    "save_every": None, "routed_layers": "e.g. '0-29' or '1,3,5-9' (default: all blocks)",
+    "dtype": "autocast precision; auto = bf16 where a probe shows it faster",
+    "threads": "torch threads (0: every core)",
+    "branch_scaling": "scale executed/skipped branches by g / 1-g (paper) or not (unscaled)",
+    "budget_ramp": "share of steps over which the budget rises",
+    "warm_start": "start adapters cold instead of fitting them to their FFNs",
+    "separation": "weight of the gate-separation term",
+    "gate_warm_start": "start the local head at zero (every gate equal) instead of fitting it to adapter error",
+    "data_blocks": "training blocks (cycled through)", "init_from": "checkpoint to start from",
+    "budget": "how the target skip is reached (see TrainConfig)",
+    "budget_scope": "each sequence meets the budget, or only the batch mean (see TrainConfig)",
+    "hinge_alpha": None, "gate_gradient": "how the gate learns on skipped tokens (see TrainConfig)",
+}
+CLI_CHOICES = {"variant": TRAINABLE_VARIANTS, "target": TRAIN_TARGETS, "dtype": DTYPES,
+               "branch_scaling": BRANCH_SCALINGS, "budget": BUDGETS, "budget_scope": BUDGET_SCOPES,
+               "gate_gradient": GATE_GRADIENTS}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="checkpoint directory to write")
-    p.add_argument("--variant", default="hero", choices=TRAINABLE_VARIANTS)
-    p.add_argument("--target-skip", type=float, default=0.25, help="param skip the budget controller steers to")
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--batch-size", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--alpha-init", type=float, default=1e-3)
-    p.add_argument("--controller-gain", type=float, default=0.5)
-    p.add_argument("--target", choices=["distill", "lm"], default="distill")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--save-every", type=int, default=25)
-    p.add_argument("--routed-layers", default=None, help="e.g. '0-29' or '1,3,5-9' (default: all blocks)")
-    p.add_argument("--dtype", choices=DTYPES, default="auto",
-                   help="autocast precision; auto = bf16 where a probe shows it faster")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: every core)")
-    p.add_argument("--branch-scaling", choices=BRANCH_SCALINGS, default="unscaled",
-                   help="scale executed/skipped branches by g / 1-g (paper) or not (unscaled)")
-    p.add_argument("--budget-ramp", type=float, default=0.3, help="share of steps over which the budget rises")
-    p.add_argument("--no-warm-start", dest="warm_start", action="store_false",
-                   help="start adapters cold instead of fitting them to their FFNs")
-    p.add_argument("--separation", type=float, default=0.0, help="weight of the gate-separation term")
-    p.add_argument("--no-gate-warm-start", dest="gate_warm_start", action="store_false",
-                   help="start the local head at zero (every gate equal) instead of fitting it to adapter error")
-    p.add_argument("--data-blocks", type=int, default=1600, help="training blocks (cycled through)")
-    p.add_argument("--init-from", default=None, help="checkpoint to start from")
-    p.add_argument("--budget", choices=BUDGETS, default="hard",
-                   help="how the target skip is reached (see TrainConfig)")
-    p.add_argument("--budget-scope", choices=BUDGET_SCOPES, default="sequence",
-                   help="each sequence meets the budget, or only the batch mean (see TrainConfig)")
-    p.add_argument("--hinge-alpha", type=float, default=0.05)
-    p.add_argument("--gate-gradient", choices=["straight_through", "paper"], default="straight_through",
-                   help="how the gate learns on skipped tokens (see TrainConfig)")
+    declared = {f.name: f for f in fields(TrainConfig)}
+    for name, help_text in CLI_FIELDS.items():
+        default, flag = declared[name].default, "--" + name.replace("_", "-")
+        if default is MISSING:
+            p.add_argument(flag, required=True, help=help_text)
+        elif isinstance(default, bool):
+            p.add_argument("--no-" + flag[2:] if default else flag, dest=name,
+                           action="store_false" if default else "store_true", help=help_text)
+        else:
+            p.add_argument(flag, type=str if default is None else type(default), default=default,
+                           choices=CLI_CHOICES.get(name), help=help_text)
     p.add_argument("--backbone", default=None)
     p.add_argument("--device", default="auto")
 
@@ -486,14 +479,7 @@ def run_cli(args) -> int:
     backbone = load_backbone(args.backbone, device=args.device)
     layers = parse_layers(args.routed_layers, backbone.model.config.num_hidden_layers) if args.routed_layers else None
     hero = HeroModel(backbone, fresh_router(backbone, routed_layers=layers), "training")
-    cfg = TrainConfig(out=args.out, variant=args.variant, target_skip=args.target_skip, steps=args.steps,
-                      batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr, alpha_init=args.alpha_init,
-                      controller_gain=args.controller_gain, target=args.target, seed=args.seed,
-                      save_every=args.save_every, routed_layers=layers, dtype=args.dtype, threads=args.threads,
-                      branch_scaling=args.branch_scaling, budget_ramp=args.budget_ramp,
-                      warm_start=args.warm_start, separation=args.separation, gate_warm_start=args.gate_warm_start,
-                      data_blocks=args.data_blocks, init_from=args.init_from, gate_gradient=args.gate_gradient,
-                      budget=args.budget, hinge_alpha=args.hinge_alpha, budget_scope=args.budget_scope)
+    cfg = TrainConfig(**{name: getattr(args, name) for name in CLI_FIELDS} | {"routed_layers": layers})
     out = train(cfg, hero)
     print(f"checkpoint written to {out}")
     return 0

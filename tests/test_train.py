@@ -103,3 +103,23 @@ def test_hard_budget_trains(tmp_path):
     assert len(rows) == 3 and rows[-1]["mean_gate"] < rows[0]["mean_gate"]
     with pytest.raises(ValueError, match="budget must be one of"):
         _cfg(tmp_path / "bad", budget="soft")
+
+
+def test_training_leaves_the_given_model_as_it_was(tmp_path):
+    hero = _fresh_tiny()
+    router, weights = hero.router, {k: v.clone() for k, v in hero.router.state_dict().items()}
+    train(_cfg(tmp_path / "run", steps=2), hero, progress=False)
+    assert hero.router is router and hero.checkpoint_name == "training"
+    assert all(torch.equal(v, router.state_dict()[k]) for k, v in weights.items())
+
+
+def test_the_training_command_line_takes_its_defaults_from_train_config():
+    import argparse
+
+    from hero_core.train import CLI_FIELDS, add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--out", "x"])
+    assert TrainConfig(**{name: getattr(args, name) for name in CLI_FIELDS}) == TrainConfig(out="x")
+    assert not parser.parse_args(["--out", "x", "--no-warm-start"]).warm_start
