@@ -10,6 +10,7 @@ not modify the working tree.
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -358,4 +359,187 @@ def test_a_page_url_opens_directly(server, browser, page, marker):
     tools.wait_for(f"document.querySelector('h1')?.innerText.includes({json.dumps(marker)})", timeout=120,
                    what=f"the {page} page")
     assert not tools.eval("document.body.innerText.includes('Page not found')")
+    assert tools.eval(NO_EXCEPTION_JS)
+
+
+# Well over the app's 512-token cap: the page must cut it with a notice and show a window of the skip map.
+VERY_LONG_PROMPT = " ".join(f"Token {i} of a long prompt, pasted whole; routing decides per token." for i in range(60))
+SKIP_MAP_AXIS_JS = (f"(() => {{ const g = {FIND_SKIP_MAP_JS}; if (!g) return null; const a = g._fullLayout.xaxis; "
+                    "const c = g._fullData.find(t => t.name === 'cells'); "
+                    "const shown = a.tickvals.filter(t => t >= a.range[0] && t <= a.range[1]); "
+                    "return {range: a.range, size: c.marker.size, px: shown.map(t => a.l2p(t))}; })()")
+CHART_RANGES_JS = ("Object.fromEntries([...document.querySelectorAll('.js-plotly-plot')].filter(d => d._fullLayout)"
+                   ".map(d => [d._fullLayout.title.text.split('<br>')[0].replace(/<[^>]*>/g, '').split(/ [·(:]/)[0], "
+                   "d._fullLayout.xaxis.range]))")
+
+
+def test_a_long_prompt_gets_a_token_window(server, browser, tiny):
+    """A prompt of 600+ tokens pasted into Route explorer: the skip map shows a window of legible cells whose
+    labels never collide, an overview strip covers the whole (truncated) prompt, the charts along the tokens
+    share the window; no exception anywhere."""
+    from hero_core.figures import LABEL_PX, MAX_WINDOW, MIN_CELL_PX
+
+    assert len(tiny.tokenizer(VERY_LONG_PROMPT)["input_ids"]) >= 600
+    expected = tiny.trace(VERY_LONG_PROMPT, max_tokens=512)
+    assert expected.n_tokens == 512
+    tools = browser
+    tools.goto(f"{server}/explorer")
+    tools.wait_for("document.querySelector('textarea') !== null", what="the prompt box")
+    tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); return true; })()")
+    tools.send("Input.insertText", {"text": VERY_LONG_PROMPT})
+    for kind in ("keyDown", "keyUp"):
+        tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "modifiers": 2,
+                                              "windowsVirtualKeyCode": 13})
+    shown = tools.wait_for(f"(() => {{ const m = {SKIP_MAP_JS}; return m && m.n === "
+                           f"{expected.n_routed * expected.n_tokens} ? m : null; }})()", timeout=180,
+                           what="the skip map of the long prompt")
+    np.testing.assert_allclose(shown["gate"], expected.gate.reshape(-1), rtol=1e-5)  # every cell, a pan away
+    tools.wait_for("document.body.innerText.includes('truncated')", what="the truncation notice")
+    tools.wait_for(f"[...document.querySelectorAll('.js-plotly-plot')].some(d => d._fullLayout && "
+                   f"d._fullLayout.title.text.includes('Overview: all {expected.n_tokens} tokens'))",
+                   what="the overview strip")
+    tools.wait_for("document.body.innerText.includes('Visible tokens')", what="the token window slider")
+
+    axis = tools.eval(SKIP_MAP_AXIS_JS)
+    first, last = axis["range"][0] + 0.5, axis["range"][1] - 0.5
+    assert 0 < last - first + 1 <= MAX_WINDOW
+    assert axis["size"] >= MIN_CELL_PX
+    assert min(np.diff(sorted(axis["px"]))) >= LABEL_PX - 0.5  # tick labels never collide (pixels on screen)
+    # the other charts along the tokens show the same window
+    ranges = tools.wait_for(f"(() => {{ const r = {CHART_RANGES_JS}; return r['FFNs executed per token'] ? r : null; "
+                            "})()", what="the FFNs-per-token chart")
+    assert ranges["FFNs executed per token"] == axis["range"], ranges
+
+    time.sleep(1.0)
+    assert tools.eval(NO_EXCEPTION_JS)
+
+
+DATASET_CHARTS = ("Skip rate per routed layer (data set)", "Skip rate by token category",
+                  "Skip rate by position in the prompt", "Quality against dense per item")
+
+
+def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browser_endpoint, tiny):
+    """Issue 13's workflow end to end: a bundled 20-item set (chosen by the URL), Run with a progress bar, the
+    figures and tables of the result, one item opened in Route explorer, and that URL reloaded in a fresh tab
+    restoring the item's prompt, variant and skip map."""
+    from hero_core.sweep import bundled_items
+
+    n = 20
+    items = bundled_items("reasoning", n)
+    tools = browser
+    tools.goto(f"{server}/dataset?set=reasoning&n={n}")
+    tools.wait_for("document.querySelector('h1')?.innerText.includes('Data set')", timeout=120, what="the page")
+    tools.wait_for(f"document.body.innerText.includes('{n} prompts')", what=f"{n} prompts")
+    # matched compute (a dozen extra passes per item and run) is covered by the AppTest; here the runs go plain
+    match = "[...document.querySelectorAll('label')].find(l => l.innerText.includes('Match compute'))"
+    tools.wait_for(f"{match} !== undefined", what="the Match compute toggle")
+    if tools.eval(f"{match}.querySelector('input').checked"):
+        xy = tools.eval(f"(() => {{ const l = {match}; l.scrollIntoView({{block: 'center'}}); "
+                        "const r = l.getBoundingClientRect(); return [r.left + 14, r.top + r.height / 2]; })()")
+        tools.click(*xy)
+        tools.wait_for(f"{match}.querySelector('input').checked === false", what="Match compute off")
+    run_button = "[...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Run')"
+    tools.wait_for(f"{run_button} !== undefined", what="the Run button")
+    tools.eval(f"{run_button}.click(); true")
+    seen = set()  # the progress bar's "k / 20 items", polled while the items run
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        text = tools.eval("document.body.innerText") or ""
+        seen.update(int(k) for k in re.findall(rf"(\d+) / {n} items", text))
+        if f"{n} / {n} items" in text and "Skip rate per routed layer" in json.dumps(
+                tools.eval("[...document.querySelectorAll('.js-plotly-plot')].map(d => d._fullLayout?.title.text)")):
+            break
+        time.sleep(0.2)
+    assert n in seen, f"the run did not finish; progress seen: {sorted(seen)}"
+    assert any(0 < k < n for k in seen), f"no progress shown while running: {sorted(seen)}"
+    titles = tools.wait_for(
+        "(() => { const t = [...document.querySelectorAll('.js-plotly-plot')].filter(d => d._fullLayout)"
+        ".map(d => d._fullLayout.title.text.split('<br>')[0].replace(/<[^>]*>/g, '')); "
+        f"return t.length >= {len(DATASET_CHARTS) + 1} ? t : null; }})()", timeout=120, what="the data set's charts")
+    for wanted in DATASET_CHARTS:
+        assert any(t.startswith(wanted) for t in titles), (wanted, titles)
+    assert tools.eval("document.querySelectorAll('[data-testid=\"stDataFrame\"]').length") >= 2  # quality, items
+    assert tools.eval("document.body.innerText.includes('Items (CSV)')")
+    assert tools.eval(NO_EXCEPTION_JS)
+
+    # open the picked row (the first: item 0 under the first run, hero) in Route explorer
+    tools.eval("[...document.querySelectorAll('button')].find(b => b.innerText.includes('Open →')).click(); true")
+    tools.wait_for("document.querySelector('h1')?.innerText.includes('Route explorer')", timeout=120,
+                   what="Route explorer")
+    expected = tiny.trace(items[0].text, variant="hero", tau=0.5)
+    wait_for_skip_map(tools, expected.n_routed * expected.n_tokens)
+    assert tools.eval("document.querySelector('textarea').value") == items[0].text
+    tools.wait_for("location.search.includes('prompt=')", what="the item in the URL")
+    url = tools.eval("location.href")
+    assert "variant=hero" in url and "/explorer" in url
+    assert tools.eval(NO_EXCEPTION_JS)
+
+    # the URL reloaded in a fresh tab (a new session) restores the same view
+    fresh = open_tab(browser_endpoint)
+    try:
+        fresh.goto(url)
+        shown = wait_for_skip_map(fresh, expected.n_routed * expected.n_tokens)
+        np.testing.assert_allclose(shown["gate"], expected.gate.reshape(-1), rtol=1e-5)
+        assert fresh.eval("document.querySelector('textarea').value") == items[0].text
+        assert fresh.eval(NO_EXCEPTION_JS)
+    finally:
+        fresh.close()
+
+
+LUMINANCE_JS = ("const lum = c => { if (!c) return null; let m = c.match(/^#([0-9a-f]{6})$/i); let v; "
+                "if (m) v = [0, 2, 4].map(i => parseInt(m[1].slice(i, i + 2), 16)); "
+                "else { m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null; const p = m[1].split(',').map(Number); "
+                "if (p.length === 4 && p[3] === 0) return 'transparent'; v = p.slice(0, 3); } "
+                "return (0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]) / 255; };")
+
+
+def test_figures_follow_the_dark_theme(server, browser_endpoint, tiny):
+    """A user whose system (or Streamlit's settings menu) picks the dark theme gets dark figures: plotly draws
+    with Streamlit's theme, and no figure paints a light background of its own."""
+    tools = open_tab(browser_endpoint)
+    try:
+        tools.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        tools.goto(f"{server}/explorer?{urllib.parse.urlencode({'prompt': URL_PROMPT})}")
+        expected = tiny.trace(URL_PROMPT)
+        wait_for_skip_map(tools, expected.n_routed * expected.n_tokens)
+        tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 3", what="three charts")
+        time.sleep(1.0)
+        found = tools.eval(
+            f"(() => {{ {LUMINANCE_JS} const app = document.querySelector('[data-testid=\"stApp\"]'); "
+            "return {page: lum(getComputedStyle(app).backgroundColor), charts: [...document.querySelectorAll("
+            "'.js-plotly-plot')].filter(d => d._fullLayout).map(d => ({title: d._fullLayout.title.text.slice(0, 40), "
+            "font: lum(d._fullLayout.font.color), paper: lum(d._fullLayout.paper_bgcolor), "
+            "plot: lum(d._fullLayout.plot_bgcolor)}))}; })()")
+        assert found["page"] != "transparent" and found["page"] < 0.3, found  # the app itself is dark
+        assert len(found["charts"]) >= 3
+        for chart in found["charts"]:
+            assert chart["font"] != "transparent" and chart["font"] > 0.6, chart  # light text
+            for background in (chart["paper"], chart["plot"]):
+                assert background == "transparent" or background < 0.3, chart  # dark or the page's own
+        assert tools.eval(NO_EXCEPTION_JS)
+    finally:
+        tools.close()
+
+
+def test_compare_matches_compute_in_a_browser(server, browser, tiny):
+    """Compare's default is equal compute: every run after the first at the tau where it realises the first run's
+    param skip. The page says so, and the quality chart's title gives each run's tau and param skip, which are
+    those of the library's own matching."""
+    tools = browser
+    tools.goto(f"{server}/compare?{urllib.parse.urlencode({'prompt': URL_PROMPT})}")
+    tools.wait_for("document.body.innerText.includes('Compute matched to')", timeout=180, what="the matched caption")
+    title = tools.wait_for("(() => { const d = [...document.querySelectorAll('.js-plotly-plot')].find(d => "
+                           "d._fullLayout && d._fullLayout.title.text.includes('Quality against the dense model'));"
+                           " return d ? d._fullLayout.title.text : null; })()", timeout=180, what="the quality chart")
+    runs = re.findall(r"(\w+): [^|]*? · (\w+) · τ = ([0-9.]+) · param skip ([0-9.]+)%", title)
+    assert len(runs) >= 2, title
+    reference = tiny.trace(URL_PROMPT, variant=runs[0][1], tau=float(runs[0][2]))
+    enc = tiny.encode([URL_PROMPT])
+    for label, variant, tau, skip in runs[1:]:
+        if variant == "dense":
+            continue
+        want = tiny.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, round(reference.param_skip, 6))[0]
+        assert float(tau) == pytest.approx(want, abs=1e-3), (label, tau, want)
+        assert float(skip) == pytest.approx(100 * tiny.trace(URL_PROMPT, variant=variant, tau=want).param_skip,
+                                            abs=0.06), label
     assert tools.eval(NO_EXCEPTION_JS)
