@@ -11,112 +11,33 @@ not modify the working tree.
 import json
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
-from base64 import b64decode
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from scripts.app_browser import (
+    FIND_SKIP_MAP_JS,
+    NO_EXCEPTION_JS,
+    SKIP_MAP_JS,
+    AppDidNotStart,
+    BrowserUnavailable,
+    DevTools,
+    chromium_endpoint,
+    open_tab,
+    served_app,
+)
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = ROOT / "app" / "main.py"
 DOC_SHOTS = ROOT / "docs" / "screenshots"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--remote-debugging-port=0", "--window-size=1400,1000"]
 URL_PROMPT = "Routing is decided per token: short words may skip layers."
 TYPED_PROMPT = "def add(a, b):\n    return a + b"
-NO_EXCEPTION_JS = ("document.querySelectorAll('[data-testid=\"stException\"]').length === 0 && "
-                   "!document.body.innerText.includes('Traceback')")
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
-        if found:
-            return found
-    pytest.skip("Chromium is not installed (apt-get install chromium; `make test` does it)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class DevTools:
-    """A minimal Chrome DevTools Protocol client: one flattened session on one page."""
-
-    def __init__(self, ws_url: str) -> None:
-        from websockets.sync.client import connect
-
-        self.ws = connect(ws_url, max_size=None, open_timeout=30)
-        self.next_id = 0
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-
-    def send(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict:
-        self.next_id += 1
-        message = {"id": self.next_id, "method": method, "params": params or {}}
-        if method.split(".")[0] not in ("Target",):
-            message["sessionId"] = self.session
-        self.ws.send(json.dumps(message))
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
-            if reply.get("id") == self.next_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply["result"]
-
-    def eval(self, expression: str):
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True})
-        if "exceptionDetails" in result:
-            raise RuntimeError(f"{expression[:80]}: {result['exceptionDetails'].get('text')}")
-        return result["result"].get("value")
-
-    def wait_for(self, expression: str, timeout: float = 90.0, what: str = ""):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                value = self.eval(expression)
-            except RuntimeError:  # the document is being replaced (navigation): try again
-                value = None
-            if value:
-                return value
-            time.sleep(0.4)
-        body = self.eval("document.body ? document.body.innerText.slice(0, 1500) : ''")
-        raise AssertionError(f"timed out waiting for {what or expression}; page text:\n{body}")
-
-    def goto(self, url: str) -> None:
-        self.send("Page.navigate", {"url": url})
-        self.wait_for(f"location.href === {json.dumps(url)} && document.readyState === 'complete'",
-                      what=f"navigation to {url}")
-
-    def screenshot(self, path: Path) -> None:
-        data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b64decode(data))
-
-    def click(self, x: float, y: float) -> None:
-        # Plotly resolves a click to the point under the last hover, so move there first.
-        self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
-        time.sleep(0.3)
-        for kind in ("mousePressed", "mouseReleased"):
-            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
-
-    def close(self) -> None:
-        self.ws.close()
 
 
 @pytest.fixture(scope="module")
@@ -128,68 +49,22 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server():
-    port = free_port()
-    env = {**os.environ, "HERO_LENS_TINY": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read().decode(errors="replace") if proc.poll() is not None else ""
-                pytest.fail(f"streamlit did not start: {out[-2000:]}")
-            time.sleep(0.5)
-        yield base
-    finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        with served_app({**os.environ, "HERO_LENS_TINY": "1"}) as base:
+            yield base
+    except AppDidNotStart as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture(scope="module")
 def browser_endpoint():
     """A headless Chromium; yields its DevTools WebSocket URL (each DevTools client opens its own tab)."""
     pytest.importorskip("websockets.sync.client", reason="the DevTools client needs websockets >= 12")
-    exe = chromium()
-    profile = Path(tempfile.mkdtemp(prefix="hero-lens-chromium-"))
-    proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.skip("Chromium did not start a DevTools endpoint")
-            time.sleep(0.2)
-        port, path = port_file.read_text().splitlines()[:2]
-        yield f"ws://127.0.0.1:{port}{path}"
-    finally:
-        _stop(proc)
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def open_tab(endpoint: str, height: int = 1600) -> DevTools:
-    tools = DevTools(endpoint)
-    tools.send("Page.enable")
-    tools.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": height, "deviceScaleFactor": 1,
-                                                      "mobile": False})
-    # Tabs opened side by side are hidden from each other; a hidden page may defer its drawing.
-    tools.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
-    return tools
+        with chromium_endpoint() as endpoint:
+            yield endpoint
+    except BrowserUnavailable as error:
+        pytest.skip(str(error))
 
 
 @pytest.fixture(scope="module")
@@ -197,14 +72,6 @@ def browser(browser_endpoint):
     tools = open_tab(browser_endpoint)
     yield tools
     tools.close()
-
-
-# Streamlit's theme wraps titles in <b>; plotly decodes typed arrays into _fullData.
-FIND_SKIP_MAP_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d => d._fullLayout && "
-                    "d._fullLayout.title.text.replace(/<[^>]*>/g, '').startsWith('Skip map'))")
-SKIP_MAP_JS = (f"(() => {{ const g = {FIND_SKIP_MAP_JS}; if (!g) return null; "
-               "const c = g._fullData.find(t => t.name === 'cells'); if (!c) return null; "
-               "return {n: c.x.length, gate: Array.from(c.marker.color)}; })()")
 
 
 def wait_for_skip_map(tools: DevTools, n_cells: int) -> dict:

@@ -34,6 +34,17 @@ def _number(text: str, kind=float):
         return None
 
 
+def _choose(param: str, allowed, widget_key: str, problems: list[str]) -> None:
+    """Set a sidebar choice from the URL parameter ``param`` when it is one of ``allowed``; else report it."""
+    value = st.query_params.get(param)
+    if not value:
+        return
+    if value in allowed:
+        st.session_state[widget_key] = value
+    else:
+        problems.append(f"unknown {param} {value!r} (one of {', '.join(allowed)})")
+
+
 def restore_from_url() -> list[str]:
     """Seed the sidebar and the selected cell from the query parameters, once per session; returns problems."""
     if st.session_state.get(RESTORED):
@@ -42,12 +53,7 @@ def restore_from_url() -> list[str]:
     params, problems = st.query_params, []
     if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block", "precision")):
         return []
-    precision = params.get("precision")
-    if precision:
-        if precision in PRECISIONS:
-            st.session_state["sb_precision"] = precision
-        else:
-            problems.append(f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})")
+    _choose("precision", PRECISIONS, "sb_precision", problems)
     checkpoint = params.get("checkpoint") or DEFAULT_CHOICE
     if checkpoint not in checkpoint_options(tiny_mode()):
         problems.append(f"checkpoint {checkpoint!r} is not bundled here")
@@ -56,12 +62,7 @@ def restore_from_url() -> list[str]:
     # the sidebar resets tau and variant when the checkpoint changes: start from this checkpoint's own, then the URL's
     st.session_state["sb_tau_origin"] = ("", checkpoint)
     st.session_state["sb_tau"], st.session_state["sb_variant"] = checkpoint_defaults(checkpoint, "", tiny_mode())
-    variant = params.get("variant")
-    if variant:
-        if variant in INFERENCE_VARIANTS:
-            st.session_state["sb_variant"] = variant
-        else:
-            problems.append(f"unknown variant {variant!r}")
+    _choose("variant", INFERENCE_VARIANTS, "sb_variant", problems)
     if "tau" in params:
         tau = _number(params.get("tau"))
         if tau is not None and 0.01 <= tau <= 0.99:
