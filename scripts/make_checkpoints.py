@@ -5,11 +5,12 @@ executed branches unscaled with the straight-through gate gradient, adapters war
 distillation, the hard budget with a curriculum, bf16 autocast where the CPU runs it faster.
 
 * ``hero-10`` / ``local-10`` train in two stages: 750 steps from fresh routers with the batch-mean budget
-  (``hero-10-s1``, bundled as well: it measures better than the finished run), then 1,220 steps on with
-  every sequence held to the budget, for ~1 M tokens seen. ``-25`` continue from their ``-10``, ``-40`` from
-  their ``-25`` (the budget
-  curriculum ramps from the start checkpoint's skip), so the tokens each has seen add up. Each checkpoint's
-  ``training.earlier_stages`` lists the chain it came from.
+  (``hero-10-s1``, bundled too, so the second stage can be measured against it), then 1,220 steps on at half
+  the peak learning rate with the same budget, for ~1 M tokens seen.
+* ``-25`` / ``-40`` continue from ``hero-10-seq``, a second stage that held every sequence to the budget
+  (an intermediate, kept under STAGE_DIR: it lost quality at 10 %, docs/experiments/two-stage-10), ``-40``
+  from its ``-25`` (the budget curriculum ramps from the start checkpoint's skip), so the tokens each has seen
+  add up. Each checkpoint's ``training.earlier_stages`` lists the chain it came from.
 * the paper's ablations ``no_memread-10``, ``no_aux-10``, ``no_pos-10`` start fresh at the 10 % budget
   (``local-10`` is the ablation without history).
 
@@ -44,17 +45,20 @@ class Run:
     start: str | None = None  # run whose checkpoint this one continues from
     budget_scope: str = "sequence"
     bundled: bool = True  # False: an intermediate stage, kept under STAGE_DIR
+    lr: float = TrainConfig.lr  # peak; a continuation starts lower so it refines instead of re-heating
 
 
 RUNS = {
-    # bundled too: measured on the same held-out texts, stage 1 alone keeps quality better than both stages
-    # (docs/experiments/two-stage-10)
+    # bundled too: the reference the second stage is measured against (docs/results.md)
     "hero-10-s1": Run("hero", 0.10, 750, budget_scope="batch"),
     "local-10-s1": Run("no_history", 0.10, 750, budget_scope="batch"),
-    "hero-10": Run("hero", 0.10, 1220, "hero-10-s1"),
-    "local-10": Run("no_history", 0.10, 1220, "local-10-s1"),
-    "hero-25": Run("hero", 0.25, 300, "hero-10"),
-    "local-25": Run("no_history", 0.25, 300, "local-10"),
+    # stage 2 holding every sequence to the budget: the start of -25 / -40, not bundled (it lost quality)
+    "hero-10-seq": Run("hero", 0.10, 1220, "hero-10-s1", bundled=False),
+    "local-10-seq": Run("no_history", 0.10, 1220, "local-10-s1", bundled=False),
+    "hero-10": Run("hero", 0.10, 1220, "hero-10-s1", budget_scope="batch", lr=5e-5),
+    "local-10": Run("no_history", 0.10, 1220, "local-10-s1", budget_scope="batch", lr=5e-5),
+    "hero-25": Run("hero", 0.25, 300, "hero-10-seq"),
+    "local-25": Run("no_history", 0.25, 300, "local-10-seq"),
     "hero-40": Run("hero", 0.40, 150, "hero-25"),
     "local-40": Run("no_history", 0.40, 150, "local-25"),
     "no_memread-10": Run("no_memread", 0.10, 100, budget_scope="batch"),
@@ -72,7 +76,7 @@ def already_trained(out: Path, run: Run, steps: int) -> bool:
     meta = json.loads((out / CONFIG_FILE).read_text())
     done = meta.get("training", {}).get("train_config", {})
     return (done.get("target_skip") == run.target_skip and done.get("steps") == steps
-            and done.get("budget_scope", "batch") == run.budget_scope
+            and done.get("budget_scope", "batch") == run.budget_scope and done.get("lr") == run.lr
             and Path(done.get("init_from") or "").name == (run.start or "")
             and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling)
 
@@ -110,7 +114,7 @@ def main() -> int:
         if run.start and not (location(run.start) / CONFIG_FILE).is_file():
             raise SystemExit(f"{name} continues from {run.start}, which is not trained yet: run it first")
         cfg = TrainConfig(out=str(out), variant=run.variant, target_skip=run.target_skip, steps=steps,
-                          threads=args.threads, budget_scope=run.budget_scope, data_blocks=DATA_BLOCKS,
+                          threads=args.threads, budget_scope=run.budget_scope, data_blocks=DATA_BLOCKS, lr=run.lr,
                           init_from=str(location(run.start)) if run.start else None)
         wall, cpu = time.perf_counter(), time.process_time()
         train(cfg, hero)
