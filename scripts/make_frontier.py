@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")
+STAGE_ONE = ("hero-10-s1", "local-10-s1")  # hero-10 / local-10 after their first stage, measured beside them
 TAUS = (0.35, 0.5, 0.65, 0.8)  # the -10 curves; the -25 and -40 checkpoints get FOLLOW_TAUS
 FOLLOW_TAUS = (0.35, 0.5, 0.65)  # around the -25 / -40 checkpoints' own tau, enough to read them at equal skip
 DOMAINS = ("chat", "code", "reasoning")
@@ -62,7 +63,7 @@ def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = N
     from hero_core.frontier import frontier
 
     torch.set_num_threads(1)
-    models = load_models(only or [*CURVES, *ABLATIONS])
+    models = load_models(only or [*CURVES, *ABLATIONS, *STAGE_ONE])
     taus = {name: ((TAUS if name.endswith("-10") else FOLLOW_TAUS) if name in CURVES else (models[name].config.tau,))
             for name in models}
     with torch.no_grad():
@@ -141,15 +142,16 @@ def generations(models: dict, n_prompts: int) -> dict:
     tok = hero.tokenizer
     held_out = chat_prompts("eval")[:n_prompts]
     routed = [name for name in ("hero-10", "local-10") if name in models] or list(models)[:1]
+    compared = routed + [name for name in STAGE_ONE if name in models]  # common prefix only, not shown
 
     def answer(model, prompt, variant):
         text, _ = model.generate(prompt, max_new_tokens=PREFIX_TOKENS, variant=variant, chat_template=True)
         return text, tok(text, add_special_tokens=False)["input_ids"]
 
-    prefixes = {name: [] for name in routed}
+    prefixes = {name: [] for name in compared}
     for prompt in held_out:
         _, dense_ids = answer(hero, prompt, "dense")
-        for name in routed:
+        for name in compared:
             _, ids = answer(models[name], prompt, models[name].config.variant)
             prefixes[name].append(common_prefix(dense_ids, ids, PREFIX_TOKENS))
     shown = []
@@ -245,7 +247,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(max(1, args.jobs))
-    models = load_models([*CURVES, *ABLATIONS])
+    models = load_models([*CURVES, *ABLATIONS, *STAGE_ONE])
     with torch.no_grad():
         result["generations"] = generations(models, args.generation_prompts)
         result["memory_entropy"] = memory_entropy(models, limit=max(4, args.limit // 4))

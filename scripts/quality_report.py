@@ -28,7 +28,7 @@ TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agre
 }
 STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#000000", ":"),
          "random": ("#7f7f7f", "-."), "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
-         "no_pos": ("#8c564b", "none")}
+         "no_pos": ("#8c564b", "none"), "stage1": ("#e377c2", "none")}
 
 
 def own_point(curve: dict) -> dict | None:
@@ -115,7 +115,7 @@ def plot(frontier: dict, out: Path) -> None:
     for ax, d in zip(axes, DOMAINS):
         for name, curve in frontier["curves"].items():
             family = name.split("-")[0] if curve["kind"] == "checkpoint" else name
-            family = {"hero": "hero", "local": "local"}.get(family, family)
+            family = "stage1" if name.endswith("-s1") else family
             colour, style = STYLE.get(family, ("#17becf", "-"))
             pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
             xs, ys = [x for x, _ in pts], [y for _, y in pts]
@@ -214,6 +214,12 @@ def render(result: dict, figure: Path) -> str:
            "branches and skips where the adapter changes the block output least: it needs the FFN's output to "
            "decide, so it saves nothing and is the upper reference for routers with these adapters.", ""]
     out += matched_table(fr)
+    stage_one = [n for n in ("hero-10", "hero-10-s1", "local-10", "local-10-s1") if n in fr["curves"]]
+    if any(n.endswith("-s1") for n in stage_one):
+        out += ["", "## hero-10 and local-10 after their first stage", "",
+                "`hero-10` / `local-10` train in two stages (`scripts/make_checkpoints.py`); `-s1` is the first stage "
+                "alone, bundled so the second stage's effect can be read on the same texts.", ""]
+        out += own_tau_table(fr, stage_one)
     out += ["", "## Ablations at the 10 % budget (trained)", "",
             "`local-10` is the paper's w/o History. The others are trained from fresh routers with the same recipe "
             "but fewer steps (see the training table), so they are not a like-for-like comparison with hero-10.", ""]
