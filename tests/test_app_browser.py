@@ -326,7 +326,8 @@ def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browse
     for wanted in DATASET_CHARTS:
         assert any(t.startswith(wanted) for t in titles), (wanted, titles)
     assert tools.eval("document.querySelectorAll('[data-testid=\"stDataFrame\"]').length") >= 2  # quality, items
-    assert tools.eval("document.body.innerText.includes('Items (CSV)')")
+    # the export buttons come last on the page: they may arrive a moment after the tables
+    tools.wait_for("document.body.innerText.includes('Items (CSV)')", timeout=120, what="the export buttons")
     assert tools.eval(NO_EXCEPTION_JS)
 
     # open the picked row (the first: item 0 under the first run, hero) in Route explorer
