@@ -1,4 +1,4 @@
-"""Drive the app in Debian's headless Chromium: the browser tests, the README screenshots.
+"""Drive the app in Debian's headless Chromium, for the browser tests and the README screenshots.
 
 * :class:`DevTools`: a minimal Chrome DevTools Protocol client over the ``websockets`` package Streamlit already
   depends on (nothing beyond requirements.txt);
