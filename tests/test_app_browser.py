@@ -34,7 +34,6 @@ from scripts.app_browser import (
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
-MAIN = ROOT / "app" / "main.py"
 DOC_SHOTS = ROOT / "docs" / "screenshots"
 URL_PROMPT = "Routing is decided per token: short words may skip layers."
 TYPED_PROMPT = "def add(a, b):\n    return a + b"
