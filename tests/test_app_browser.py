@@ -335,7 +335,9 @@ def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browse
                    what="Route explorer")
     expected = tiny.trace(items[0].text, variant="hero", tau=0.5)
     wait_for_skip_map(tools, expected.n_routed * expected.n_tokens)
-    assert tools.eval("document.querySelector('textarea').value") == items[0].text
+    # the prompt box may render a rerun after the figures: wait for it rather than read the page once
+    tools.wait_for(f"document.querySelector('textarea')?.value === {json.dumps(items[0].text)}",
+                   what="the item's prompt in the prompt box")
     tools.wait_for("location.search.includes('prompt=')", what="the item in the URL")
     url = tools.eval("location.href")
     assert "variant=hero" in url and "/explorer" in url
@@ -347,7 +349,8 @@ def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browse
         fresh.goto(url)
         shown = wait_for_skip_map(fresh, expected.n_routed * expected.n_tokens)
         np.testing.assert_allclose(shown["gate"], expected.gate.reshape(-1), rtol=1e-5)
-        assert fresh.eval("document.querySelector('textarea').value") == items[0].text
+        fresh.wait_for(f"document.querySelector('textarea')?.value === {json.dumps(items[0].text)}",
+                       what="the item's prompt restored from the URL")
         assert fresh.eval(NO_EXCEPTION_JS)
     finally:
         fresh.close()
