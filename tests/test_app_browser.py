@@ -141,7 +141,7 @@ def test_generate_page_streams(server, browser, shots):
     tools.eval("[...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Generate').click(); true")
     tools.wait_for("document.body.innerText.includes('Routing over prompt + generated tokens') && "
                    "document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120, what="generation")
-    assert tools.eval("document.querySelectorAll('.hero-token').length") >= 2 * 40
+    tools.wait_for("document.querySelectorAll('.hero-token').length >= 2 * 40", what="the coloured tokens")
     time.sleep(1.0)
     assert tools.eval(NO_EXCEPTION_JS)
     tools.screenshot(shots / "generate.png")
@@ -324,13 +324,16 @@ def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browse
         f"return t.length >= {len(DATASET_CHARTS) + 1} ? t : null; }})()", timeout=120, what="the data set's charts")
     for wanted in DATASET_CHARTS:
         assert any(t.startswith(wanted) for t in titles), (wanted, titles)
-    assert tools.eval("document.querySelectorAll('[data-testid=\"stDataFrame\"]').length") >= 2  # quality, items
+    # the page fills in over several renders: wait for each part rather than read the page once
+    tools.wait_for("document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= 2", timeout=120,
+                   what="the quality and items tables")
     # the export buttons come last on the page: they may arrive a moment after the tables
     tools.wait_for("document.body.innerText.includes('Items (CSV)')", timeout=120, what="the export buttons")
     assert tools.eval(NO_EXCEPTION_JS)
 
     # open the picked row (the first: item 0 under the first run, hero) in Route explorer
-    tools.eval("[...document.querySelectorAll('button')].find(b => b.innerText.includes('Open →')).click(); true")
+    tools.wait_for("(() => { const b = [...document.querySelectorAll('button')].find(b => b.innerText.includes('Open →'));"
+                   " if (!b) return false; b.click(); return true; })()", timeout=120, what="the Open button")
     tools.wait_for("document.querySelector('h1')?.innerText.includes('Route explorer')", timeout=120,
                    what="Route explorer")
     expected = tiny.trace(items[0].text, variant="hero", tau=0.5)
