@@ -320,24 +320,37 @@ def quality_gap(runs: Sequence[ItemRun], hero: str = "hero", local: str = "local
 # -- collecting runs (the only function here that runs a model) ------------------------------------
 def run_items(configs: Mapping[str, tuple], texts_by_domain: Mapping[str, Sequence[str]], *,
               max_tokens: int | None = None, record_states: bool = False,
+              match_compute: Mapping[str, str] | None = None,
               progress: Callable[[str], None] | None = None) -> list[ItemRun]:
     """Run every text under every configuration ``{label: (HeroModel, variant)}``.
 
     Each label gets a trace (skipped for ``variant="dense"``, whose trace holds no decisions) and the
     logits, tokenised identically (``max_tokens`` cuts long texts). All models must share a tokenizer.
-    ``progress`` is called with a short message after each text."""
+    ``match_compute`` ``{label: reference_label}`` runs ``label`` at equal compute: on each text at the tau
+    whose param skip is closest to the one the reference realised there (the reference must come earlier in
+    ``configs``; the trace records the tau and ``tau_rule``). ``progress`` is called after each text."""
     if not configs:
         raise ValueError("configs is empty: pass {label: (HeroModel, variant)}")
+    order = list(configs)
+    for label, reference in (match_compute or {}).items():
+        if label not in configs or reference not in configs:
+            raise ValueError(f"match_compute names a run that is not in configs: {label!r} -> {reference!r}")
+        if order.index(reference) >= order.index(label) or "dense" in (configs[reference][1], configs[label][1]):
+            raise ValueError(f"{label!r} and its reference {reference!r} must be routed runs, the reference listed "
+                             "first")
     runs = []
     total = sum(len(v) for v in texts_by_domain.values())
     for domain, texts in texts_by_domain.items():
         for text in texts:
             traces, logits = {}, {}
             for label, (model, variant) in configs.items():
+                reference = (match_compute or {}).get(label)
+                skip = None if reference is None else min(traces[reference].param_skip, 0.999)
                 if variant != "dense":
                     traces[label] = model.trace(text, variant=variant, max_tokens=max_tokens,
-                                                record_states=record_states)
-                logits[label] = model.logits(text, variant=variant, max_tokens=max_tokens).cpu()
+                                                record_states=record_states, param_skip=skip)
+                tau = traces[label].tau if skip is not None else None  # the logits at the trace's matched tau
+                logits[label] = model.logits(text, variant=variant, max_tokens=max_tokens, tau=tau).cpu()
             ids = list(next(iter(traces.values())).token_ids) if traces else \
                 next(iter(configs.values()))[0].encode([text], max_tokens=max_tokens).input_ids[0].tolist()
             runs.append(ItemRun(domain, text, traces, logits, ids))

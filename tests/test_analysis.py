@@ -188,6 +188,24 @@ def runs(tiny):
                        TEXTS)
 
 
+def test_run_items_matches_compute_to_a_reference(runs, tiny):
+    """match_compute runs a label at the tau that realises its reference's param skip on each text: never further
+    from the reference than the same run at its own tau, recorded in the trace, with logits at that tau."""
+    matched = A.run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history")}, TEXTS,
+                          match_compute={"no_history": "hero"})
+    for plain, run in zip(runs, matched):
+        reference = run.traces["hero"].param_skip
+        trace = run.traces["no_history"]
+        assert trace.tau_rule.startswith("param_skip=")
+        assert abs(trace.param_skip - reference) <= abs(plain.traces["no_history"].param_skip - reference) + 1e-9
+        torch.testing.assert_close(run.logits["no_history"], tiny.logits(run.text, "no_history", tau=trace.tau))
+    with pytest.raises(ValueError, match="listed first"):
+        A.run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history")}, TEXTS,
+                    match_compute={"hero": "no_history"})
+    with pytest.raises(ValueError, match="not in configs"):
+        A.run_items({"hero": (tiny, "hero")}, TEXTS, match_compute={"local": "hero"})
+
+
 def test_run_items_records_aligned_traces_and_logits(runs, tiny):
     assert [r.domain for r in runs] == ["reasoning", "reasoning", "code", "code"]
     for run in runs:
