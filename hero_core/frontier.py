@@ -7,7 +7,9 @@ checkpoint's adapters:
 * **oracle** (not deployable): runs both branches at every block and skips where replacing the FFN by the
   adapter changes the block output least, ``e = ||FFN(u) - Adapter(u)|| / ||hbar + FFN(u)||`` below a
   threshold; the threshold is swept like tau. It needs the FFN output to decide whether to skip the FFN,
-  so it saves nothing: it is the upper reference for a router with these adapters.
+  so it saves nothing. It is a greedy, block-local reference, not an upper bound: it ranks skips by their
+  error at one block and cannot see how that error grows through the later blocks, which trained routers
+  learn end to end (on the bundled checkpoints they beat it at every budget).
 * **random**: every (token, block) skips with one probability, taking the adapter.
 
 Every point is evaluated on the same held-out texts, with the dense model run once per batch, and

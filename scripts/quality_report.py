@@ -212,7 +212,9 @@ def render(result: dict, figure: Path) -> str:
            "Each row takes the param skip the hero checkpoint realises at its own tau on that domain and reads the "
            "other curves at the same skip (log-linear interpolation between their tau points). The oracle runs both "
            "branches and skips where the adapter changes the block output least: it needs the FFN's output to "
-           "decide, so it saves nothing and is the upper reference for routers with these adapters.", ""]
+           "decide, so it saves nothing. It is a greedy reference, not an upper bound: it ranks skips by their error "
+           "at one block and cannot see how that error grows through later blocks, which a trained router learns end "
+           "to end; a router below the oracle's ratio has learnt exactly that.", ""]
     out += matched_table(fr)
     stage_one = [n for n in ("hero-10", "hero-10-s1", "local-10", "local-10-s1") if n in fr["curves"]]
     if any(n.endswith("-s1") for n in stage_one):
