@@ -5,7 +5,11 @@ numbers can be rerun: ``.venv/bin/python docs/experiments/router-compile/probe.p
    inference path (median of 200 steps);
 2. the packed decision of a block j >= 3 written as one function of tensors only (so one compiled graph serves
    every such block), timed eager and compiled (inductor, CPU) over blocks 3..R, with the one-off compile time
-   and a check that both give the same gate.
+   and a check that both give the same gate;
+3. whole decode steps at batch 1 (64-token prompt, 24 new tokens, median of 8 interleaved rounds after a
+   warm-up): dense, the router with every FFN run (tau = 0), and the same with ``decide`` answering from a
+   cache of real decisions, which leaves only the work around the decision (the FFN wrapper, the state
+   hand-over): the router-only overhead split into the decision and the rest.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
+from hero_core.call_state import RoutingCall  # noqa: E402
 from hero_core.model import load_hero  # noqa: E402
 
 
@@ -75,12 +80,43 @@ def block_inputs(w, c, j: int):
             w.path_bias[j - 1])
 
 
+def decode_split(hero, reps: int = 8, new_tokens: int = 24) -> dict[str, float]:
+    """ms per decode token: dense, router only (tau = 0), router only with cached decisions."""
+    router = hero.router
+    prompt = torch.randint(100, 2000, (1, 64), generator=torch.Generator().manual_seed(0))
+    decide, cached = router.decide, {}
+
+    def from_cache(j, hbar, path, variant):  # one token per step: replay block j's first real decision
+        if hbar.shape[0] != 1:
+            return decide(j, hbar, path, variant)
+        if j not in cached:
+            cached[j] = decide(j, hbar, path, variant)
+        return cached[j]
+
+    calls = {"dense": lambda: hero.new_call("dense", record=False),
+             "router only": lambda: RoutingCall(router=router, variant="hero", tau=0.0, record=False),
+             "router only, cached decisions": lambda: RoutingCall(router=router, variant="hero", tau=0.0,
+                                                                  record=False)}
+    times = {name: [] for name in calls}
+    for rep in range(reps + 1):  # interleaved, so a slow moment of the machine hits every configuration
+        for name, make_call in calls.items():
+            router.decide = from_cache if "cached" in name else decide  # an instance attribute, removed below
+            started = time.perf_counter()
+            hero.decode(prompt, make_call(), new_tokens, stop_at_eos=False)
+            if rep:  # the first round warms up
+                times[name].append(1e3 * (time.perf_counter() - started) / new_tokens)
+    out = {name: statistics.median(t) for name, t in times.items()}
+    del router.decide
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    router = load_hero("hero-25").router
+    hero = load_hero("hero-25")
+    router = hero.router
     c = router.config
     hbars = [torch.randn(1, c.d_model) for _ in range(c.n_routed)]
     with torch.no_grad():
@@ -105,6 +141,13 @@ def main() -> int:
         clone = lambda b: tuple(x.clone() for x in b)  # noqa: E731  (the memory buffers are written in place)
         gap = (eager(*clone(blocks[3])) - compiled(*clone(blocks[3]))).abs().max().item()
         print(f"largest gate difference, eager vs compiled: {gap:.2e}")
+        split = decode_split(hero)
+        for name, ms in split.items():
+            print(f"decode step, {name}: {ms:.1f} ms per token")
+        dense = split["dense"]
+        print(f"router-only overhead {split['router only'] / dense - 1:+.1%} of a dense step: the decision "
+              f"{(split['router only'] - split['router only, cached decisions']) / dense:.1%}, the rest "
+              f"{split['router only, cached decisions'] / dense - 1:+.1%}")
     return 0
 
 
