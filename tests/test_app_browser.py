@@ -332,8 +332,9 @@ def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browse
     assert tools.eval(NO_EXCEPTION_JS)
 
     # open the picked row (the first: item 0 under the first run, hero) in Route explorer
-    tools.wait_for("(() => { const b = [...document.querySelectorAll('button')].find(b => b.innerText.includes('Open →'));"
-                   " if (!b) return false; b.click(); return true; })()", timeout=120, what="the Open button")
+    tools.wait_for("(() => { const b = [...document.querySelectorAll('button')]"
+                   ".find(b => b.innerText.includes('Open →')); if (!b) return false; b.click(); return true; })()",
+                   timeout=120, what="the Open button")
     tools.wait_for("document.querySelector('h1')?.innerText.includes('Route explorer')", timeout=120,
                    what="Route explorer")
     expected = tiny.trace(items[0].text, variant="hero", tau=0.5)
