@@ -398,7 +398,14 @@ def render(result: dict) -> str:
               "including the LM head, causal attention, router, adapter and memory-read costs).",
               "* Wall time is the headline; process CPU time is shown alongside because it is far less sensitive "
               "to other processes when torch runs one thread.",
-              f"* Load average before each section: {json.dumps(result['load'].get('sections', {}))}.", ""]
+              f"* Load average before each section: {json.dumps(result['load'].get('sections', {}))}.", "",
+              "## Measured elsewhere", "",
+              "* The app's latency in a browser (a 130-token prompt to drawn figures, fp32 and bf16): "
+              "`python scripts/app_latency.py`, [experiments/app-latency](experiments/app-latency/README.md).",
+              "* Training throughput of the recipe against fp32 on one core: `python scripts/bench_training.py`, "
+              "[experiments/training-throughput.json](experiments/training-throughput.json).",
+              "* The router's decode-step cost split into the decision and the work around it, and `torch.compile`: "
+              "[experiments/router-compile](experiments/router-compile/README.md).", ""]
     return "\n".join(lines)
 
 
