@@ -400,7 +400,7 @@ def render(result: dict) -> str:
               "to other processes when torch runs one thread.",
               f"* Load average before each section: {json.dumps(result['load'].get('sections', {}))}.", "",
               "## Measured elsewhere", "",
-              "* The app's latency in a browser (a 130-token prompt to drawn figures, fp32 and bf16): "
+              "* The app's latency in a browser (a 130-token prompt to drawn figures, in each precision): "
               "`python scripts/app_latency.py`, [experiments/app-latency](experiments/app-latency/README.md).",
               "* Training throughput of the recipe against fp32 on one core: `python scripts/bench_training.py`, "
               "[experiments/training-throughput.json](experiments/training-throughput.json).",
