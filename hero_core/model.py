@@ -21,6 +21,7 @@ from .decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_sto
 from .inject import decoder_layers, inject, wrapped_layers
 from .labels import piece_texts
 from .router import HeroRouter
+from .side_by_side import side_by_side, spare_core
 from .trace import RoutingTrace
 
 log = logging.getLogger(__name__)
@@ -218,10 +219,16 @@ class HeroModel:
         enc = self.encode(prompts, chat_template=chat_template, max_tokens=max_tokens)
         tau, rule = self._resolve_tau(enc, variant, tau, param_skip)
         call = self.new_call(variant, tau, record_states=record_states, policy=policy)
-        with torch.no_grad():
-            routed = self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
-            dense = (self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False),
-                                  use_cache=False) if quality else None)
+        def routed_pass() -> torch.Tensor:
+            return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
+
+        def dense_pass() -> torch.Tensor | None:  # the same tokens through every FFN, for the quality fields
+            if not quality:
+                return None
+            return self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False),
+                                use_cache=False)
+
+        routed, dense = side_by_side(routed_pass, dense_pass, together=quality and spare_core(self.device))
         traces = []
         for b in range(len(prompts)):
             keep = enc.attention_mask[b].bool()
@@ -336,13 +343,12 @@ class HeroModel:
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
     """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
-    from .eval.quality import kl_from_dense, next_token_nll, top1_agreement
+    from .eval.quality import token_quality
 
-    pad = np.array([np.nan])
-    return {"nll": np.concatenate([next_token_nll(routed, ids).cpu().double().numpy(), pad]),
-            "dense_nll": np.concatenate([next_token_nll(dense, ids).cpu().double().numpy(), pad]),
-            "kl_to_dense": kl_from_dense(dense, routed).cpu().double().numpy(),
-            "top1_agree": top1_agreement(dense, routed).cpu().double().numpy()}
+    q = {name: value.cpu().double().numpy() for name, value in token_quality(dense, routed, ids).items()}
+    pad = np.array([np.nan])  # the last token has no next token
+    return {"nll": np.concatenate([q["nll"], pad]), "dense_nll": np.concatenate([q["dense_nll"], pad]),
+            "kl_to_dense": q["kl"], "top1_agree": q["top1_agree"]}
 
 
 def default_routed_layers(n_layers: int) -> list[int]:

@@ -1,0 +1,64 @@
+"""The dense pass of trace(quality=True) beside the routed one: same results either way, errors surface."""
+
+import numpy as np
+import pytest
+import torch
+
+import hero_core.model as model_module
+from hero_core.side_by_side import side_by_side, spare_core
+
+PROMPT = "Two passes over the same tokens: one routed, one dense."
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_quality_is_the_same_with_the_passes_together_or_in_turn(tiny, monkeypatch, together):
+    monkeypatch.setattr(model_module, "spare_core", lambda device: False)
+    reference = tiny.trace(PROMPT, quality=True)
+    monkeypatch.setattr(model_module, "spare_core", lambda device: together)
+    trace = tiny.trace(PROMPT, quality=True)
+    np.testing.assert_array_equal(trace.gate, reference.gate)
+    for name, values in reference.quality.items():
+        np.testing.assert_array_equal(trace.quality[name], values, err_msg=name)
+
+
+def test_both_passes_run_without_grad_and_an_error_in_the_second_is_raised():
+    seen = []
+
+    def grad_mode():
+        seen.append(torch.is_grad_enabled())
+        return len(seen)
+
+    assert side_by_side(grad_mode, grad_mode, together=True)[0] in (1, 2)
+    assert seen == [False, False]
+
+    def fails():
+        raise ValueError("second pass failed")
+
+    with pytest.raises(ValueError, match="second pass failed"):
+        side_by_side(lambda: 1, fails, together=True)
+
+
+def test_a_spare_core_needs_a_cpu_half_free_and_no_autocast(monkeypatch):
+    cpu = torch.device("cpu")
+    monkeypatch.setattr("os.cpu_count", lambda: 2 * torch.get_num_threads())
+    assert spare_core(cpu)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not spare_core(cpu)
+    assert not spare_core(torch.device("meta"))
+    monkeypatch.setattr("os.cpu_count", lambda: 2 * torch.get_num_threads() - 1)
+    assert not spare_core(cpu)
+
+
+def test_token_quality_equals_the_separate_measures():
+    """The one-log-softmax form gives what next_token_nll, kl_from_dense and top1_agreement give one by one."""
+    from hero_core.eval.quality import kl_from_dense, next_token_nll, token_quality, top1_agreement
+
+    generator = torch.Generator().manual_seed(0)
+    dense, routed = torch.randn(2, 9, 50, generator=generator).unbind(0)
+    routed = routed.to(torch.bfloat16)  # runs may differ in precision
+    ids = torch.randint(0, 50, (9,), generator=generator)
+    q = token_quality(dense, routed, ids)
+    torch.testing.assert_close(q["nll"], next_token_nll(routed, ids))
+    torch.testing.assert_close(q["dense_nll"], next_token_nll(dense, ids))
+    torch.testing.assert_close(q["kl"], kl_from_dense(dense, routed))
+    assert torch.equal(q["top1_agree"], top1_agreement(dense.float(), routed.float()))
