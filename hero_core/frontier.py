@@ -92,10 +92,10 @@ def _summarise(stats: _TextStats) -> dict:
 def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str]], *, max_tokens: int = 256,
                     batch_size: int = 2, progress: bool = False) -> dict[str, dict[str, dict]]:
     """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
-    import torch.nn.functional as F
     from tqdm import tqdm
 
     from .eval.methods import HeroMethod
+    from .eval.quality import log_probs, quality_of_log_probs
 
     reference = HeroMethod(hero, "dense")
     out: dict[str, dict[str, dict]] = {m.name: {} for m in methods}
@@ -106,19 +106,18 @@ def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str
             ids, mask = enc.input_ids.cpu(), enc.attention_mask.cpu()
             lengths = mask.sum(1).tolist()
             dense = reference.forward(ids, mask).logits
-            dense_log = F.log_softmax(dense, -1)
+            dense_log = log_probs(dense)  # once per batch, shared by every method
             for m in methods:
                 fwd = m.forward(ids, mask)
                 s = stats[m.name]
-                routed_log = F.log_softmax(fwd.logits, -1)
+                routed_log = log_probs(fwd.logits)
                 for b, n in enumerate(lengths):
-                    t = ids[b, :n]
-                    s.nll.append(float(F.nll_loss(routed_log[b, : n - 1], t[1:], reduction="sum")))
-                    s.nll_dense.append(float(F.nll_loss(dense_log[b, : n - 1], t[1:], reduction="sum")))
+                    q = quality_of_log_probs(dense_log[b, :n], routed_log[b, :n], ids[b, :n])
+                    s.nll.append(float(q["nll"].sum()))
+                    s.nll_dense.append(float(q["dense_nll"].sum()))
                     s.n_pred.append(n - 1)
-                    p = dense_log[b, :n]
-                    s.kl.append(float((p.exp() * (p - routed_log[b, :n])).sum()))
-                    s.agree.append(float((dense[b, :n].argmax(-1) == fwd.logits[b, :n].argmax(-1)).sum()))
+                    s.kl.append(float(q["kl"].sum()))
+                    s.agree.append(float(q["top1_agree"].sum()))
                     s.n_pos.append(n)
                     if fwd.executed is not None:
                         s.skip.append(float(token_compute(fwd.executed[b][:, :n], m.profile)["param_skip"].sum()))

@@ -50,7 +50,9 @@ def test_a_spare_core_needs_a_cpu_half_free_and_no_autocast(monkeypatch):
 
 
 def test_token_quality_equals_the_separate_measures():
-    """The one-log-softmax form gives what next_token_nll, kl_from_dense and top1_agreement give one by one."""
+    """The one-log-softmax form gives what the separate measures give, checked against torch's own losses."""
+    import torch.nn.functional as F
+
     from hero_core.eval.quality import kl_from_dense, next_token_nll, token_quality, top1_agreement
 
     generator = torch.Generator().manual_seed(0)
@@ -58,7 +60,11 @@ def test_token_quality_equals_the_separate_measures():
     routed = routed.to(torch.bfloat16)  # runs may differ in precision
     ids = torch.randint(0, 50, (9,), generator=generator)
     q = token_quality(dense, routed, ids)
-    torch.testing.assert_close(q["nll"], next_token_nll(routed, ids))
-    torch.testing.assert_close(q["dense_nll"], next_token_nll(dense, ids))
-    torch.testing.assert_close(q["kl"], kl_from_dense(dense, routed))
+    torch.testing.assert_close(q["nll"], F.cross_entropy(routed[:-1].float(), ids[1:], reduction="none"))
+    torch.testing.assert_close(q["dense_nll"], F.cross_entropy(dense[:-1], ids[1:], reduction="none"))
+    kl = F.kl_div(F.log_softmax(routed.float(), -1), F.log_softmax(dense, -1), reduction="none",
+                  log_target=True).sum(-1)
+    torch.testing.assert_close(q["kl"], kl)
     assert torch.equal(q["top1_agree"], top1_agreement(dense.float(), routed.float()))
+    torch.testing.assert_close(next_token_nll(routed, ids), q["nll"])
+    torch.testing.assert_close(kl_from_dense(dense, routed), q["kl"])

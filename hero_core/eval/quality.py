@@ -6,16 +6,27 @@ import torch
 import torch.nn.functional as F
 
 
+def log_probs(logits: torch.Tensor) -> torch.Tensor:
+    """Log-softmax over the vocabulary, in fp32 whatever the logits' precision."""
+    return F.log_softmax(logits.float(), -1)
+
+
+def _nll(log_p: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+    return -log_p[:-1].gather(1, token_ids[1:, None]).squeeze(1)
+
+
+def _kl(dense_log: torch.Tensor, routed_log: torch.Tensor) -> torch.Tensor:
+    return (dense_log.exp() * (dense_log - routed_log)).sum(-1)
+
+
 def next_token_nll(logits: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
     """NLL of each next token: logits (T, V), token_ids (T,) -> (T-1,) in nats."""
-    return F.cross_entropy(logits[:-1].float(), token_ids[1:], reduction="none")
+    return _nll(log_probs(logits), token_ids)
 
 
 def kl_from_dense(dense_logits: torch.Tensor, routed_logits: torch.Tensor) -> torch.Tensor:
     """KL(dense || routed) per position: (T, V) x2 -> (T,) in nats."""
-    p_log = F.log_softmax(dense_logits.float(), -1)
-    q_log = F.log_softmax(routed_logits.float(), -1)
-    return (p_log.exp() * (p_log - q_log)).sum(-1)
+    return _kl(log_probs(dense_logits), log_probs(routed_logits))
 
 
 def top1_agreement(dense_logits: torch.Tensor, routed_logits: torch.Tensor) -> torch.Tensor:
@@ -23,16 +34,19 @@ def top1_agreement(dense_logits: torch.Tensor, routed_logits: torch.Tensor) -> t
     return dense_logits.argmax(-1) == routed_logits.argmax(-1)
 
 
+def quality_of_log_probs(dense_log: torch.Tensor, routed_log: torch.Tensor,
+                         token_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The measures above from the two runs' :func:`log_probs` (T, V), each log-softmax taken once (over a 49k
+    vocabulary it is most of the cost). Returns ``nll`` and ``dense_nll`` (T-1,), ``kl`` (T,) and
+    ``top1_agree`` (T,) bool."""
+    return {"nll": _nll(routed_log, token_ids), "dense_nll": _nll(dense_log, token_ids),
+            "kl": _kl(dense_log, routed_log), "top1_agree": top1_agreement(dense_log, routed_log)}
+
+
 def token_quality(dense_logits: torch.Tensor, routed_logits: torch.Tensor,
                   token_ids: torch.Tensor) -> dict[str, torch.Tensor]:
-    """:func:`next_token_nll` of both runs, :func:`kl_from_dense` and :func:`top1_agreement` at once, from one
-    log-softmax per run (each of those alone takes its own; over a 49k vocabulary that is most of the cost).
-    Returns ``nll`` and ``dense_nll`` (T-1,), ``kl`` (T,) and ``top1_agree`` (T,) bool."""
-    p_log = F.log_softmax(dense_logits.float(), -1)
-    q_log = F.log_softmax(routed_logits.float(), -1)
-    targets = token_ids[1:, None]
-    return {"nll": -q_log[:-1].gather(1, targets).squeeze(1), "dense_nll": -p_log[:-1].gather(1, targets).squeeze(1),
-            "kl": (p_log.exp() * (p_log - q_log)).sum(-1), "top1_agree": p_log.argmax(-1) == q_log.argmax(-1)}
+    """:func:`quality_of_log_probs` of two runs' logits (T, V)."""
+    return quality_of_log_probs(log_probs(dense_logits), log_probs(routed_logits), token_ids)
 
 
 def compare_to_dense(dense_logits: torch.Tensor, routed_logits: torch.Tensor, token_ids: torch.Tensor) -> dict:

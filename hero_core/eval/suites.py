@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch.nn.functional as F
 
 from ..accounting import ComputeTally, compact
 from . import bigbench, humaneval
 from .methods import Forward, Method
+from .quality import token_quality
 from .scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
 
 EVAL_TASKS_FILE = Path(__file__).parent.parent / "eval_tasks.json"
@@ -194,12 +194,11 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
                 a = acc[m.name]
                 a["tally"].add_rows(fwd.executed, lengths)
                 for b, n in enumerate(lengths):
-                    d, r, t = dense[b, :n], fwd.logits[b, :n], ids[b, :n]
-                    a["nll"] += float(F.cross_entropy(r[:-1], t[1:], reduction="sum"))
-                    a["nll_dense"] += float(F.cross_entropy(d[:-1], t[1:], reduction="sum"))
-                    p_log, q_log = F.log_softmax(d, -1), F.log_softmax(r, -1)
-                    a["kl"] += float((p_log.exp() * (p_log - q_log)).sum())
-                    a["agree"] += float((d.argmax(-1) == r.argmax(-1)).sum())
+                    q = token_quality(dense[b, :n], fwd.logits[b, :n], ids[b, :n])
+                    a["nll"] += float(q["nll"].sum())
+                    a["nll_dense"] += float(q["dense_nll"].sum())
+                    a["kl"] += float(q["kl"].sum())
+                    a["agree"] += float(q["top1_agree"].sum())
                     a["n_pred"] += n - 1
                     a["n_pos"] += n
         for m in methods:
