@@ -331,8 +331,8 @@ def run_items(configs: Mapping[str, tuple], texts_by_domain: Mapping[str, Sequen
     ``configs``; the trace records the tau and ``tau_rule``). ``progress`` is called after each text."""
     if not configs:
         raise ValueError("configs is empty: pass {label: (HeroModel, variant)}")
-    order = list(configs)
-    for label, reference in (match_compute or {}).items():
+    order, match_compute = list(configs), dict(match_compute or {})
+    for label, reference in match_compute.items():
         if label not in configs or reference not in configs:
             raise ValueError(f"match_compute names a run that is not in configs: {label!r} -> {reference!r}")
         if order.index(reference) >= order.index(label) or "dense" in (configs[reference][1], configs[label][1]):
@@ -344,7 +344,7 @@ def run_items(configs: Mapping[str, tuple], texts_by_domain: Mapping[str, Sequen
         for text in texts:
             traces, logits = {}, {}
             for label, (model, variant) in configs.items():
-                reference = (match_compute or {}).get(label)
+                reference = match_compute.get(label)
                 skip = None if reference is None else min(traces[reference].param_skip, 0.999)
                 if variant != "dense":
                     traces[label] = model.trace(text, variant=variant, max_tokens=max_tokens,

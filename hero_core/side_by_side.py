@@ -10,8 +10,8 @@ thread (torch releases the GIL inside its operators) takes the two passes in abo
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
@@ -31,25 +31,13 @@ def spare_core(device: torch.device) -> bool:
 def side_by_side(first: Callable[[], A], second: Callable[[], B], *, together: bool) -> tuple[A, B]:
     """``(first(), second())``, both under ``torch.no_grad``; with ``together`` the second runs on its own thread
     meanwhile (grad mode is per thread, so it is set there too). An exception in either is raised here."""
+
+    def without_grad(fn: Callable[[], B]) -> B:
+        with torch.no_grad():
+            return fn()
+
     if not together:
-        with torch.no_grad():
-            return first(), second()
-    result: dict[str, object] = {}
-
-    def run_second() -> None:
-        try:
-            with torch.no_grad():
-                result["value"] = second()
-        except BaseException as err:  # re-raised in the caller's thread below
-            result["error"] = err
-
-    worker = threading.Thread(target=run_second, name="hero-lens-second-pass", daemon=True)
-    worker.start()
-    try:
-        with torch.no_grad():
-            value = first()
-    finally:
-        worker.join()
-    if "error" in result:
-        raise result["error"]
-    return value, result["value"]
+        return without_grad(first), without_grad(second)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hero-lens-second-pass") as pool:
+        pending = pool.submit(without_grad, second)
+        return without_grad(first), pending.result()
