@@ -215,7 +215,8 @@ def target_skip_at(step: int, cfg: TrainConfig, start_skip: float) -> float:
 
 
 # -- state ---------------------------------------------------------------------------------------------
-def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: float) -> None:
+def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: float,
+                spent: dict[str, float] | None = None) -> None:
     from safetensors.torch import save_file
 
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -229,12 +230,13 @@ def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: f
                 if torch.is_tensor(value):
                     tensors[f"opt.{names[id(p)]}.{key}"] = value.detach().cpu().contiguous()
             opt_meta[names[id(p)]] = {k: float(v) for k, v in st.items() if not torch.is_tensor(v)}
-    meta = {"step": step, "alpha": alpha, "python_rng": repr(random.getstate()), "opt_meta": opt_meta}
+    meta = {"step": step, "alpha": alpha, "python_rng": repr(random.getstate()), "opt_meta": opt_meta,
+            "spent": spent or {"wall_s": 0.0, "cpu_s": 0.0}}
     atomic_write(state_dir / "state.safetensors", lambda tmp: save_file(tensors, tmp))
     atomic_write_text(state_dir / "state.json", json.dumps(meta))
 
 
-def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float] | None:
+def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float, dict[str, float]] | None:
     from safetensors.torch import load_file
 
     if not (state_dir / "state.json").is_file():
@@ -248,7 +250,7 @@ def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float
         st.update({k: torch.tensor(v) if k == "step" else v for k, v in meta["opt_meta"].get(name, {}).items()})
         if st:
             optimizer.state[p] = st
-    return int(meta["step"]), float(meta["alpha"])
+    return int(meta["step"]), float(meta["alpha"]), meta.get("spent", {"wall_s": 0.0, "cpu_s": 0.0})
 
 
 # -- the loop ------------------------------------------------------------------------------------------
@@ -280,6 +282,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     # cpu=True on a machine without CUDA: accelerate otherwise ignores the launcher's WORLD_SIZE there and every
     # process trains alone on the full batch.
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    clock = (time.perf_counter(), time.process_time())  # this process's share of the run's time
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
@@ -319,6 +322,11 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
 
     optimizer = torch.optim.AdamW(hero.router.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, alpha = 0, cfg.alpha_init
+    spent_before = {"wall_s": 0.0, "cpu_s": 0.0}  # time of earlier, interrupted processes of this run
+
+    def spent() -> dict[str, float]:
+        return {"wall_s": round(spent_before["wall_s"] + time.perf_counter() - clock[0], 1),
+                "cpu_s": round(spent_before["cpu_s"] + time.process_time() - clock[1], 1)}
     if cfg.warm_start and cfg.init_from is None and not (state_dir / "state.json").is_file():
         from .warmstart import cached_warm_start
 
@@ -334,7 +342,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
                 hero.model, hero.router, blocks, min(share, 0.95), progress=progress)
             start_skip = cfg.target_skip  # the fitted gates already skip at the budget: no ramp from 0
         if accelerator.is_main_process:  # every rank fits the same adapters (same data, same seed)
-            _save_state(state_dir, hero, optimizer, 0, alpha)  # a resumed run does not fit the adapters again
+            _save_state(state_dir, hero, optimizer, 0, alpha, spent())  # a resumed run does not fit them again
             (state_dir / "warm_start.json").write_text(json.dumps(
                 {k: router.config.extra[k] for k in ("warm_start", "gate_warm_start") if k in router.config.extra}))
         accelerator.wait_for_everyone()
@@ -344,12 +352,15 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         if "gate_warm_start" in saved:
             start_skip = cfg.target_skip
     resumed = _load_state(state_dir, hero, optimizer)
-    if resumed:
-        start, alpha = resumed
-        log.info("resuming %s at step %d", out, start)
     log_path = out / "train_log.jsonl"
     out.mkdir(parents=True, exist_ok=True)
-    if start == 0:
+    if resumed:
+        start, alpha, spent_before = resumed
+        log.info("resuming %s at step %d", out, start)
+        # Steps logged after the last save were lost with the process: they run again, so drop their rows.
+        rows = log_path.read_text().splitlines() if log_path.is_file() else []
+        log_path.write_text("".join(r + "\n" for r in rows if json.loads(r)["step"] <= start))
+    else:
         log_path.write_text("")
     total_params = hero.profile.total_params
     ffn_params = hero.profile.ffn_params
@@ -414,7 +425,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
                             tok_s=f"{row['tokens_per_s']:.0f}", near_tau=f"{row['near_tau']:.2f}")
         done = step + 1
         if accelerator.is_main_process and (done % cfg.save_every == 0 or done == cfg.steps):
-            _save_state(state_dir, hero, optimizer, done, alpha)
+            _save_state(state_dir, hero, optimizer, done, alpha, spent())
         if stop_after is not None and done >= stop_after:
             return out
     hero.router.eval()
@@ -426,7 +437,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
                    "warm_start": router.config.extra.get("warm_start"),
                    "gate_warm_start": router.config.extra.get("gate_warm_start"),
                    "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {},
-                   "earlier_stages": router.config.extra.get("earlier_stages", [])}
+                   "earlier_stages": router.config.extra.get("earlier_stages", []),
+                   "timing": spent()}  # summed over the processes that ran it, when it was resumed
         ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
                              storage_dtype=cfg.storage_dtype)
     return out

@@ -78,6 +78,30 @@ def wait_for_skip_map(tools: DevTools, n_cells: int) -> dict:
                           what=f"a skip map with {n_cells} cells")
 
 
+def submit_prompt(tools: DevTools, text: str, attempts: int = 5) -> None:
+    """Replace the prompt box's text with `text` and press Ctrl+Enter. Streamlit may redraw the box between
+    our select() and the typing (the selection is lost and the text lands after the old prompt), so the
+    box must hold exactly `text` before the submit; otherwise select and type again."""
+    tools.wait_for("document.querySelector('textarea') !== null", what="the prompt box")
+    want = json.dumps(text)
+    for _ in range(attempts):
+        tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); return true; })()")
+        tools.send("Input.insertText", {"text": text})
+        try:
+            tools.wait_for(f"document.querySelector('textarea')?.value === {want}", timeout=3.0,
+                           what="the typed prompt in the box")
+        except AssertionError:
+            continue
+        time.sleep(0.3)  # let a redraw in flight land; then check again
+        if tools.eval(f"document.querySelector('textarea')?.value === {want}"):
+            break
+    else:
+        raise AssertionError(f"the prompt box never held the typed prompt after {attempts} attempts")
+    for kind in ("keyDown", "keyUp"):
+        tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "modifiers": 2,
+                                              "windowsVirtualKeyCode": 13})
+
+
 def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     tools = browser
     # 1. A prompt passed in the address bar.
@@ -89,11 +113,7 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     assert tools.eval(NO_EXCEPTION_JS)
 
     # 2. A prompt typed into the text area, submitted with Ctrl+Enter.
-    tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); return true; })()")
-    tools.send("Input.insertText", {"text": TYPED_PROMPT})
-    for kind in ("keyDown", "keyUp"):
-        tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "modifiers": 2,
-                                              "windowsVirtualKeyCode": 13})
+    submit_prompt(tools, TYPED_PROMPT)
     typed = tiny.trace(TYPED_PROMPT)
     shown = wait_for_skip_map(tools, typed.n_routed * typed.n_tokens)
     np.testing.assert_allclose(shown["gate"], typed.gate.reshape(-1), rtol=1e-5)
@@ -194,21 +214,12 @@ def test_pickers_survive_a_second_prompt(server, browser, tiny, page):
     for the new prompt with its sidebar and no exception."""
     tools = browser
     tools.goto(f"{server}/{page}")
-    tools.wait_for("document.querySelector('textarea') !== null", what="the prompt box")
-
-    def submit(text: str) -> None:
-        tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); return true; })()")
-        tools.send("Input.insertText", {"text": text})
-        for kind in ("keyDown", "keyUp"):
-            tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "modifiers": 2,
-                                                  "windowsVirtualKeyCode": 13})
-
-    submit(LONG_PROMPT)
+    submit_prompt(tools, LONG_PROMPT)
     first = tiny.trace(LONG_PROMPT, max_tokens=512)
     assert first.n_tokens >= 100
     wait_for_skip_map(tools, first.n_routed * first.n_tokens)
     time.sleep(1.0)  # the token picker now holds the last token of the long prompt
-    submit(TYPED_PROMPT)
+    submit_prompt(tools, TYPED_PROMPT)
     second = tiny.trace(TYPED_PROMPT)
     wait_for_skip_map(tools, second.n_routed * second.n_tokens)  # redrawn for the second prompt
     time.sleep(1.0)
@@ -250,12 +261,7 @@ def test_a_long_prompt_gets_a_token_window(server, browser, tiny):
     assert expected.n_tokens == 512
     tools = browser
     tools.goto(f"{server}/explorer")
-    tools.wait_for("document.querySelector('textarea') !== null", what="the prompt box")
-    tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); return true; })()")
-    tools.send("Input.insertText", {"text": VERY_LONG_PROMPT})
-    for kind in ("keyDown", "keyUp"):
-        tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "modifiers": 2,
-                                              "windowsVirtualKeyCode": 13})
+    submit_prompt(tools, VERY_LONG_PROMPT)
     shown = tools.wait_for(f"(() => {{ const m = {SKIP_MAP_JS}; return m && m.n === "
                            f"{expected.n_routed * expected.n_tokens} ? m : null; }})()", timeout=180,
                            what="the skip map of the long prompt")

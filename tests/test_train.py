@@ -40,9 +40,14 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     interrupted = _cfg(tmp_path / "cut")
     train(interrupted, _fresh_tiny(), progress=False, stop_after=4)  # "killed" after the step-4 save
     assert not (tmp_path / "cut" / ckpt.WEIGHTS_FILE).exists()  # no half-finished checkpoint under the final name
+    spent_first = json.loads((tmp_path / "cut" / "_state" / "state.json").read_text())["spent"]
+    with (tmp_path / "cut" / "train_log.jsonl").open("a") as log:  # step 5 logged, then killed before its save
+        log.write(json.dumps({"step": 5, "loss": 0.0}) + "\n")
     resumed = train(interrupted, _fresh_tiny(), progress=False)
     rows = [json.loads(line) for line in (resumed / "train_log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == list(range(1, 7))
+    assert [r["step"] for r in rows] == list(range(1, 7))  # step 5 once: the lost row gone, the rerun's kept
+    timing = ckpt.read_checkpoint(resumed).training["timing"]
+    assert timing["cpu_s"] > spent_first["cpu_s"] > 0 and timing["wall_s"] > spent_first["wall_s"] > 0
     a, b = ckpt.read_checkpoint(full).state_dict, ckpt.read_checkpoint(resumed).state_dict
     for key in a:
         assert torch.allclose(a[key].float(), b[key].float(), atol=1e-6), key
