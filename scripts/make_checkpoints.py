@@ -12,7 +12,7 @@ distillation, the hard budget with a curriculum, bf16 autocast where the CPU run
   from its ``-25`` (the budget curriculum ramps from the start checkpoint's skip), so the tokens each has seen
   add up. Each checkpoint's ``training.earlier_stages`` lists the chain it came from.
 * the paper's ablations ``no_memread-10``, ``no_aux-10``, ``no_pos-10`` take hero-10's two stages (their first
-  stages ``*-10-s1`` kept under STAGE_DIR); ``local-10`` is the ablation without history.
+  stages ``*-10-s1`` bundled like ``hero-10-s1``); ``local-10`` is the ablation without history.
 
 Each run records its wall and CPU time in ``hero_config.json`` (training.timing) and resumes where it
 stopped if interrupted. ``--only`` picks runs; ``make checkpoints`` runs two lanes, one per core.
@@ -61,9 +61,9 @@ RUNS = {
     "hero-40": Run("hero", 0.40, 150, "hero-25"),
     "local-40": Run("no_history", 0.40, 150, "local-25"),
     # The ablations follow hero-10's two stages exactly, so each differs from it in one component only.
-    "no_memread-10-s1": Run("no_memread", 0.10, 750, budget_scope="batch", bundled=False),
-    "no_aux-10-s1": Run("no_aux", 0.10, 750, budget_scope="batch", bundled=False),
-    "no_pos-10-s1": Run("no_pos", 0.10, 750, budget_scope="batch", bundled=False),
+    "no_memread-10-s1": Run("no_memread", 0.10, 750, budget_scope="batch"),
+    "no_aux-10-s1": Run("no_aux", 0.10, 750, budget_scope="batch"),
+    "no_pos-10-s1": Run("no_pos", 0.10, 750, budget_scope="batch"),
     "no_memread-10": Run("no_memread", 0.10, 1220, "no_memread-10-s1", budget_scope="batch", lr=5e-5),
     "no_aux-10": Run("no_aux", 0.10, 1220, "no_aux-10-s1", budget_scope="batch", lr=5e-5),
     "no_pos-10": Run("no_pos", 0.10, 1220, "no_pos-10-s1", budget_scope="batch", lr=5e-5),

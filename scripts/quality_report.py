@@ -194,6 +194,29 @@ def training_lines(checkpoints: dict) -> list[str]:
     return lines
 
 
+ABLATION_STAGES = (("hero-10", "local-10", "no_memread-10", "no_aux-10", "no_pos-10"),
+                   ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1"))
+
+
+def ablation_tables(frontier: dict, checkpoints: dict) -> list[str]:
+    """One table per training stage, holding the checkpoints that saw as many tokens as its hero row; the rest are
+    named, with their tokens, so an under-trained ablation is never read against a fully trained hero."""
+    lines = []
+    for stage in ABLATION_STAGES:
+        present = [n for n in stage if n in frontier["curves"]]
+        if len(present) < 2 or stage[0] not in present:
+            continue
+        tokens = {n: checkpoints.get(n, {}).get("training", {}).get("tokens_seen") for n in present}
+        matched = [n for n in present if tokens[n] == tokens[stage[0]]]
+        lines += [f"After {tokens[stage[0]]:,} training tokens each:" if tokens[stage[0]] else "", ""]
+        lines += own_tau_table(frontier, matched)
+        left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
+        if left_out:
+            lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]
+        lines.append("")
+    return lines
+
+
 def render(result: dict, figure: Path) -> str:
     fr = result["frontier"]
     names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
@@ -223,9 +246,10 @@ def render(result: dict, figure: Path) -> str:
                 "alone, bundled so the second stage's effect can be read on the same texts.", ""]
         out += own_tau_table(fr, stage_one)
     out += ["", "## Ablations at the 10 % budget (trained)", "",
-            "`local-10` is the paper's w/o History. The others are trained from fresh routers with the same recipe "
-            "but fewer steps (see the training table), so they are not a like-for-like comparison with hero-10.", ""]
-    out += own_tau_table(fr, ablations)
+            "Each ablation takes hero-10's recipe and removes one component (`local-10` is the paper's w/o "
+            "History). A table compares only checkpoints that have seen the same number of training tokens, so "
+            "a difference is the component's, not the training's.", ""]
+    out += ablation_tables(fr, result.get("checkpoints", {}))
     if "generations" in result:
         out += ["", "## Greedy generations", ""] + generation_lines(result["generations"])
     if result.get("memory_entropy"):

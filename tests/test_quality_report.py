@@ -1,0 +1,35 @@
+"""scripts/quality_report.py: the ablation tables set a checkpoint beside hero only at equal training tokens."""
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _report():
+    spec = importlib.util.spec_from_file_location("quality_report", ROOT / "scripts" / "quality_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(lines: list[str]) -> list[str]:
+    return [line.split("|")[1].strip() for line in lines if line.startswith("| ") and not line.startswith("| checkpoint")]
+
+
+def test_ablations_are_tabled_only_beside_a_hero_with_the_same_training_tokens():
+    result = json.loads((ROOT / "docs" / "results.json").read_text())
+    frontier, checkpoints = result["frontier"], copy.deepcopy(result["checkpoints"])
+    curve = next(iter(frontier["curves"].values()))
+    frontier = {**frontier, "curves": {**frontier["curves"], "no_pos-10": curve, "no_aux-10": curve}}
+    hero_tokens = checkpoints["hero-10"]["training"]["tokens_seen"]
+    checkpoints["no_pos-10"] = {"training": {"tokens_seen": hero_tokens}}
+    checkpoints["no_aux-10"] = {"training": {"tokens_seen": hero_tokens // 10}}
+
+    lines = _report().ablation_tables(frontier, checkpoints)
+    first = lines[:lines.index("", 3)]  # the first stage's table (the fully trained one)
+    assert f"After {hero_tokens:,} training tokens each:" in lines
+    assert "no_pos-10" in _rows(first) and "no_aux-10" not in _rows(first)
+    assert any("`no_aux-10`" in line and f"{hero_tokens // 10:,} tokens" in line for line in lines)
