@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")
-STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1")  # first stages, measured beside them
+# First stages, measured beside the finished checkpoints (the ablations at equal training tokens).
+STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1")
 TAUS = (0.35, 0.5, 0.65, 0.8)  # the -10 curves; the -25 and -40 checkpoints get FOLLOW_TAUS
 FOLLOW_TAUS = (0.35, 0.5, 0.65)  # around the -25 / -40 checkpoints' own tau, enough to read them at equal skip
 DOMAINS = ("chat", "code", "reasoning")

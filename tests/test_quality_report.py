@@ -16,7 +16,8 @@ def _report():
 
 
 def _rows(lines: list[str]) -> list[str]:
-    return [line.split("|")[1].strip() for line in lines if line.startswith("| ") and not line.startswith("| checkpoint")]
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| checkpoint")]
+    return [line.split("|")[1].strip() for line in table]
 
 
 def test_ablations_are_tabled_only_beside_a_hero_with_the_same_training_tokens():
