@@ -346,11 +346,12 @@ def run_items(configs: Mapping[str, tuple], texts_by_domain: Mapping[str, Sequen
             for label, (model, variant) in configs.items():
                 reference = match_compute.get(label)
                 skip = None if reference is None else min(traces[reference].param_skip, 0.999)
-                if variant != "dense":
-                    traces[label] = model.trace(text, variant=variant, max_tokens=max_tokens,
-                                                record_states=record_states, param_skip=skip)
-                tau = traces[label].tau if skip is not None else None  # the logits at the trace's matched tau
-                logits[label] = model.logits(text, variant=variant, max_tokens=max_tokens, tau=tau).cpu()
+                if variant == "dense":  # its trace would hold no decisions
+                    logits[label] = model.logits(text, variant=variant, max_tokens=max_tokens).cpu()
+                    continue
+                traces[label], routed = model.trace_and_logits(text, variant=variant, max_tokens=max_tokens,
+                                                               record_states=record_states, param_skip=skip)
+                logits[label] = routed.cpu()
             ids = list(next(iter(traces.values())).token_ids) if traces else \
                 next(iter(configs.values()))[0].encode([text], max_tokens=max_tokens).input_ids[0].tolist()
             runs.append(ItemRun(domain, text, traces, logits, ids))

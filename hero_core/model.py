@@ -213,7 +213,22 @@ class HeroModel:
         comparisons); the trace records the tau and the rule in ``tau_rule``. ``quality`` also runs the dense
         model on the same tokens and records per-token ``nll``, ``dense_nll``, ``kl_to_dense`` and ``top1_agree``."""
         single = isinstance(prompt, str)
-        prompts = [prompt] if single else list(prompt)
+        traces, _, _ = self._routed_run([prompt] if single else list(prompt), variant, tau=tau,
+                                     record_states=record_states, chat_template=chat_template,
+                                     max_tokens=max_tokens, policy=policy, param_skip=param_skip, quality=quality)
+        return traces[0] if single else traces
+
+    def trace_and_logits(self, prompt: str, variant: str = "hero", **options) -> tuple[RoutingTrace, torch.Tensor]:
+        """:meth:`trace` of one prompt and its next-token logits (T, V, fp32) from the same pass: what trace()
+        and logits() give one after the other, at half the forward passes. ``options`` as for :meth:`trace`."""
+        traces, logits, mask = self._routed_run([prompt], variant, **options)
+        return traces[0], logits[0][mask[0].bool()].float()
+
+    def _routed_run(self, prompts: list[str], variant: str, *, tau: float | None = None,
+                    record_states: bool = False, chat_template: bool = False, max_tokens: int | None = None,
+                    policy=None, param_skip: float | None = None,
+                    quality: bool = False) -> tuple[list[RoutingTrace], torch.Tensor, torch.Tensor]:
+        """The routed pass behind trace(): its traces, its logits (B, T, V) and the attention mask (B, T)."""
         if not prompts:
             raise PromptError("no prompts given")
         enc = self.encode(prompts, chat_template=chat_template, max_tokens=max_tokens)
@@ -236,7 +251,7 @@ class HeroModel:
             if dense is not None:
                 trace.quality = _token_quality(dense[b][keep], routed[b][keep], enc.input_ids[b][keep])
             traces.append(trace)
-        return traces[0] if single else traces
+        return traces, routed, enc.attention_mask
 
     def logits(self, prompt: str, variant: str = "hero", *, tau: float | None = None,
                chat_template: bool = False, max_tokens: int | None = None, policy=None,

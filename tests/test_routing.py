@@ -142,6 +142,18 @@ def test_same_input_gives_bit_identical_trace(tiny):
     assert tiny.trace(PROMPTS[0]).equals(tiny.trace(PROMPTS[0]))
 
 
+def test_trace_and_logits_is_trace_then_logits_in_one_pass(tiny):
+    text = "Routing decides per token which layers run. " * 6
+    for options in ({}, {"max_tokens": 9}, {"tau": 0.7}, {"param_skip": 0.2}):
+        trace, logits = tiny.trace_and_logits(text, "hero", **options)
+        alone = tiny.trace(text, "hero", **options)
+        np.testing.assert_array_equal(trace.executed, alone.executed)
+        assert trace.tau == alone.tau and trace.token_ids == alone.token_ids
+        cut = options.get("max_tokens")
+        torch.testing.assert_close(logits, tiny.logits(text, "hero", tau=alone.tau, max_tokens=cut))
+        assert logits.shape[0] == trace.n_tokens
+
+
 def test_gradients_reach_every_router_part(tiny):
     call = tiny.new_call("hero", keep_gates=True)
     enc = tiny.encode([PROMPTS[0]])
