@@ -1,6 +1,5 @@
 """The benchmark (hero_core/bench/), its report (scripts/bench_report.py) and the fast paths it measures."""
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -8,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from scripts_loader import load_script
 
 from hero_core import accounting
 from hero_core.bench import inputs, sections, targets, timing
@@ -23,10 +23,7 @@ TINY_ARGS = ["--quick", "--sizes", "2x16,1x24", "--reps", "2", "--warmup", "1", 
 
 
 def _report_module():
-    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "scripts" / "bench_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_report")
 
 
 def _positive_finite(x) -> bool:

@@ -1,18 +1,16 @@
 """scripts/quality_report.py: the ablation tables set a checkpoint beside hero only at equal training tokens."""
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
+
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _report():
-    spec = importlib.util.spec_from_file_location("quality_report", ROOT / "scripts" / "quality_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("quality_report")
 
 
 def _rows(lines: list[str]) -> list[str]:

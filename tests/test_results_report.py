@@ -1,18 +1,16 @@
 """scripts/results_report.py renders every evaluated method from the results JSON, and nothing typed by hand."""
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
+
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _report():
-    spec = importlib.util.spec_from_file_location("results_report", ROOT / "scripts" / "results_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("results_report")
 
 
 def _bundled_result() -> dict:
