@@ -335,6 +335,20 @@ def test_default_checkpoint_pair(monkeypatch):
     assert compare.default_checkpoints() == ["hero-25"]
 
 
+def test_the_checkpoint_picker_says_how_much_each_was_trained():
+    import json
+
+    from components.settings import CUSTOM_CHECKPOINT, DEFAULT_CHOICE, checkpoint_label
+
+    from hero_core.checkpoint import CONFIG_FILE, resolve
+
+    tokens = json.loads((resolve("hero-10") / CONFIG_FILE).read_text())["training"]["tokens_seen"]
+    assert checkpoint_label("hero-10") == f"hero-10 · {tokens / 1e6:.2f} M training tokens"
+    for plain in (DEFAULT_CHOICE, CUSTOM_CHECKPOINT):
+        assert checkpoint_label(plain) == plain
+    assert checkpoint_label("not-a-checkpoint") == "not-a-checkpoint"  # unreadable: the bare name, no error
+
+
 # -- generate ---------------------------------------------------------------------------------------------
 def test_generate_streams_and_traces(app, tiny):
     at = app("generate")

@@ -6,6 +6,7 @@ across pages; :func:`current` rebuilds the frozen :class:`Settings` from them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, replace
@@ -90,6 +91,22 @@ def checkpoint_options(tiny: bool) -> list[str]:
     return [DEFAULT_CHOICE, *bundled_names(), CUSTOM_CHECKPOINT]
 
 
+@functools.lru_cache(maxsize=64)
+def trained_tokens(name: str) -> int | None:
+    """Training tokens a bundled checkpoint has seen (its hero_config.json), None when it does not say."""
+    try:
+        meta = json.loads((resolve_checkpoint(name) / CHECKPOINT_CONFIG).read_text(encoding="utf-8"))
+        return int(meta["training"]["tokens_seen"])
+    except (ValueError, OSError, KeyError, TypeError):
+        return None
+
+
+def checkpoint_label(choice: str) -> str:
+    """The picker's text: a bundled checkpoint with how much it was trained, so an under-trained one shows."""
+    tokens = None if choice in (DEFAULT_CHOICE, CUSTOM_CHECKPOINT) else trained_tokens(choice)
+    return choice if tokens is None else f"{choice} · {tokens / 1e6:.2f} M training tokens"
+
+
 def render_sidebar() -> Settings:
     """Draw the shared settings in the sidebar and return them."""
     tiny = tiny_mode()
@@ -105,7 +122,7 @@ def render_sidebar() -> Settings:
         backbone = sb.text_input("Model directory", key="sb_backbone_path", placeholder="/path/to/hf_model").strip()
     precision = sb.selectbox("Precision", list(PRECISIONS), format_func=PRECISIONS.get, key="sb_precision")
     device = sb.selectbox("Device", DEVICES, key="sb_device")
-    choice = sb.selectbox("Checkpoint", checkpoint_options(tiny), key="sb_checkpoint",
+    choice = sb.selectbox("Checkpoint", checkpoint_options(tiny), key="sb_checkpoint", format_func=checkpoint_label,
                           help=f"Router checkpoint. 'default' is the bundled {BUNDLED_DEFAULT} when it fits the "
                                "backbone, else fresh untrained routers.")
     checkpoint = choice
