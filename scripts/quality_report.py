@@ -26,6 +26,7 @@ TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agre
     "hero-25": (0.25, 2.0, None),
     "hero-40": (0.38, 6.0, None),
 }
+GREEDY_TARGET = ("hero-10", 12)  # greedy chat answers: median leading tokens (of PREFIX) equal to the dense answer
 STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#000000", ":"),
          "random": ("#7f7f7f", "-."), "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
          "no_pos": ("#8c564b", "none"), "stage1": ("#e377c2", "none")}
@@ -58,7 +59,7 @@ def own_tau_table(frontier: dict, names: list[str]) -> list[str]:
     return lines
 
 
-def target_lines(frontier: dict) -> list[str]:
+def target_lines(frontier: dict, generations: dict | None = None) -> list[str]:
     lines = ["| checkpoint | target | measured (chat / code / reasoning) | met? |", "|---|---|---|---|"]
     for name, (skip, ratio, top1) in TARGETS.items():
         curve = frontier["curves"].get(name)
@@ -75,6 +76,13 @@ def target_lines(frontier: dict) -> list[str]:
                     f"{' / '.join(f'{r:.2f}' for r in ratios)}"
                     + (f", top-1 {' / '.join(f'{100 * a:.0f}' for a in agree)} %" if top1 else ""))
         lines.append(f"| {name} | {target} | {measured} | {'yes' if ok else 'no'} |")
+    name, median_needed = GREEDY_TARGET
+    prefix = (generations or {}).get("common_prefix", {}).get(name)
+    if prefix is not None:
+        n = generations["prefix_tokens"]
+        lines.append(f"| {name} | greedy chat answers: median ≥ {median_needed} of the first {n} tokens equal to "
+                     f"dense | median {prefix['median']:g} of {n} ({generations['prompts']} prompts) | "
+                     f"{'yes' if prefix['median'] >= median_needed else 'no'} |")
     return lines
 
 
@@ -227,7 +235,7 @@ def render(result: dict, figure: Path) -> str:
            f"from training by a hash of each text's key), {fr['max_tokens']} tokens each. Perplexity ratio = routed / "
            "dense perplexity of the same tokens, pooled over texts, with a 95 % bootstrap interval over texts; "
            "top-1 = share of positions where routed and dense predict the same next token.", "",
-           "## Targets", ""] + target_lines(fr) + [
+           "## Targets", ""] + target_lines(fr, result.get("generations")) + [
            "", "## The bundled checkpoints at their own tau", ""] + own_tau_table(fr, names) + [
            "", f"![Skip–quality frontier]({os.path.relpath(figure, ROOT / 'docs')})", "",
            "## HeRo against the local router at equal compute", "",
@@ -274,7 +282,7 @@ def render(result: dict, figure: Path) -> str:
 def readme_lines(result: dict) -> list[str]:
     fr = result["frontier"]
     names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
-    return [*own_tau_table(fr, names), "", *target_lines(fr)]
+    return [*own_tau_table(fr, names), "", *target_lines(fr, result.get("generations"))]
 
 
 def main() -> int:

@@ -32,3 +32,15 @@ def test_ablations_are_tabled_only_beside_a_hero_with_the_same_training_tokens()
     assert f"After {hero_tokens:,} training tokens each:" in lines
     assert "no_pos-10" in _rows(first) and "no_aux-10" not in _rows(first)
     assert any("`no_aux-10`" in line and f"{hero_tokens // 10:,} tokens" in line for line in lines)
+
+
+def test_the_greedy_target_row_reads_the_measured_median():
+    result = json.loads((ROOT / "docs" / "results.json").read_text())
+    report = _report()
+    name, needed = report.GREEDY_TARGET
+    generations = copy.deepcopy(result["generations"])
+    for median, verdict in ((needed, "yes"), (needed - 1, "no")):
+        generations["common_prefix"][name]["median"] = median
+        row = [line for line in report.target_lines(result["frontier"], generations) if "greedy" in line]
+        assert len(row) == 1 and row[0].endswith(f"| {verdict} |") and f"median {median:g} of" in row[0]
+    assert not any("greedy" in line for line in report.target_lines(result["frontier"]))  # not measured: no row
