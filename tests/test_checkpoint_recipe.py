@@ -1,0 +1,36 @@
+"""scripts/make_checkpoints.py and the Makefile's two lanes: every run is reached, after the run it continues."""
+
+import re
+from pathlib import Path
+
+from scripts_loader import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _lanes() -> dict[str, list[str]]:
+    text = (ROOT / "Makefile").read_text()
+    return {m.group(1): m.group(2).split() for m in re.finditer(r"^(LANE_[AB]) \?= (.+)$", text, re.M)}
+
+
+def test_each_run_is_in_one_lane_after_the_run_it_continues_from():
+    runs = load_script("make_checkpoints").RUNS
+    lanes = _lanes()
+    assert set(lanes) == {"LANE_A", "LANE_B"}
+    listed = [name for lane in lanes.values() for name in lane]
+    assert sorted(listed) == sorted(runs)  # every run once: none missing, none twice
+    for lane in lanes.values():
+        for i, name in enumerate(lane):
+            start = runs[name].start
+            if start is not None:  # a continuation: same lane, earlier, same router variant
+                assert start in lane[:i], f"{name} continues from {start}, which its lane does not run before it"
+                assert runs[start].variant == runs[name].variant, name
+
+
+def test_the_ablations_repeat_hero_10s_stages():
+    runs = load_script("make_checkpoints").RUNS
+    for ablation in ("no_memread", "no_aux", "no_pos"):
+        for stage in ("-10-s1", "-10"):
+            hero, other = runs[f"hero{stage}"], runs[f"{ablation}{stage}"]
+            assert (other.target_skip, other.steps, other.budget_scope, other.lr) == \
+                   (hero.target_skip, hero.steps, hero.budget_scope, hero.lr), f"{ablation}{stage}"
