@@ -218,6 +218,13 @@ def ablation_tables(frontier: dict, checkpoints: dict) -> list[str]:
         matched = [n for n in present if tokens[n] == tokens[stage[0]]]
         lines += [f"After {tokens[stage[0]]:,} training tokens each:" if tokens[stage[0]] else "", ""]
         lines += own_tau_table(frontier, matched)
+        points = {n: own_point(frontier["curves"][n]) for n in matched}
+        if points[stage[0]] is not None and len(matched) > 1:
+            gap = max(abs(p[d]["param_skip"] - points[stage[0]][d]["param_skip"])
+                      for n, p in points.items() if p is not None for d in DOMAINS)
+            lines += ["", f"Each runs at its own tau, so the param skip differs from {stage[0]}'s by up to "
+                          f"{100 * gap:.1f} points on a domain: part of a difference in ratio is that skip, not "
+                          "the component (the frontier figure shows what a point of skip costs)."]
         left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
         if left_out:
             lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]
