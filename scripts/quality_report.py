@@ -29,7 +29,7 @@ TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agre
 GREEDY_TARGET = ("hero-10", 12)  # greedy chat answers: median leading tokens (of PREFIX) equal to the dense answer
 STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#000000", ":"),
          "random": ("#7f7f7f", "-."), "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
-         "no_pos": ("#8c564b", "none"), "stage1": ("#e377c2", "none")}
+         "no_pos": ("#8c564b", "none")}
 
 
 def own_point(curve: dict) -> dict | None:
@@ -120,14 +120,17 @@ def plot(frontier: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(DOMAINS), figsize=(14, 4.6), sharey=True)
+    lowest = min(p[d]["perplexity_ratio"] for c in frontier["curves"].values() for p in c["points"] for d in DOMAINS)
     for ax, d in zip(axes, DOMAINS):
         for name, curve in frontier["curves"].items():
             family = name.split("-")[0] if curve["kind"] == "checkpoint" else name
-            family = "stage1" if name.endswith("-s1") else family
             colour, style = STYLE.get(family, ("#17becf", "-"))
             pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
             xs, ys = [x for x, _ in pts], [y for _, y in pts]
             label = {"oracle": "oracle (not deployable)", "random": "random, same adapters"}.get(name, name)
+            if name.endswith("-s1"):  # a first stage: its own point, hollow, in its family's colour
+                ax.scatter(xs, ys, facecolors="none", edgecolors=colour, marker="s", s=30, label=label, zorder=4)
+                continue
             if style == "none":  # ablations: their own point only
                 ax.scatter(xs, ys, color=colour, marker="D", s=30, label=label, zorder=4)
                 continue
@@ -143,7 +146,9 @@ def plot(frontier: dict, out: Path) -> None:
         ax.text(PAPER_BUDGETS[0], 0.98, " paper's budgets", transform=ax.get_xaxis_transform(), fontsize=7,
                 color="#888888", va="top")
         ax.set_yscale("log")
-        ax.set_ylim(0.9, 100)  # the readable range; points above 100 are cut off (their numbers are in the tables)
+        # The readable range: points above 100 are cut off (their numbers are in the tables); below 1 (a router
+        # whose text the dense model finds likelier) stays in view.
+        ax.set_ylim(min(0.9, 0.92 * lowest), 100)
         ax.set_title(d)
         ax.set_xlabel("param skip % (paper definition)")
         ax.grid(alpha=0.3, which="both")
