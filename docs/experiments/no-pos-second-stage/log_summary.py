@@ -41,7 +41,8 @@ def main() -> int:
         for w in runs.values():
             if i < len(w):
                 steps = steps or w[i]["steps"]
-                cells.append(f"{w[i]['kd']:.2f} | {100 * w[i]['skip']:.1f} | {w[i]['near_tau']:.2f} | {w[i]['grad']:.2f}")
+                row = w[i]
+                cells.append(f"{row['kd']:.2f} | {100 * row['skip']:.1f} | {row['near_tau']:.2f} | {row['grad']:.2f}")
             else:
                 cells.append("– | – | – | –")
         print(f"| {steps} | {' | '.join(cells)} |")
