@@ -15,7 +15,8 @@ distillation, the hard budget with a curriculum, bf16 autocast where the CPU run
   stages ``*-10-s1`` bundled like ``hero-10-s1``); ``local-10`` is the ablation without history.
 
 Each run records its wall and CPU time in ``hero_config.json`` (training.timing) and resumes where it
-stopped if interrupted. ``--only`` picks runs; ``make checkpoints`` runs two lanes, one per core.
+stopped if interrupted. Runs train under STAGE_DIR; a bundled run is copied into hero_core/checkpoints/ when it
+finishes. ``--only`` picks runs; ``make checkpoints`` runs two lanes, one per core.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : re
 
 
 def already_trained(out: Path, run: Run, steps: int) -> bool:
-    """A finished checkpoint of this exact recipe is there (an interrupted run keeps out/_state and resumes)."""
-    if not (out / CONFIG_FILE).is_file() or (out / "_state").exists():
+    """A finished checkpoint of this exact recipe is at ``out``."""
+    if not (out / CONFIG_FILE).is_file():
         return False
     meta = json.loads((out / CONFIG_FILE).read_text())
     done = meta.get("training", {}).get("train_config", {})
@@ -110,22 +111,28 @@ def main() -> int:
     for name in args.only:
         run = RUNS[name]
         out = location(name)
+        # Every run trains (and resumes) under STAGE_DIR; a bundled one is copied into the package only when it
+        # has finished, so the tracked checkpoint never holds a half-trained run's log.
+        work = STAGE_DIR / name
         steps = max(1, round(run.steps * args.steps_scale))
-        if already_trained(out, run, steps):
+        if not (work / "_state").exists() and already_trained(out, run, steps):
             print(f"{name}: already trained, skipped", flush=True)
             continue
         if run.start and not (location(run.start) / CONFIG_FILE).is_file():
             raise SystemExit(f"{name} continues from {run.start}, which is not trained yet: run it first")
-        cfg = TrainConfig(out=str(out), variant=run.variant, target_skip=run.target_skip, steps=steps,
+        cfg = TrainConfig(out=str(work), variant=run.variant, target_skip=run.target_skip, steps=steps,
                           threads=args.threads, budget_scope=run.budget_scope, data_blocks=DATA_BLOCKS, lr=run.lr,
                           init_from=str(location(run.start)) if run.start else None)
         train(cfg, hero)
-        meta_path = out / CONFIG_FILE
+        meta_path = work / CONFIG_FILE
         meta = json.loads(meta_path.read_text())
         timing = meta["training"]["timing"] = {**meta["training"]["timing"], "device": str(backbone.device),
                                               "threads": args.threads or "all"}
         meta_path.write_text(json.dumps(meta, sort_keys=True, indent=2))
-        shutil.rmtree(out / "_state", ignore_errors=True)
+        shutil.rmtree(work / "_state", ignore_errors=True)
+        if out != work:
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(work, out)
         print(f"{name}: {timing}", flush=True)
     return 0
 
