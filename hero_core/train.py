@@ -215,8 +215,11 @@ def target_skip_at(step: int, cfg: TrainConfig, start_skip: float) -> float:
 
 
 # -- state ---------------------------------------------------------------------------------------------
+NO_TIME_SPENT = {"wall_s": 0.0, "cpu_s": 0.0}
+
+
 def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: float,
-                spent: dict[str, float] | None = None) -> None:
+                spent: dict[str, float]) -> None:
     from safetensors.torch import save_file
 
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -231,7 +234,7 @@ def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: f
                     tensors[f"opt.{names[id(p)]}.{key}"] = value.detach().cpu().contiguous()
             opt_meta[names[id(p)]] = {k: float(v) for k, v in st.items() if not torch.is_tensor(v)}
     meta = {"step": step, "alpha": alpha, "python_rng": repr(random.getstate()), "opt_meta": opt_meta,
-            "spent": spent or {"wall_s": 0.0, "cpu_s": 0.0}}
+            "spent": spent}
     atomic_write(state_dir / "state.safetensors", lambda tmp: save_file(tensors, tmp))
     atomic_write_text(state_dir / "state.json", json.dumps(meta))
 
@@ -250,7 +253,7 @@ def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float
         st.update({k: torch.tensor(v) if k == "step" else v for k, v in meta["opt_meta"].get(name, {}).items()})
         if st:
             optimizer.state[p] = st
-    return int(meta["step"]), float(meta["alpha"]), meta.get("spent", {"wall_s": 0.0, "cpu_s": 0.0})
+    return int(meta["step"]), float(meta["alpha"]), meta.get("spent", NO_TIME_SPENT)
 
 
 # -- the loop ------------------------------------------------------------------------------------------
@@ -322,7 +325,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
 
     optimizer = torch.optim.AdamW(hero.router.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, alpha = 0, cfg.alpha_init
-    spent_before = {"wall_s": 0.0, "cpu_s": 0.0}  # time of earlier, interrupted processes of this run
+    spent_before = NO_TIME_SPENT  # time of earlier, interrupted processes of this run
 
     def spent() -> dict[str, float]:
         return {"wall_s": round(spent_before["wall_s"] + time.perf_counter() - clock[0], 1),

@@ -49,8 +49,8 @@ def main() -> int:
     def answer(model, prompt, variant, tau=None):
         text, trace = model.generate(prompt, max_new_tokens=PREFIX_TOKENS, variant=variant, tau=tau,
                                      chat_template=True)
-        n_new = len(tok(text, add_special_tokens=False)["input_ids"])
-        return tok(text, add_special_tokens=False)["input_ids"], trace, n_new
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        return ids, trace, len(ids)
 
     dense = [answer(first, p, "dense")[0] for p in prompts]
     rows = []
