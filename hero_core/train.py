@@ -85,6 +85,10 @@ class TrainConfig:
     topk: int = 32
     data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})
     seed: int = 0
+    # None: the steps read the training blocks in their cached order (every bundled run but one). A number
+    # permutes that order with this seed and keeps the blocks themselves, so the dense teacher's cached targets
+    # serve unchanged (``seed`` draws other blocks, and the teacher is computed again).
+    order_seed: int | None = None
     save_every: int = 25
     routed_layers: list[int] | None = None
     storage_dtype: str = "float16"  # bundled checkpoints stay < 10 MB
@@ -163,6 +167,13 @@ def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.T
         per_domain.extend(blocks[i % len(blocks)] for i in range(want))
     random.Random(cfg.seed).shuffle(per_domain)
     return torch.tensor(per_domain[:n_blocks], dtype=torch.long)
+
+
+def block_order(cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
+    """Which block the i-th row of the training cycle reads: the cached order, or a permutation of it."""
+    if cfg.order_seed is None:
+        return torch.arange(n_blocks)
+    return torch.randperm(n_blocks, generator=torch.Generator().manual_seed(cfg.order_seed))
 
 
 def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path:
@@ -371,9 +382,10 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     bar = tqdm(range(start, cfg.steps), desc=f"train {out.name}", initial=start, total=cfg.steps,
                disable=not progress or not accelerator.is_main_process)
     rank, world = accelerator.process_index, accelerator.num_processes
+    order = block_order(cfg, n_blocks)
     for step in bar:
         t0 = time.perf_counter()
-        rows = torch.arange(step * cfg.batch_size, (step + 1) * cfg.batch_size) % n_blocks
+        rows = order[torch.arange(step * cfg.batch_size, (step + 1) * cfg.batch_size) % n_blocks]
         rows = rows[rank::world] if world > 1 else rows
         batch = blocks[rows].to(hero.device)
         for group in optimizer.param_groups:
@@ -453,6 +465,7 @@ CLI_FIELDS: dict[str, str | None] = {
     "out": "checkpoint directory to write", "variant": None,
     "target_skip": "param skip the budget controller steers to", "steps": None, "batch_size": None,
     "seq_len": None, "lr": None, "alpha_init": None, "controller_gain": None, "target": None, "seed": None,
+    "order_seed": "permute the order the steps read the training blocks in (the blocks stay the same)",
     "save_every": None, "routed_layers": "e.g. '0-29' or '1,3,5-9' (default: all blocks)",
     "dtype": "autocast precision; auto = bf16 where a probe shows it faster",
     "threads": "torch threads (0: every core)",
@@ -469,6 +482,7 @@ CLI_FIELDS: dict[str, str | None] = {
 CLI_CHOICES = {"variant": TRAINABLE_VARIANTS, "target": TRAIN_TARGETS, "dtype": DTYPES,
                "branch_scaling": BRANCH_SCALINGS, "budget": BUDGETS, "budget_scope": BUDGET_SCOPES,
                "gate_gradient": GATE_GRADIENTS}
+CLI_TYPES = {"order_seed": int}  # fields whose default (None) does not tell the type
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -481,7 +495,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             p.add_argument("--no-" + flag[2:] if default else flag, dest=name,
                            action="store_false" if default else "store_true", help=help_text)
         else:
-            p.add_argument(flag, type=str if default is None else type(default), default=default,
+            p.add_argument(flag, type=CLI_TYPES.get(name, str if default is None else type(default)), default=default,
                            choices=CLI_CHOICES.get(name), help=help_text)
     p.add_argument("--backbone", default=None)
     p.add_argument("--device", default="auto")
