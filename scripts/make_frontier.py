@@ -57,23 +57,28 @@ def load_models(names):
     return models
 
 
-def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = None) -> None:
-    """One domain of the frontier; with ``only``, just those checkpoints at their own tau (no references)."""
+def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = None, sweep: bool = False) -> None:
+    """One domain of the frontier; with ``only``, just those checkpoints (no references), at their own tau or,
+    with ``sweep``, over TAUS like the -10 curves."""
     import torch
 
     from hero_core.frontier import frontier
 
     torch.set_num_threads(1)
     models = load_models(only or [*CURVES, *ABLATIONS, *STAGE_ONE])
-    taus = {name: ((TAUS if name.endswith("-10") else FOLLOW_TAUS) if name in CURVES else (models[name].config.tau,))
-            for name in models}
+    def taus_of(name: str) -> tuple[float, ...]:
+        if name in CURVES:
+            return TAUS if name.endswith("-10") else FOLLOW_TAUS
+        return TAUS if sweep else (models[name].config.tau,)
+
+    taus = {name: taus_of(name) for name in models}
     with torch.no_grad():
         result = frontier(models, oracle=not only, random=not only, taus=taus, limit=limit, domains=(domain,),
                           max_tokens=MAX_TOKENS, progress=True)
     out.write_text(json.dumps(result))
 
 
-def run_parts(limit: int, jobs: int, only: list[str] | None) -> dict:
+def run_parts(limit: int, jobs: int, only: list[str] | None, sweep: bool = False) -> dict:
     """Every domain in its own process (``jobs`` at a time, one torch thread each), merged."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as tmp:
@@ -83,7 +88,7 @@ def run_parts(limit: int, jobs: int, only: list[str] | None) -> dict:
         while pending or running:
             while pending and len(running) < jobs:
                 d = pending.pop(0)
-                extra = ["--add", *only] if only else []
+                extra = (["--add", *only] if only else []) + (["--sweep"] if sweep else [])
                 running.append(subprocess.Popen([sys.executable, __file__, "--part", d, "--part-out", str(paths[d]),
                                                  "--limit", str(limit), *extra], env=env))
             for proc in list(running):
@@ -95,10 +100,10 @@ def run_parts(limit: int, jobs: int, only: list[str] | None) -> dict:
         return merge([json.loads(paths[d].read_text()) for d in DOMAINS])
 
 
-def add_checkpoints(names: list[str], limit: int, jobs: int, out: Path) -> int:
+def add_checkpoints(names: list[str], limit: int, jobs: int, out: Path, sweep: bool = False) -> int:
     """Evaluate checkpoints that landed after ``out`` was written and merge them into it (same texts and cut)."""
     result = json.loads(out.read_text())
-    part = run_parts(limit, jobs, names)
+    part = run_parts(limit, jobs, names, sweep)
     result["frontier"]["curves"].update(part["curves"])
     models = load_models(names)
     import torch
@@ -237,12 +242,16 @@ def main() -> int:
     parser.add_argument("--part-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.json")
     parser.add_argument("--add", nargs="+", help="only evaluate these checkpoints (own tau) and merge them into --out")
+    parser.add_argument("--sweep", action="store_true",
+                        help="with --add: sweep tau like the -10 curves, so they can be read at hero-10's skip")
     args = parser.parse_args()
+    if args.sweep and not args.add:
+        parser.error("--sweep goes with --add")
     if args.part:
-        frontier_part(args.part, args.limit, args.part_out, args.add)
+        frontier_part(args.part, args.limit, args.part_out, args.add, args.sweep)
         return 0
     if args.add:
-        return add_checkpoints(args.add, args.limit, args.jobs, args.out)
+        return add_checkpoints(args.add, args.limit, args.jobs, args.out, args.sweep)
     start = time.perf_counter()
     result = {"frontier": run_parts(args.limit, args.jobs, None)}
     import torch

@@ -211,6 +211,27 @@ ABLATION_STAGES = (("hero-10", "local-10", "no_memread-10", "no_aux-10", "no_pos
                    ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1"))
 
 
+def matched_ablation_table(frontier: dict, names: list[str]) -> list[str]:
+    """The checkpoints swept over tau read at the skip the first one realises at its own tau, domain by domain."""
+    curves = frontier["curves"]
+    hero = own_point(curves[names[0]])
+    swept = [n for n in names[1:] if len(curves[n]["points"]) > 1]
+    if hero is None or not swept:
+        return []
+    lines = ["", f"At {names[0]}'s own param skip (each swept checkpoint interpolated between its tau points, as in "
+                 "the hero-against-local table); checkpoints measured at one tau only are not in it:", "",
+             "| domain | param skip % | " + " | ".join([names[0], *swept]) + " |",
+             "|---|---|" + "---|" * (1 + len(swept))]
+    for d in DOMAINS:
+        skip = hero[d]["param_skip"]
+        cells = [_ratio(hero[d])]
+        for n in swept:
+            at = at_skip(curves[n], d, skip)
+            cells.append(_ratio(at) if at else "outside its range")
+        lines.append(f"| {d} | {100 * skip:.1f} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def ablation_tables(frontier: dict, checkpoints: dict) -> list[str]:
     """One table per training stage, holding the checkpoints that saw as many tokens as its hero row; the rest are
     named, with their tokens, so an under-trained ablation is never read against a fully trained hero."""
@@ -230,6 +251,7 @@ def ablation_tables(frontier: dict, checkpoints: dict) -> list[str]:
             lines += ["", f"Each runs at its own tau, so the param skip differs from {stage[0]}'s by up to "
                           f"{100 * gap:.1f} points on a domain: part of a difference in ratio is that skip, not "
                           "the component (the frontier figure shows what a point of skip costs)."]
+        lines += matched_ablation_table(frontier, matched)
         left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
         if left_out:
             lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]

@@ -44,3 +44,20 @@ def test_the_greedy_target_row_reads_the_measured_median():
         row = [line for line in report.target_lines(result["frontier"], generations) if "greedy" in line]
         assert len(row) == 1 and row[0].endswith(f"| {verdict} |") and f"median {median:g} of" in row[0]
     assert not any("greedy" in line for line in report.target_lines(result["frontier"]))  # not measured: no row
+
+
+def test_a_swept_ablation_is_read_at_heros_own_skip():
+    result = json.loads((ROOT / "docs" / "results.json").read_text())
+    curves = result["frontier"]["curves"]
+    report = _report()
+    hero = curves["hero-10"]
+    one_tau = {**hero, "points": [report.own_point(hero)]}
+    frontier = {**result["frontier"], "curves": {"hero-10": hero, "no_pos-10": copy.deepcopy(hero),
+                                                 "no_aux-10": one_tau}}
+    lines = report.matched_ablation_table(frontier, ["hero-10", "no_pos-10", "no_aux-10"])
+    header = next(line for line in lines if line.startswith("| domain"))
+    assert "no_pos-10" in header and "no_aux-10" not in header  # one tau: nothing to interpolate
+    chat = [line for line in lines if line.startswith("| chat")]
+    cells = [c.strip() for c in chat[0].split("|")[1:-1]]  # the same curve read at its own point: one cell twice
+    assert len(chat) == 1 and cells[2] == cells[3] == report._ratio(report.own_point(hero)["chat"])
+    assert report.matched_ablation_table(frontier, ["hero-10", "no_aux-10"]) == []
