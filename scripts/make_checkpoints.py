@@ -12,7 +12,8 @@ distillation, the hard budget with a curriculum, bf16 autocast where the CPU run
   from its ``-25`` (the budget curriculum ramps from the start checkpoint's skip), so the tokens each has seen
   add up. Each checkpoint's ``training.earlier_stages`` lists the chain it came from.
 * the paper's ablations ``no_memread-10``, ``no_aux-10``, ``no_pos-10`` take hero-10's two stages (their first
-  stages ``*-10-s1`` bundled like ``hero-10-s1``); ``local-10`` is the ablation without history.
+  stages ``*-10-s1`` bundled like ``hero-10-s1``); ``local-10`` is the ablation without history. ``no_pos-10``'s
+  second stage reads the same training blocks in another order: in hero-10's order it diverged.
 
 Each run records its wall and CPU time in ``hero_config.json`` (training.timing) and resumes where it
 stopped if interrupted. Runs train under STAGE_DIR; a bundled run is copied into hero_core/checkpoints/ when it
