@@ -1,7 +1,10 @@
 """Training logs side by side, per window of steps: mean distillation loss, realised param skip, share of gates
 within 0.1 of tau, median gradient norm. Prints a markdown table:
 
-    python docs/experiments/no-pos-second-stage/log_summary.py LOG [LOG ...] [--window 100]
+    python docs/experiments/no-pos-second-stage/log_summary.py LOG [LOG ...] [--window 100] [--diverged-above KD]
+
+With ``--diverged-above``, also the first step of each log at which the mean distillation loss of the previous
+10 steps exceeds KD.
 """
 
 from __future__ import annotations
@@ -26,12 +29,27 @@ def windows(path: Path, size: int) -> list[dict]:
     return out
 
 
+def first_step_above(path: Path, threshold: float, span: int = 10) -> int | None:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    kd = [r["loss_target"] for r in rows]
+    return next((rows[i - 1]["step"] for i in range(span, len(rows) + 1)
+                 if statistics.fmean(kd[i - span:i]) > threshold), None)
+
+
+def label(path: Path) -> str:
+    """A checkpoint's log is its directory's train_log.jsonl: name it by the directory, so two stay apart."""
+    return path.parent.name if path.name == "train_log.jsonl" else path.name.removesuffix(".jsonl")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("logs", type=Path, nargs="+")
     parser.add_argument("--window", type=int, default=100)
+    parser.add_argument("--diverged-above", type=float, help="distillation loss that counts as diverged")
     args = parser.parse_args()
-    runs = {path.name: windows(path, args.window) for path in args.logs}
+    runs = {label(path): windows(path, args.window) for path in args.logs}
+    if len(runs) < len(args.logs):
+        parser.error("two logs share a name: pass logs from different directories")
     header = " | ".join(f"{name}: kd | skip % | near tau | grad" for name in runs)
     print(f"| steps | {header} |")
     print("|---" * (1 + 4 * len(runs)) + "|")
@@ -46,6 +64,10 @@ def main() -> int:
             else:
                 cells.append("– | – | – | –")
         print(f"| {steps} | {' | '.join(cells)} |")
+    if args.diverged_above is not None:
+        print(f"\nfirst step with a 10-step mean distillation loss above {args.diverged_above:g}:")
+        for path in args.logs:
+            print(f"  {label(path)}: {first_step_above(path, args.diverged_above) or 'never'}")
     return 0
 
 
