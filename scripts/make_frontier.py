@@ -69,7 +69,8 @@ def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = N
     def taus_of(name: str) -> tuple[float, ...]:
         if name in CURVES:
             return TAUS if name.endswith("-10") else FOLLOW_TAUS
-        return TAUS if sweep else (models[name].config.tau,)
+        own = models[name].config.tau
+        return tuple(sorted({*TAUS, own})) if sweep else (own,)  # the own tau always: the tables read it
 
     taus = {name: taus_of(name) for name in models}
     with torch.no_grad():
