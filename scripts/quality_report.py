@@ -113,47 +113,75 @@ def matched_table(frontier: dict) -> list[str]:
     return lines
 
 
+ZOOM_SKIP = (4.0, 16.0)  # param skip % of the lower row: the 10 % budget, where the ablations sit
+
+
+def draw_domain(ax, frontier: dict, d: str, zoom: bool = False) -> list[float]:
+    """One domain's curves and points on ``ax``; in the zoom row only what lies near the 10 % budget. Returns the
+    ratios drawn inside the zoom window (for the row's y range)."""
+    inside = []
+    for name, curve in frontier["curves"].items():
+        if zoom and name.endswith(("-25", "-40")):
+            continue
+        family = name.split("-")[0] if curve["kind"] == "checkpoint" else name
+        colour, style = STYLE.get(family, ("#17becf", "-"))
+        pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
+        xs, ys = [x for x, _ in pts], [y for _, y in pts]
+        inside += [y for x, y in pts if ZOOM_SKIP[0] <= x <= ZOOM_SKIP[1]]
+        label = {"oracle": "oracle (not deployable)", "random": "random, same adapters"}.get(name, name)
+        if name.endswith("-s1"):  # a first stage: its own point, hollow, in its family's colour
+            ax.scatter(xs, ys, facecolors="none", edgecolors=colour, marker="s", s=30, label=label, zorder=4)
+            continue
+        if style == "none" and len(pts) == 1:  # an ablation measured at its own tau only: its point
+            ax.scatter(xs, ys, color=colour, marker="D", s=30, label=label, zorder=4)
+            continue
+        ax.plot(xs, ys, color=colour, linestyle="-" if style == "none" else style, linewidth=1.2, alpha=0.85,
+                label=label if not name.endswith(("-25", "-40")) else None)
+        own = own_point(curve) if curve["kind"] == "checkpoint" else None
+        if own is not None:
+            x, y = 100 * own[d]["param_skip"], own[d]["perplexity_ratio"]
+            ax.scatter([x], [y], color=colour, s=55, zorder=5, edgecolor="white")
+            ax.annotate(name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_xlabel("param skip % (paper definition)")
+    if zoom:
+        ax.set_xlim(*ZOOM_SKIP)
+        ax.set_title(f"{d}, near the 10 % budget", fontsize=9)
+        return inside
+    for budget in PAPER_BUDGETS:
+        ax.axvline(budget, color="#bbbbbb", linewidth=0.8)
+    ax.text(PAPER_BUDGETS[0], 0.98, " paper's budgets", transform=ax.get_xaxis_transform(), fontsize=7,
+            color="#888888", va="top")
+    ax.set_title(d)
+    return inside
+
+
 def plot(frontier: dict, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
-    fig, axes = plt.subplots(1, len(DOMAINS), figsize=(14, 4.6), sharey=True)
+    fig, grid = plt.subplots(2, len(DOMAINS), figsize=(14, 8.8), sharey="row")
     lowest = min(p[d]["perplexity_ratio"] for c in frontier["curves"].values() for p in c["points"] for d in DOMAINS)
-    for ax, d in zip(axes, DOMAINS):
-        for name, curve in frontier["curves"].items():
-            family = name.split("-")[0] if curve["kind"] == "checkpoint" else name
-            colour, style = STYLE.get(family, ("#17becf", "-"))
-            pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
-            xs, ys = [x for x, _ in pts], [y for _, y in pts]
-            label = {"oracle": "oracle (not deployable)", "random": "random, same adapters"}.get(name, name)
-            if name.endswith("-s1"):  # a first stage: its own point, hollow, in its family's colour
-                ax.scatter(xs, ys, facecolors="none", edgecolors=colour, marker="s", s=30, label=label, zorder=4)
-                continue
-            if style == "none":  # ablations: their own point only
-                ax.scatter(xs, ys, color=colour, marker="D", s=30, label=label, zorder=4)
-                continue
-            ax.plot(xs, ys, color=colour, linestyle=style, linewidth=1.2, alpha=0.85,
-                    label=label if not name.endswith(("-25", "-40")) else None)
-            own = own_point(curve) if curve["kind"] == "checkpoint" else None
-            if own is not None:
-                x, y = 100 * own[d]["param_skip"], own[d]["perplexity_ratio"]
-                ax.scatter([x], [y], color=colour, s=55, zorder=5, edgecolor="white")
-                ax.annotate(name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
-        for budget in PAPER_BUDGETS:
-            ax.axvline(budget, color="#bbbbbb", linewidth=0.8)
-        ax.text(PAPER_BUDGETS[0], 0.98, " paper's budgets", transform=ax.get_xaxis_transform(), fontsize=7,
-                color="#888888", va="top")
-        ax.set_yscale("log")
+    near = []
+    for d, ax, zoomed in zip(DOMAINS, grid[0], grid[1]):
+        draw_domain(ax, frontier, d)
+        near += draw_domain(zoomed, frontier, d, zoom=True)
         # The readable range: points above 100 are cut off (their numbers are in the tables); below 1 (a router
         # whose text the dense model finds likelier) stays in view.
         ax.set_ylim(min(0.9, 0.92 * lowest), 100)
-        ax.set_title(d)
-        ax.set_xlabel("param skip % (paper definition)")
-        ax.grid(alpha=0.3, which="both")
-    axes[0].set_ylabel("perplexity ratio routed / dense (log)")
-    axes[-1].legend(fontsize=7, loc="upper left")
+    # The zoom row's y range: what lies inside its skip window, the random curve (far above) left out of it.
+    zoom_high = sorted(near)[int(0.9 * (len(near) - 1))] if near else 2.0
+    grid[1][0].set_ylim(0.92 * min(near, default=0.8), 1.15 * zoom_high)
+    plain = matplotlib.ticker.FormatStrFormatter("%.1f")  # a decade-less log axis reads better as plain numbers
+    grid[1][0].yaxis.set_major_formatter(plain)
+    grid[1][0].yaxis.set_minor_formatter(plain)
+    grid[0][0].set_ylabel("perplexity ratio routed / dense (log)")
+    grid[1][0].set_ylabel("same, zoomed (log)")
+    grid[0][-1].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"Skip–quality frontier on held-out text, {frontier['backbone']} "
                  f"({frontier['limit']} texts per domain, {frontier['max_tokens']} tokens each); big dots: "
                  "the bundled checkpoints at their own tau; y cut at 100", fontsize=9)
