@@ -61,3 +61,25 @@ def test_a_swept_ablation_is_read_at_heros_own_skip():
     cells = [c.strip() for c in chat[0].split("|")[1:-1]]  # the same curve read at its own point: one cell twice
     assert len(chat) == 1 and cells[2] == cells[3] == report._ratio(report.own_point(hero)["chat"])
     assert report.matched_ablation_table(frontier, ["hero-10", "no_aux-10"]) == []
+
+
+def test_the_zoom_row_keeps_only_what_lies_near_the_10_percent_budget(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frontier = json.loads((ROOT / "docs" / "results.json").read_text())["frontier"]
+    report = _report()
+    fig, ax = plt.subplots()
+    inside = report.draw_domain(ax, frontier, "chat", zoom=True)
+    low, high = report.ZOOM_SKIP
+    expected = [p["chat"]["perplexity_ratio"] for name, c in frontier["curves"].items()
+                if not name.endswith(("-25", "-40")) for p in c["points"]
+                if low <= 100 * p["chat"]["param_skip"] <= high]
+    assert sorted(inside) == sorted(expected) and inside
+    assert ax.get_xlim() == (low, high)
+    assert not any("-25" in t.get_text() or "-40" in t.get_text() for t in ax.texts)
+    plt.close(fig)
+    report.plot(frontier, tmp_path / "frontier.png")
+    assert (tmp_path / "frontier.png").stat().st_size > 10_000
