@@ -221,17 +221,22 @@ def entropy_lines(entropy: dict) -> list[str]:
 
 def training_lines(checkpoints: dict) -> list[str]:
     lines = ["| checkpoint | variant | branch | tokens seen | starts from | precision | train wall s | CPU s | "
-             "adapter warm start median R² | gates within 0.1 of tau (last step) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "CPU s with earlier stages | adapter warm start median R² | gates within 0.1 of tau (last step) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, c in checkpoints.items():
         t = c["training"]
         timing = t.get("timing", {})
-        warm = t.get("warm_start") or {}
         tokens = "–" if t.get("tokens_seen") is None else f"{t['tokens_seen']:,}"
+        chain = [timing, *(stage.get("timing", {}) for stage in t.get("earlier_stages", []))]
+        total_cpu = f"{sum(s.get('cpu_s', 0.0) for s in chain):.1f}" if all("cpu_s" in s for s in chain) else "–"
+        # A continuation fits no adapters of its own: they came with the checkpoint it starts from.
+        r2 = (t.get("warm_start") or {}).get("r2_median")
+        warm = f"{r2:.2f}" if r2 is not None else ("from " + t["init_from"] if t.get("init_from") else "–")
+        near = t.get("final", {}).get("near_tau")
         lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {tokens} | "
                      f"{t.get('init_from') or '–'} | {t.get('compute_dtype', '–')} | {timing.get('wall_s', '–')} | "
-                     f"{timing.get('cpu_s', '–')} | {warm.get('r2_median', float('nan')):.2f} | "
-                     f"{t.get('final', {}).get('near_tau', float('nan')):.2f} |")
+                     f"{timing.get('cpu_s', '–')} | {total_cpu} | {warm} | "
+                     f"{'–' if near is None else f'{near:.2f}'} |")
     return lines
 
 

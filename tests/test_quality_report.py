@@ -83,3 +83,18 @@ def test_the_zoom_row_keeps_only_what_lies_near_the_10_percent_budget(tmp_path):
     plt.close(fig)
     report.plot(frontier, tmp_path / "frontier.png")
     assert (tmp_path / "frontier.png").stat().st_size > 10_000
+
+
+def test_the_training_table_sums_a_continuations_cpu_over_its_earlier_stages():
+    checkpoints = {
+        "first": {"variant": "hero", "branch_scaling": "unscaled",
+                  "training": {"tokens_seen": 10, "timing": {"wall_s": 3.0, "cpu_s": 2.0},
+                               "warm_start": {"r2_median": 0.5}, "final": {"near_tau": 0.4}}},
+        "second": {"variant": "hero", "branch_scaling": "unscaled",
+                   "training": {"tokens_seen": 20, "init_from": "first", "timing": {"wall_s": 5.0, "cpu_s": 4.0},
+                                "earlier_stages": [{"timing": {"cpu_s": 2.0}}], "final": {}}},
+    }
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in _report().training_lines(checkpoints)[2:]}
+    assert rows["first"][8:] == ["2.0", "0.50", "0.40"]
+    assert rows["second"][8:] == ["6.0", "from first", "–"]
