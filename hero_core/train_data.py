@@ -1,0 +1,85 @@
+"""The training set of a run: token blocks drawn from every domain's train split, the order the steps read them
+in, and the dense teacher's targets and warm-started adapters cached beside them (hero_core.train uses these)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+from .files import atomic_write
+
+if TYPE_CHECKING:
+    from .model import HeroModel
+    from .train import TrainConfig
+
+
+def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
+    """(n_blocks, seq_len) token ids drawn from the train split of every domain, mixed by cfg.data_mix."""
+    from .data import domain_texts, token_blocks
+
+    weights = {d: w for d, w in cfg.data_mix.items() if w > 0}
+    total = sum(weights.values())
+    per_domain: list[list[int]] = []
+    for domain, w in weights.items():
+        want = max(1, round(n_blocks * w / total))
+        # Texts to draw ``want`` blocks from: every chat prompt (the self-distilled replies are the scarce
+        # part), a stdlib chunk gives ~8 blocks, a reasoning problem about half of one.
+        n_texts = {"chat": None, "code": max(8, want // 3), "reasoning": want * 2}[domain]
+        texts = domain_texts(domain, "train", n_texts, hero=hero, seed=cfg.seed)
+        blocks = token_blocks(texts, hero.tokenizer, cfg.seq_len)
+        if not blocks:
+            raise ValueError(f"no {cfg.seq_len}-token blocks in the {domain} data")
+        per_domain.extend(blocks[i % len(blocks)] for i in range(want))
+    random.Random(cfg.seed).shuffle(per_domain)
+    return torch.tensor(per_domain[:n_blocks], dtype=torch.long)
+
+
+def block_order(cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
+    """Which block the i-th row of the training cycle reads: the cached order, or a permutation of it."""
+    if cfg.order_seed is None:
+        return torch.arange(n_blocks)
+    return torch.randperm(n_blocks, generator=torch.Generator().manual_seed(cfg.order_seed))
+
+
+def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path:
+    from .backbones import cache_dir
+
+    mix = "-".join(f"{k}{v:g}" for k, v in sorted(cfg.data_mix.items()))
+    name = f"{hero.backbone.name}-L{cfg.seq_len}-n{n_blocks}-k{cfg.topk}-s{cfg.seed}-{mix}.safetensors"
+    return cache_dir() / "teacher" / name
+
+
+def adapter_cache_path(hero: HeroModel, cfg: TrainConfig, rank: int) -> Path:
+    """Where the adapter warm start for this data set and adapter rank is cached (no suffix)."""
+    data = teacher_cache_path(hero, cfg, cfg.data_blocks).with_suffix("")
+    return data.parent.parent / "adapters" / f"{data.name}-t{cfg.warm_start_tokens}-r{rank}"
+
+
+def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, progress: bool = True) -> dict:
+    """Dense model's top-k next-token log-probs for every block, computed once and cached (safetensors)."""
+    from safetensors.torch import load_file, save_file
+    from tqdm import tqdm
+
+    path = teacher_cache_path(hero, cfg, len(blocks))
+    if path.is_file():
+        cached = load_file(path)
+        if torch.equal(cached["blocks"], blocks):
+            return cached
+    indices, logprobs = [], []
+    call = hero.new_call("dense", record=False)
+    with torch.no_grad():
+        for start in tqdm(range(0, len(blocks), 8), desc="dense teacher", disable=not progress):
+            batch = blocks[start: start + 8].to(hero.device)
+            logits = hero.forward(batch, None, call, use_cache=False).float()
+            top = F.log_softmax(logits, -1).topk(cfg.topk, dim=-1)
+            indices.append(top.indices.int().cpu())
+            logprobs.append(top.values.half().cpu())
+            call.passes.clear()
+    out = {"blocks": blocks, "indices": torch.cat(indices), "logprobs": torch.cat(logprobs)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: save_file(out, tmp))
+    return out
