@@ -13,7 +13,7 @@ distillation, the hard budget with a curriculum, bf16 autocast where the CPU run
   add up. Each checkpoint's ``training.earlier_stages`` lists the chain it came from.
 * the paper's ablations ``no_memread-10``, ``no_aux-10``, ``no_pos-10`` take hero-10's two stages (their first
   stages ``*-10-s1`` bundled like ``hero-10-s1``); ``local-10`` is the ablation without history. ``no_pos-10``'s
-  second stage reads the same training blocks in another order: in hero-10's order it diverged.
+  second stage reads the same training blocks in another order (in hero-10's order it diverged; in this one too).
 
 Each run records its wall and CPU time in ``hero_config.json`` (training.timing) and resumes where it
 stopped if interrupted. Runs train under STAGE_DIR; a bundled run is copied into hero_core/checkpoints/ when it
@@ -69,8 +69,9 @@ RUNS = {
     "no_pos-10-s1": Run("no_pos", 0.10, 750, budget_scope="batch"),
     "no_memread-10": Run("no_memread", 0.10, 1220, "no_memread-10-s1", budget_scope="batch", lr=5e-5),
     "no_aux-10": Run("no_aux", 0.10, 1220, "no_aux-10-s1", budget_scope="batch", lr=5e-5),
-    # Its second stage in hero-10's block order diverged after 300 steps (docs/experiments/no-pos-second-stage):
-    # this one reads the same blocks in another order, to tell the ablation from one trajectory.
+    # Its second stage in hero-10's block order diverged after 300 steps; this one reads the same blocks in another
+    # order, to tell the ablation from one trajectory, and diverged at the same step
+    # (docs/experiments/no-pos-second-stage).
     "no_pos-10": Run("no_pos", 0.10, 1220, "no_pos-10-s1", budget_scope="batch", lr=5e-5, order_seed=1),
 }
 STAGE_DIR = cache_dir() / "checkpoint-stages"

@@ -16,8 +16,11 @@ import sys
 from pathlib import Path
 
 
-def windows(path: Path, size: int) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def windows(rows: list[dict], size: int) -> list[dict]:
     out = []
     for first in range(0, len(rows), size):
         chunk = rows[first:first + size]
@@ -29,8 +32,7 @@ def windows(path: Path, size: int) -> list[dict]:
     return out
 
 
-def first_step_above(path: Path, threshold: float, span: int = 10) -> int | None:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def first_step_above(rows: list[dict], threshold: float, span: int = 10) -> int | None:
     kd = [r["loss_target"] for r in rows]
     return next((rows[i - 1]["step"] for i in range(span, len(rows) + 1)
                  if statistics.fmean(kd[i - span:i]) > threshold), None)
@@ -47,9 +49,10 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=100)
     parser.add_argument("--diverged-above", type=float, help="distillation loss that counts as diverged")
     args = parser.parse_args()
-    runs = {label(path): windows(path, args.window) for path in args.logs}
-    if len(runs) < len(args.logs):
+    logs = {label(path): read_log(path) for path in args.logs}
+    if len(logs) < len(args.logs):
         parser.error("two logs share a name: pass logs from different directories")
+    runs = {name: windows(rows, args.window) for name, rows in logs.items()}
     header = " | ".join(f"{name}: kd | skip % | near tau | grad" for name in runs)
     print(f"| steps | {header} |")
     print("|---" * (1 + 4 * len(runs)) + "|")
@@ -66,8 +69,8 @@ def main() -> int:
         print(f"| {steps} | {' | '.join(cells)} |")
     if args.diverged_above is not None:
         print(f"\nfirst step with a 10-step mean distillation loss above {args.diverged_above:g}:")
-        for path in args.logs:
-            print(f"  {label(path)}: {first_step_above(path, args.diverged_above) or 'never'}")
+        for name, rows in logs.items():
+            print(f"  {name}: {first_step_above(rows, args.diverged_above) or 'never'}")
     return 0
 
 
