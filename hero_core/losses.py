@@ -7,13 +7,23 @@ import torch
 import torch.nn.functional as F
 
 
-def distill_loss(logits: torch.Tensor, indices: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of the routed model against the dense top-k distribution (renormalised).
+def distill_loss(logits: torch.Tensor, indices: torch.Tensor, logprobs: torch.Tensor, *,
+                 tail: bool = False) -> torch.Tensor:
+    """Cross-entropy of the routed model against the dense model's top-k next-token distribution.
 
-    Equals KL(dense_topk || routed) up to the teacher's (constant) entropy."""
-    p = torch.softmax(logprobs.float(), -1)  # renormalise the top-k mass
+    ``tail=False``: the top-k probabilities renormalised to sum to 1 (a sharper target than the teacher).
+    ``tail=True``: the top-k probabilities as they are, plus one bucket with the teacher's remaining mass
+    1 - sum_k p, matched by the student's mass outside those k tokens: a (k+1)-way distribution whose optimum is
+    the teacher's own. Either equals KL(target || routed) up to the target's (constant) entropy."""
     logq = F.log_softmax(logits.float(), -1).gather(-1, indices.long())
-    return -(p * logq).sum(-1).mean()
+    if not tail:
+        p = torch.softmax(logprobs.float(), -1)  # renormalise the top-k mass
+        return -(p * logq).sum(-1).mean()
+    p = logprobs.float().exp()
+    p_tail = (1.0 - p.sum(-1)).clamp_min(0.0)  # the stored log-probs are fp16: the sum may round past 1
+    q_topk = torch.logsumexp(logq, -1).clamp_max(-1e-6)  # log of the student's top-k mass, kept below 0
+    logq_tail = torch.log(-torch.expm1(q_topk))  # log(1 - mass)
+    return -((p * logq).sum(-1) + p_tail * logq_tail).mean()
 
 
 def usage_penalty(gates: list[torch.Tensor]) -> torch.Tensor:

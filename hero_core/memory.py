@@ -1,7 +1,8 @@
-"""Depth memory: kernelised linear attention over the routed blocks of one token (docs/method.md, Eq. 3-5).
+"""Depth memory: attention over the routed blocks of one token (docs/method.md, Eq. 3-5 and "Memory kernels").
 
 Glossary (paper -> code):
-    phi(x) = ELU(x) + 1          -> ``feature_map``
+    phi(x) = ELU(x) + 1          -> ``feature_map`` (kernel ``elu1``, the paper's)
+    beta (learned temperature)   -> ``scale`` (kernel ``softmax``, ours)
     S_j   (d_m x d_m)            -> ``S`` in the reference recurrence
     zeta_j (d_m)                 -> ``zeta``
     rho_j = sigmoid(eta_j)       -> ``rho`` (one scalar per routed block)
@@ -19,7 +20,17 @@ Two forms of the same recurrence live here:
   ``w_{j,i} = (prod_{m=i+1..j-1} rho_m) phi(q_j).phi(k_i)``. With R <= a few dozen blocks this is cheaper
   than carrying a d_m x d_m state per token, and it yields the attention weights the trace records.
 
-``tests/test_memory.py`` proves both give the same contexts and the same gradients.
+Two kernels choose the read's weights (``HeroConfig.memory_kernel``, recorded in every checkpoint):
+
+* ``elu1`` (the paper's): ``w_{j,i} = decay_{j,i} phi(q_j).phi(k_i)``, ``alpha = w / (sum w + eps)``. Linear
+  attention's weights are flat unless q and k become large and aligned ("attention dilution"): with 64-d
+  projections of similar router states every read starts, and in our runs stays, within 0.3 % of uniform.
+* ``softmax`` (ours): ``alpha_{j,.} = softmax_i(beta q_j.k_i + log decay_{j,i})`` over the <= R stored keys:
+  the decay enters as an additive log-bias (as FoX's forget gate), beta is learned, and the read is still an
+  exact convex combination of the earlier values, so the memory-attention map stays exact. There is no
+  fixed-size state S for this kernel; with R <= a few dozen blocks storing the keys is the cheaper form anyway.
+
+``tests/test_memory.py`` proves both forms give the same contexts and the same gradients, for both kernels.
 """
 
 from __future__ import annotations
@@ -27,10 +38,70 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+MEMORY_KERNELS = ("elu1", "softmax")
+# How a read may be replaced at inference (``hero.trace(..., memory_read=...)``): "learned" is the router's own,
+# "uniform" averages the same values with equal weights (the read-matters ablation: a flat map, all else equal).
+MEMORY_READS = ("learned", "uniform")
+
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
     """phi(x) = ELU(x) + 1, positive so that the read is a convex combination."""
     return F.elu(x) + 1.0
+
+
+def check_memory_kernel(kernel: str) -> str:
+    if kernel not in MEMORY_KERNELS:
+        raise ValueError(f"memory_kernel must be one of {', '.join(MEMORY_KERNELS)}, got {kernel!r}")
+    return kernel
+
+
+def check_memory_read(mode: str) -> str:
+    if mode not in MEMORY_READS:
+        raise ValueError(f"memory_read must be one of {', '.join(MEMORY_READS)}, got {mode!r}")
+    return mode
+
+
+def stored_key(kernel: str, k: torch.Tensor) -> torch.Tensor:
+    """What the memory keeps of a key: phi(k) for the linear kernel (its reads only need that), k for softmax."""
+    return feature_map(k) if kernel == "elu1" else k
+
+
+def read_weights(kernel: str, q: torch.Tensor, keys: torch.Tensor, decay: torch.Tensor, *,
+                 scale: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """alpha_{j,i} for queries q (N, d_m) over the stored keys (N, i, d_m) with decay products (i,): (N, i)."""
+    if kernel == "elu1":
+        scores = torch.bmm(feature_map(q).unsqueeze(1), keys.transpose(1, 2)).squeeze(1) * decay  # w_{j,i}
+        return scores / (scores.sum(dim=1, keepdim=True) + eps)
+    logits = torch.bmm(q.unsqueeze(1), keys.transpose(1, 2)).squeeze(1) * scale + torch.log(decay)
+    return torch.softmax(logits, dim=1)
+
+
+def softmax_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rho: torch.Tensor,
+                      scale: torch.Tensor) -> torch.Tensor:
+    """The ``softmax`` kernel's read-before-write loop, one token and one block at a time.
+
+    For j = 1..R, with a list of stored (k_i, log-decay_i)::
+
+        c_j = sum_i softmax_i(scale q_j.k_i + logdecay_i) v_i          # read (nothing stored before block 1)
+        logdecay_i <- logdecay_i + log rho_j for every stored i;  store (k_j, 0)   # write
+
+    Args as :func:`reference_recurrence`, plus the scalar ``scale`` (beta). Returns contexts (N, R, d_m)."""
+    n, r, d_m = q.shape
+    contexts = []
+    for t in range(n):
+        keys, values, log_decay, per_block = [], [], [], []
+        for j in range(r):
+            if keys:
+                logits = torch.stack([scale * (q[t, j] @ key) + ld for key, ld in zip(keys, log_decay)])
+                alpha = torch.softmax(logits, 0)
+                per_block.append((alpha[:, None] * torch.stack(values)).sum(0))
+            else:
+                per_block.append(q.new_zeros(d_m))
+            log_decay = [ld + torch.log(rho[j]) for ld in log_decay] + [q.new_zeros(())]
+            keys.append(k[t, j])
+            values.append(v[t, j])
+        contexts.append(torch.stack(per_block))
+    return torch.stack(contexts)
 
 
 def reference_recurrence(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rho: torch.Tensor,
@@ -79,12 +150,14 @@ class DepthMemory:
     """
 
     def __init__(self, n_tokens: int, d_memory: int, eps: float, *, device, dtype,
-                 capacity: int | None = None) -> None:
+                 capacity: int | None = None, kernel: str = "elu1", uniform: bool = False) -> None:
         self.eps = eps
+        self.kernel = check_memory_kernel(kernel)
+        self.uniform = uniform  # read the plain mean of the stored values (memory_read="uniform")
         self.size = 0  # blocks written so far (i)
         self._buffered = capacity is not None and capacity > 0 and not torch.is_grad_enabled()
         width = capacity if self._buffered else 0
-        self._keys = torch.empty(n_tokens, width, d_memory, device=device, dtype=dtype)  # phi(k_i): (N, i, d_m)
+        self._keys = torch.empty(n_tokens, width, d_memory, device=device, dtype=dtype)  # stored k_i: (N, i, d_m)
         self._values = torch.empty(n_tokens, width, d_memory, device=device, dtype=dtype)  # v_i: (N, i, d_m)
         self._decay = torch.empty(width, device=device, dtype=dtype)  # prod_{m=i+1..j-1} rho_m for each i: (i,)
 
@@ -100,19 +173,16 @@ class DepthMemory:
     def decay(self) -> torch.Tensor:
         return self._decay[: self.size] if self._buffered else self._decay
 
-    def read(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """c_j and alpha_{j,.} for queries q (N, d_m). Returns (context (N, d_m), weights (N, j-1))."""
+    def read(self, q: torch.Tensor, scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """c_j and alpha_{j,.} for queries q (N, d_m). Returns (context (N, d_m), weights (N, j-1)).
+
+        ``scale`` is the softmax kernel's beta (unused by elu1)."""
         if self.size == 0:
             return torch.zeros_like(q), q.new_zeros(q.shape[0], 0)
-        if torch.is_grad_enabled():
-            scores = torch.einsum("nd,nid->ni", feature_map(q), self.keys) * self.decay  # w_{j,i}: (N, j-1)
-            weights = scores / (scores.sum(dim=1, keepdim=True) + self.eps)  # alpha_{j,i}
-            return torch.einsum("ni,nid->nd", weights, self.values), weights
-        # Inference: the bmm calls these two einsums reduce to (the same numbers, bit for bit, without
-        # einsum's per-call planning: ~10 us a call, which counts at one token per decode step).
-        phi_q = feature_map(q).unsqueeze(1)  # (N, 1, d_m)
-        scores = torch.bmm(phi_q, self.keys.transpose(1, 2)).squeeze(1) * self.decay
-        weights = scores / (scores.sum(dim=1, keepdim=True) + self.eps)
+        if self.uniform:
+            weights = q.new_full((q.shape[0], self.size), 1.0 / self.size)
+        else:
+            weights = read_weights(self.kernel, q, self.keys, self.decay, scale=scale, eps=self.eps)
         context = torch.bmm(weights.unsqueeze(1), self.values).squeeze(1)  # c_j: (N, d_m)
         return context, weights
 
@@ -126,17 +196,20 @@ class DepthMemory:
         if self._buffered:
             self._decay[:i].mul_(rho)
             self._decay[i] = 1.0
-            self._keys[:, i] = feature_map(k)
+            self._keys[:, i] = stored_key(self.kernel, k)
             self._values[:, i] = v
         else:
             one = rho.new_ones(1)
             self._decay = torch.cat([self._decay * rho, one])
-            self._keys = torch.cat([self._keys, feature_map(k).unsqueeze(1)], dim=1)
+            self._keys = torch.cat([self._keys, stored_key(self.kernel, k).unsqueeze(1)], dim=1)
             self._values = torch.cat([self._values, v.unsqueeze(1)], dim=1)
         self.size = i + 1
 
     def state_norm(self) -> torch.Tensor:
-        """Frobenius norm of S after the latest write, per token: (N,). Only computed when asked for."""
+        """Frobenius norm of S after the latest write, per token: (N,). Only computed when asked for.
+
+        For the softmax kernel, which has no fixed-size state, the same sum over the raw keys (sum_i decay k_i v_i^T):
+        a size of what is stored, comparable across tokens of one checkpoint, not across kernels."""
         decayed_keys = self.keys * self.decay[None, :, None]
         S = torch.einsum("nik,niv->nkv", decayed_keys, self.values)
         return S.flatten(1).norm(dim=1)

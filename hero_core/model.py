@@ -20,6 +20,7 @@ from .config import HeroConfig, check_tau, check_variant
 from .decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
 from .inject import decoder_layers, inject, wrapped_layers
 from .labels import piece_texts
+from .memory import check_memory_read
 from .router import HeroRouter
 from .side_by_side import side_by_side, spare_core
 from .trace import RoutingTrace
@@ -156,11 +157,13 @@ class HeroModel:
     # -- running ------------------------------------------------------------------------------
     def new_call(self, variant: str, tau: float | None = None, *, record: bool = True,
                  record_states: bool = False, keep_gates: bool = False, policy=None,
-                 straight_through: bool = False) -> RoutingCall:
+                 straight_through: bool = False, memory_read: str = "learned") -> RoutingCall:
+        """``memory_read="uniform"`` replaces every depth-memory read by the plain mean of the same stored values
+        (a flat memory-attention map, everything else unchanged): the test of whether the read matters."""
         check_variant(variant)
         return RoutingCall(router=self.router, variant=variant, tau=check_tau(self.config.tau if tau is None else tau),
                            record=record, record_states=record_states, keep_gates=keep_gates, policy=policy,
-                           straight_through=straight_through)
+                           straight_through=straight_through, memory_read=check_memory_read(memory_read))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, call: RoutingCall,
                 **kwargs) -> torch.Tensor:
@@ -169,7 +172,7 @@ class HeroModel:
             return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
 
     def tau_for_param_skip(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, variant: str,
-                           param_skip: float, *, iters: int = 12) -> tuple[float, float]:
+                           param_skip: float, *, iters: int = 12, memory_read: str = "learned") -> tuple[float, float]:
         """The tau whose run on this very input realises the param skip closest to ``param_skip``.
 
         Skip grows with tau, but not exactly monotonically (later gates read a residual stream that earlier
@@ -177,7 +180,7 @@ class HeroModel:
         from .accounting import bisect_increasing, token_compute
 
         def realised(tau: float) -> float:
-            call = self.new_call(variant, tau)
+            call = self.new_call(variant, tau, memory_read=memory_read)
             with torch.no_grad():
                 self.forward(input_ids, attention_mask, call, use_cache=False)
             executed = call.passes[-1].executed().cpu().numpy()  # (R, B*T)
@@ -189,7 +192,7 @@ class HeroModel:
         return bisect_increasing(realised, param_skip, lo, hi, iters, start=lo)
 
     def _resolve_tau(self, enc: Encoded, variant: str, tau: float | None,
-                     param_skip: float | None) -> tuple[float | None, str]:
+                     param_skip: float | None, memory_read: str = "learned") -> tuple[float | None, str]:
         """tau for a call and how it was chosen: the checkpoint's, the caller's, or matched to a param skip."""
         if param_skip is None:
             return tau, "checkpoint" if tau is None else "given"
@@ -199,23 +202,26 @@ class HeroModel:
             raise PromptError("the dense variant runs every FFN: param_skip applies to routed variants only")
         if isinstance(param_skip, bool) or not isinstance(param_skip, (int, float)) or not 0.0 <= param_skip < 1.0:
             raise PromptError(f"param_skip must be a number in [0, 1), got {param_skip!r}")
-        chosen, realised = self.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, float(param_skip))
+        chosen, realised = self.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, float(param_skip),
+                                                   memory_read=memory_read)
         return chosen, f"param_skip={float(param_skip):.4g} (realised {realised:.4g}, tau bisected on this input)"
 
     def trace(self, prompt: str | Sequence[str], variant: str = "hero", *, tau: float | None = None,
               record_states: bool = False, chat_template: bool = False, max_tokens: int | None = None,
-              policy=None, param_skip: float | None = None,
-              quality: bool = False) -> RoutingTrace | list[RoutingTrace]:
+              policy=None, param_skip: float | None = None, quality: bool = False,
+              memory_read: str = "learned") -> RoutingTrace | list[RoutingTrace]:
         """Route a prompt (or a list, batched with padding) and record every decision.
 
         ``policy`` (see :mod:`hero_core.eval.baselines`) replaces the router's hard decision. ``param_skip``
         picks tau for this run so its realised param skip is the closest reachable to it (equal-compute
         comparisons); the trace records the tau and the rule in ``tau_rule``. ``quality`` also runs the dense
-        model on the same tokens and records per-token ``nll``, ``dense_nll``, ``kl_to_dense`` and ``top1_agree``."""
+        model on the same tokens and records per-token ``nll``, ``dense_nll``, ``kl_to_dense`` and ``top1_agree``.
+        ``memory_read="uniform"`` reads the depth memory with equal weights (see :meth:`new_call`)."""
         single = isinstance(prompt, str)
         traces, _, _ = self._routed_run([prompt] if single else list(prompt), variant, tau=tau,
                                      record_states=record_states, chat_template=chat_template,
-                                     max_tokens=max_tokens, policy=policy, param_skip=param_skip, quality=quality)
+                                     max_tokens=max_tokens, policy=policy, param_skip=param_skip, quality=quality,
+                                     memory_read=memory_read)
         return traces[0] if single else traces
 
     def trace_and_logits(self, prompt: str, variant: str = "hero", **options) -> tuple[RoutingTrace, torch.Tensor]:
@@ -226,14 +232,15 @@ class HeroModel:
 
     def _routed_run(self, prompts: list[str], variant: str, *, tau: float | None = None,
                     record_states: bool = False, chat_template: bool = False, max_tokens: int | None = None,
-                    policy=None, param_skip: float | None = None,
-                    quality: bool = False) -> tuple[list[RoutingTrace], torch.Tensor, torch.Tensor]:
+                    policy=None, param_skip: float | None = None, quality: bool = False,
+                    memory_read: str = "learned") -> tuple[list[RoutingTrace], torch.Tensor, torch.Tensor]:
         """The routed pass behind trace(): its traces, its logits (B, T, V) and the attention mask (B, T)."""
         if not prompts:
             raise PromptError("no prompts given")
         enc = self.encode(prompts, chat_template=chat_template, max_tokens=max_tokens)
-        tau, rule = self._resolve_tau(enc, variant, tau, param_skip)
-        call = self.new_call(variant, tau, record_states=record_states, policy=policy)
+        tau, rule = self._resolve_tau(enc, variant, tau, param_skip, memory_read)
+        call = self.new_call(variant, tau, record_states=record_states, policy=policy, memory_read=memory_read)
+
         def routed_pass() -> torch.Tensor:
             return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
 
@@ -255,11 +262,12 @@ class HeroModel:
 
     def logits(self, prompt: str, variant: str = "hero", *, tau: float | None = None,
                chat_template: bool = False, max_tokens: int | None = None, policy=None,
-               param_skip: float | None = None) -> torch.Tensor:
-        """Next-token logits (T, V), tokenised exactly as :meth:`trace` does (``param_skip`` as there)."""
+               param_skip: float | None = None, memory_read: str = "learned") -> torch.Tensor:
+        """Next-token logits (T, V), tokenised exactly as :meth:`trace` does (``param_skip``, ``memory_read`` as
+        there)."""
         enc = self.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
-        tau, _ = self._resolve_tau(enc, variant, tau, param_skip)
-        call = self.new_call(variant, tau, record=False, policy=policy)
+        tau, _ = self._resolve_tau(enc, variant, tau, param_skip, memory_read)
+        call = self.new_call(variant, tau, record=False, policy=policy, memory_read=memory_read)
         with torch.no_grad():
             return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)[0].float()
 
@@ -293,7 +301,8 @@ class HeroModel:
                  do_sample: bool = False, temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
                  chat_template: bool = False, record_states: bool = False,
                  on_token: Callable[[str, int], None] | None = None,
-                 param_skip: float | None = None, stop: Sequence[str] = ()) -> tuple[str, RoutingTrace]:
+                 param_skip: float | None = None, stop: Sequence[str] = (),
+                 memory_read: str = "learned") -> tuple[str, RoutingTrace]:
         """Decode with the KV cache (:meth:`decode`), routing every new token. ``on_token(text, n_executed)``
         streams; decoding stops at the end-of-text token or once the text holds one of ``stop``.
 
@@ -307,10 +316,10 @@ class HeroModel:
         enc = self.encode([prompt], chat_template=chat_template,
                           max_tokens=max(1, self.max_tokens - max_new_tokens))
         generator = torch.Generator(device="cpu").manual_seed(seed) if seed is not None else None
-        tau, rule = self._resolve_tau(enc, variant, tau, param_skip)
+        tau, rule = self._resolve_tau(enc, variant, tau, param_skip, memory_read)
         if param_skip is not None:
             rule = rule.replace("on this input", "on the prompt")
-        call = self.new_call(variant, tau, record_states=record_states)
+        call = self.new_call(variant, tau, record_states=record_states, memory_read=memory_read)
         ids = enc.input_ids
 
         def pick(logits: torch.Tensor) -> torch.Tensor:

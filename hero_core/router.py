@@ -17,6 +17,7 @@ Glossary (docs/method.md -> code). j is the 1-based index of a routed block, R t
     g = sigmoid(a + b)       gate                              ``gate``          (N,)
     p_hist = sigmoid(a / T_hist),  m_hist <- m_hist * p_hist
     rho_j = sigmoid(eta_j)   forgetting factor                 ``eta``           (R,)
+    beta = exp(memory_log_scale)  softmax kernel's temperature ``memory_log_scale`` ()
     Adapter(u) = W_2 SiLU(W_1 u)                               ``Adapter``
 
 Shared across routed blocks: encoders, memory projections, both heads. Per block: adapter and eta.
@@ -24,6 +25,7 @@ Shared across routed blocks: encoders, memory projections, both heads. Per block
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -31,7 +33,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import VARIANTS, HeroConfig
-from .memory import DepthMemory
+from .memory import DepthMemory, check_memory_read
 
 N_PATH_FEATURES = 6
 # Which path features each variant keeps: no_pos drops r, q_rem, d, gamma and keeps p_hist, m_hist.
@@ -165,21 +167,23 @@ class PackedLayers:
     final_weight_t: torch.Tensor  # (head, 3)
     final_bias: torch.Tensor  # (3,)
     decay: torch.Tensor  # (R + 1, R)
-    decay_rows: tuple[torch.Tensor, ...]  # decay[j - 1] viewed as (1, R), j = 1..R
+    decay_rows: tuple[torch.Tensor, ...]  # decay[j - 1] viewed as (1, R), j = 1..R (elu1 kernel)
+    log_decay_rows: tuple[torch.Tensor, ...] | None  # log decay[j - 1], -inf where unwritten (softmax kernel)
+    scale: float | None  # beta of the softmax kernel
     proj_split: tuple[int, ...]  # proj's output as [phi inputs q, k | v, 1 | W_n s | history head's s-part]
 
 
 class PackedMemory:
-    """Depth memory of the packed path: phi(k_i) and [v_i, 1] of all R blocks in zero-filled buffers of fixed
-    size, read with the constant decay matrix (unwritten slots have decay 0). The same read as
-    :class:`~hero_core.memory.DepthMemory` (sum_i w_i v_i / (sum_i w_i + eps)), with the denominator from
-    the ones column; it also gives ``state_norm`` for record_states."""
+    """Depth memory of the packed path: the stored keys (phi(k_i) for elu1, k_i for softmax) and [v_i, 1] of all R
+    blocks in zero-filled buffers of fixed size, read with the constant decay matrix (unwritten slots have decay
+    0). The same read as :class:`~hero_core.memory.DepthMemory`; for elu1 the denominator comes from the ones
+    column; it also gives ``state_norm`` for record_states."""
 
     def __init__(self, n_tokens: int, capacity: int, d_memory: int, decay: torch.Tensor, *, device, dtype) -> None:
         self.size = 0
         self.d_memory = d_memory
         self.decay = decay
-        self.keys = torch.zeros(n_tokens, capacity, d_memory, device=device, dtype=dtype)  # phi(k_i)
+        self.keys = torch.zeros(n_tokens, capacity, d_memory, device=device, dtype=dtype)  # stored keys
         self.keys_t = self.keys.transpose(1, 2)  # (N, d_m, R)
         self.values = torch.zeros(n_tokens, capacity, d_memory + 1, device=device, dtype=dtype)  # [v_i, 1]
 
@@ -217,25 +221,35 @@ class HeroRouter(nn.Module):
         self.local_head = LocalHead(c.d_model, c.head_hidden, c.gate_bias_init)  # f_psi
         rho = torch.full((c.n_routed,), c.rho_init)
         self.eta = nn.Parameter(torch.log(rho / (1 - rho)))  # rho_j = sigmoid(eta_j)
+        if c.memory_kernel == "softmax":  # beta, learned in log space so it stays positive
+            self.memory_log_scale = nn.Parameter(torch.tensor(math.log(c.memory_scale_init / math.sqrt(c.d_memory))))
         self.adapters = nn.ModuleList(Adapter(c.d_model, c.adapter_rank) for _ in range(c.n_routed))
 
     # -- per-call state -------------------------------------------------------------------------
-    def new_path(self, n_tokens: int, variant: str, *, device, dtype, packed: bool = False) -> PathState:
+    def new_path(self, n_tokens: int, variant: str, *, device, dtype, packed: bool = False,
+                 memory_read: str = "learned") -> PathState:
         """Fresh per-pass state. ``packed`` (decode steps: one new token per sequence) asks for the packed
-        inference path (:meth:`_decide_packed`); it is taken only with autograd off and the router's dtype."""
-        if packed and not torch.is_grad_enabled() and dtype == self.eta.dtype:
+        inference path (:meth:`_decide_packed`); it is taken only with autograd off and the router's dtype.
+        ``memory_read="uniform"`` replaces every read by the plain mean of the stored values (module path)."""
+        uniform = check_memory_read(memory_read) == "uniform"
+        if packed and not uniform and not torch.is_grad_enabled() and dtype == self.eta.dtype:
             weights = self._packed_layers(variant)
             memory = (PackedMemory(n_tokens, self.config.n_routed, self.config.d_memory, weights.decay, device=device,
                                    dtype=dtype) if VARIANTS[variant].memory_read else None)
             return PackedPath(memory=memory, weights=weights)
         needs_memory = VARIANTS[variant].memory_read
         memory = DepthMemory(n_tokens, self.config.d_memory, self.config.eps, device=device, dtype=dtype,
-                             capacity=self.config.n_routed) if needs_memory else None
+                             capacity=self.config.n_routed, kernel=self.config.memory_kernel,
+                             uniform=uniform) if needs_memory else None
         return PathState(memory=memory)
 
     def forgetting(self) -> torch.Tensor:
         """rho_j for every routed block: (R,)."""
         return torch.sigmoid(self.eta)
+
+    def memory_scale(self) -> torch.Tensor | None:
+        """beta of the softmax kernel (None for elu1)."""
+        return self.memory_log_scale.exp() if self.config.memory_kernel == "softmax" else None
 
     # -- one routed block -----------------------------------------------------------------------
     def path_features(self, j: int, hbar: torch.Tensor, path: PathState) -> torch.Tensor:
@@ -286,7 +300,7 @@ class HeroRouter(nn.Module):
         n = hbar.shape[0]
 
         if path.memory is not None:  # read before write
-            context, weights = path.memory.read(self.to_q(state))
+            context, weights = path.memory.read(self.to_q(state), self.memory_scale())
             if path.rho is None:
                 path.rho = self.forgetting()
             path.memory.write(self.to_k(state), self.to_v(state), path.rho[j - 1])
@@ -388,6 +402,9 @@ class HeroRouter(nn.Module):
             final_weight_t=torch.cat([w_final, w_final / c.t_hist, w_final]).t().contiguous(),
             final_bias=torch.cat([b_final, b_final / c.t_hist, b_final]).contiguous(),
             decay=decay, decay_rows=tuple(decay[j - 1][None] for j in range(1, R + 1)),
+            log_decay_rows=(tuple(decay[j - 1][None].log() for j in range(1, R + 1)) if c.memory_kernel == "softmax"
+                            else None),
+            scale=float(self.memory_scale()) if c.memory_kernel == "softmax" else None,
             proj_split=(2 * dm, dm + 1, dm, H))
 
     def _decide_packed(self, j: int, hbar: torch.Tensor, path: PackedPath) -> Decision:
@@ -420,17 +437,24 @@ class HeroRouter(nn.Module):
         proj = torch.addmm(w.proj_bias, state, w.proj_weight_t)
         qk, v_one, ns, history_in = proj.split(w.proj_split, 1)
         memory = path.memory
+        softmax = w.scale is not None
         if memory is not None:
-            phi_qk = F.elu(qk).add_(1.0)  # [phi(q), phi(k)]
-            memory.keys.select(1, j - 1).copy_(phi_qk.narrow(1, dm, dm))  # write; the read gives slot j-1 weight 0
+            stored_qk = qk if softmax else F.elu(qk).add_(1.0)  # [q, k] or [phi(q), phi(k)]
+            memory.keys.select(1, j - 1).copy_(stored_qk.narrow(1, dm, dm))  # write; the read gives slot j-1 weight 0
             memory.values.select(1, j - 1).copy_(v_one)
             memory.size = j
         if memory is not None and j > 1:
-            scores = torch.bmm(phi_qk.narrow(1, 0, dm).unsqueeze(1), memory.keys_t).mul_(w.decay_rows[j - 1])
-            read = torch.bmm(scores, memory.values).squeeze(1)  # [sum w v, sum w]: (N, dm + 1)
-            denominator = read.narrow(1, dm, 1).add(eps)
-            context = read.narrow(1, 0, dm) / denominator
-            weights = scores.squeeze(1).narrow(1, 0, j - 1) / denominator
+            scores = torch.bmm(stored_qk.narrow(1, 0, dm).unsqueeze(1), memory.keys_t)  # (N, 1, R)
+            if softmax:  # unwritten slots have log decay -inf: weight exactly 0
+                scores = torch.softmax(scores.mul_(w.scale).add_(w.log_decay_rows[j - 1]), -1)
+                context = torch.bmm(scores, memory.values).squeeze(1).narrow(1, 0, dm)
+                weights = scores.squeeze(1).narrow(1, 0, j - 1)
+            else:
+                scores.mul_(w.decay_rows[j - 1])
+                read = torch.bmm(scores, memory.values).squeeze(1)  # [sum w v, sum w]: (N, dm + 1)
+                denominator = read.narrow(1, dm, 1).add(eps)
+                context = read.narrow(1, 0, dm) / denominator
+                weights = scores.squeeze(1).narrow(1, 0, j - 1) / denominator
             wc, history_c = (context @ w.context_weight_t).split((dm, c.head_hidden), 1)
             # nu = 1 - cos(W_n s, W_c c)
             nu = torch.linalg.vecdot(ns, wc).div_(torch.linalg.vector_norm(ns, dim=-1).clamp_min_(eps)

@@ -33,12 +33,14 @@ def tiny_backbone(*, seed: int = 0, n_layers: int = 4, hidden: int = 64, interme
     return Backbone(model=model.to(dev), tokenizer=tokenizer, name=TINY_NAME, quantization=None, device=dev)
 
 
-def tiny_hero(*, seed: int = 0, variant: str = "hero", gate_bias_init: float = 0.0, **kwargs) -> HeroModel:
+def tiny_hero(*, seed: int = 0, variant: str = "hero", gate_bias_init: float = 0.0, memory_kernel: str = "elu1",
+              memory_scale_init: float = 1.0, **kwargs) -> HeroModel:
     """Tiny backbone with random routers. ``gate_bias_init=0`` puts gates around 0.5, so both branches
     are exercised (a trained-looking mix of executed and skipped FFNs)."""
     backbone = tiny_backbone(seed=seed, **kwargs)
     torch.manual_seed(seed + 1)
-    router = fresh_router(backbone, variant=variant, gate_bias_init=gate_bias_init)
+    router = fresh_router(backbone, variant=variant, gate_bias_init=gate_bias_init, memory_kernel=memory_kernel,
+                          memory_scale_init=memory_scale_init)
     # Randomise the zero-initialised parts so history, memory and adapters all matter in tests.
     with torch.no_grad():
         for module in (router.history_head[2], router.local_head.mlp[2]):

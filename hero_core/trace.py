@@ -56,6 +56,8 @@ class RoutingTrace:
     states: dict[str, np.ndarray] | None = None  # router_state (R,T,d_s), memory_context (R,T,d_m), norm (R,T)
     # How tau was chosen: "checkpoint" (its trained tau), "given", or "param_skip=…" (matched compute on this input)
     tau_rule: str = "checkpoint"
+    # "learned": the router's own memory reads; "uniform": every read replaced by the plain mean of the same values
+    memory_read: str = "learned"
     # With quality=True: per-token arrays (T,) against the dense model on the same tokens. ``nll`` and
     # ``dense_nll`` at position t score the prediction of token t + 1 (NaN at the last token, which has none);
     # ``kl_to_dense`` is KL(dense || routed) of the next-token distribution at t.
@@ -157,7 +159,8 @@ class RoutingTrace:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema_version": self.schema_version, "backbone": self.backbone, "checkpoint": self.checkpoint,
-            "variant": self.variant, "tau": self.tau, "tau_rule": self.tau_rule, "tokens": list(self.tokens),
+            "variant": self.variant, "tau": self.tau, "tau_rule": self.tau_rule,
+            "memory_read": self.memory_read, "tokens": list(self.tokens),
             "token_ids": [int(i) for i in self.token_ids], "routed_layers": [int(i) for i in self.routed_layers],
             "n_prompt_tokens": self.n_prompt_tokens, "notices": list(self.notices),
             "memory_attention": self.memory_attention.tolist(), "forgetting": self.forgetting.tolist(),
@@ -192,7 +195,8 @@ class RoutingTrace:
         return cls(backbone=backbone, checkpoint=checkpoint, variant=call.variant, tau=call.tau, tokens=tokens,
                    token_ids=list(token_ids), routed_layers=list(routed_layers), memory_attention=attention,
                    forgetting=forgetting, profile=profile, n_prompt_tokens=n_prompt_tokens,
-                   notices=list(notices or []), states=states, tau_rule=tau_rule, **arrays)
+                   notices=list(notices or []), states=states, tau_rule=tau_rule,
+                   memory_read=getattr(call, "memory_read", "learned"), **arrays)
 
     @classmethod
     def from_dict(cls, data: Any) -> RoutingTrace:
@@ -233,6 +237,7 @@ class RoutingTrace:
                 profile=profile, n_prompt_tokens=data.get("n_prompt_tokens"),
                 notices=[str(n) for n in data.get("notices", [])], states=states,
                 tau_rule=str(data.get("tau_rule", "checkpoint")), schema_version=version,
+                memory_read=str(data.get("memory_read", "learned")),
                 quality=None if data.get("quality") is None else
                 {k: np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
                  for k, v in data["quality"].items()})

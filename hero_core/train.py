@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint as ckpt
-from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, check_variant
+from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, VARIANTS, check_variant
 from .files import atomic_write, atomic_write_text
 from .inject import wrapped_layers
 from .losses import (  # noqa: F401  (re-exported: the names tests and scripts import from train)
@@ -68,6 +68,12 @@ BUDGET_SCOPES = ("sequence", "batch")
 
 
 TRAIN_TARGETS = ("distill", "lm")
+# The distillation target over the teacher's top-k: "topk_renorm" renormalises those k probabilities to sum to 1
+# (so the student learns a sharper distribution than the teacher's, and its perplexity on dense-written text can
+# fall below dense); "topk_tail" keeps them as they are and adds one bucket holding the rest of the teacher's mass,
+# matched by the student's mass outside the top-k: a target whose optimum is the teacher itself.
+DISTILL_TARGETS = ("topk_renorm", "topk_tail")
+MEMORY_KERNEL_CHOICES = ("elu1", "softmax")
 GATE_GRADIENTS = ("straight_through", "paper")
 
 
@@ -90,6 +96,15 @@ class TrainConfig:
     alpha_max: float = 0.1
     target: str = "distill"  # distill | lm
     topk: int = 32
+    distill_target: str = "topk_renorm"  # see DISTILL_TARGETS
+    # The depth memory (HeroConfig): its kernel, the softmax kernel's initial temperature (x 1/sqrt(d_m)) and
+    # rho's initial value; memory_lr_scale multiplies the learning rate of the parameters that choose where the
+    # memory reads (to_q, to_k, to_v, eta, the softmax temperature), whose gradients are 10-1000x smaller than
+    # the heads' (docs/experiments/memory-diagnosis).
+    memory_kernel: str = "elu1"
+    memory_scale_init: float = 1.0
+    rho_init: float = 0.98
+    memory_lr_scale: float = 1.0
     data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})
     seed: int = 0
     # None: the steps read the training blocks in their cached order (every bundled run but one). A number
@@ -138,6 +153,12 @@ class TrainConfig:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
         if self.target not in TRAIN_TARGETS:
             raise ValueError("target must be 'distill' or 'lm'")
+        if self.distill_target not in DISTILL_TARGETS:
+            raise ValueError(f"distill_target must be one of {DISTILL_TARGETS}, got {self.distill_target!r}")
+        if self.memory_kernel not in MEMORY_KERNEL_CHOICES:
+            raise ValueError(f"memory_kernel must be one of {MEMORY_KERNEL_CHOICES}, got {self.memory_kernel!r}")
+        if not self.memory_lr_scale > 0 or not self.memory_scale_init > 0 or not 0 < self.rho_init < 1:
+            raise ValueError("memory_lr_scale and memory_scale_init must be positive, rho_init in (0, 1)")
         if self.budget not in BUDGETS:
             raise ValueError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
         if self.budget_scope not in BUDGET_SCOPES:
@@ -214,6 +235,32 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))  # cosine to 10 %
 
 
+def _param_groups(router: torch.nn.Module, cfg: TrainConfig) -> list[dict]:
+    """Two AdamW groups: the memory's own parameters at ``memory_lr_scale`` x the rate, everything else at 1x."""
+    memory = {"to_q.weight", "to_k.weight", "to_v.weight", "eta", "memory_log_scale"}
+    named = list(router.named_parameters())
+    return [{"params": [p for n, p in named if n not in memory], "lr_scale": 1.0},
+            {"params": [p for n, p in named if n in memory], "lr_scale": cfg.memory_lr_scale}]
+
+
+def memory_log_row(router, records: list) -> dict[str, float]:
+    """What the step's memory did, for the training log: the mean normalised entropy of its reads (1 = uniform;
+    rows with at least two entries to choose from), the range of rho and the softmax temperature."""
+    if not VARIANTS[router.config.variant].memory_read or not records:
+        return {}
+    entropies = []
+    for record in records[2:]:  # block j >= 3 reads >= 2 entries
+        alpha = record.memory_attention.float().clamp_min(1e-12)
+        entropies.append(float((-(alpha * alpha.log()).sum(1) / math.log(alpha.shape[1])).mean()))
+    rho = router.forgetting().detach()
+    row = {"memory_entropy": sum(entropies) / len(entropies) if entropies else float("nan"),
+           "rho_min": float(rho.min()), "rho_max": float(rho.max())}
+    scale = router.memory_scale()
+    if scale is not None:
+        row["memory_scale"] = float(scale.detach()) * math.sqrt(router.config.d_memory)  # x 1/sqrt(d_m)
+    return row
+
+
 def _stages(training: dict, name: str) -> list[dict]:
     """The training stages a start checkpoint went through, oldest first, so a chain of runs stays on record."""
     cfg = training.get("train_config", {})
@@ -248,7 +295,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     if cfg.routed_layers is not None and list(cfg.routed_layers) != injected:
         raise ValueError(f"routed_layers {cfg.routed_layers} differ from the wrapped model's {injected}")
     router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected,
-                          branch_scaling=cfg.branch_scaling)
+                          branch_scaling=cfg.branch_scaling, memory_kernel=cfg.memory_kernel,
+                          memory_scale_init=cfg.memory_scale_init, rho_init=cfg.rho_init)
     compute_dtype = resolve_dtype(cfg.dtype, hero.device)
     router.config.extra = {"train_config": asdict(cfg), "compute_dtype": str(compute_dtype).removeprefix("torch.")}
     log.info("training %s in %s autocast (asked for %s), %d torch threads", out.name, compute_dtype, cfg.dtype,
@@ -272,7 +320,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     blocks = training_blocks(hero, cfg, n_blocks)
     targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
 
-    optimizer = torch.optim.AdamW(hero.router.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(_param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, alpha = 0, cfg.alpha_init
     spent_before = NO_TIME_SPENT  # time of earlier, interrupted processes of this run
 
@@ -327,7 +375,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         rows = rows[rank::world] if world > 1 else rows
         batch = blocks[rows].to(hero.device)
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, cfg)
+            group["lr"] = lr_at(step, cfg) * group["lr_scale"]
         call = hero.new_call(cfg.variant, record=True, keep_gates=True,
                              straight_through=cfg.gate_gradient == "straight_through")
         # E*: FFNs a token may run on average so that the skipped ones make up the step's target skip.
@@ -337,7 +385,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
             logits = hero.forward(batch, None, call, use_cache=False)
         if targets is not None:
             loss_target = distill_loss(logits[:, :-1], targets["indices"][rows][:, :-1].to(hero.device),
-                                       targets["logprobs"][rows][:, :-1].to(hero.device))
+                                       targets["logprobs"][rows][:, :-1].to(hero.device),
+                                       tail=cfg.distill_target == "topk_tail")
         else:
             loss_target = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch[:, 1:].flatten())
         gates = call.passes[-1].gates
@@ -370,7 +419,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
                "alpha": alpha, "param_skip": realised, "target_skip": step_target,
                "mean_gate": torch.stack(gates).mean().item(), "near_tau": near_tau_share(gates, call.tau),
-               "grad_norm": float(grad_norm), "lr": lr_at(step, cfg), "tokens_per_s": batch.numel() * world / dt}
+               "grad_norm": float(grad_norm), "lr": lr_at(step, cfg), "tokens_per_s": batch.numel() * world / dt,
+               **memory_log_row(hero.router, call.passes[-1].records)}
         if accelerator.is_main_process:
             with log_path.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
@@ -416,10 +466,16 @@ CLI_FIELDS: dict[str, str | None] = {
     "budget": "how the target skip is reached (see TrainConfig)",
     "budget_scope": "each sequence meets the budget, or only the batch mean (see TrainConfig)",
     "hinge_alpha": None, "gate_gradient": "how the gate learns on skipped tokens (see TrainConfig)",
+    "distill_target": "top-k renormalised (sharper than the teacher) or top-k plus a tail bucket (see TrainConfig)",
+    "memory_kernel": "depth-memory kernel: elu1 (the paper's linear attention) or softmax (see HeroConfig)",
+    "memory_scale_init": "softmax kernel: initial temperature beta as a multiple of 1/sqrt(d_m)",
+    "rho_init": "initial forgetting factor rho of every routed block",
+    "memory_lr_scale": "learning-rate multiplier for the memory's q, k, v projections, eta and temperature",
 }
 CLI_CHOICES = {"variant": TRAINABLE_VARIANTS, "target": TRAIN_TARGETS, "dtype": DTYPES,
                "branch_scaling": BRANCH_SCALINGS, "budget": BUDGETS, "budget_scope": BUDGET_SCOPES,
-               "gate_gradient": GATE_GRADIENTS}
+               "gate_gradient": GATE_GRADIENTS, "distill_target": DISTILL_TARGETS,
+               "memory_kernel": MEMORY_KERNEL_CHOICES}
 CLI_TYPES = {"order_seed": int}  # fields whose default (None) does not tell the type
 
 

@@ -31,8 +31,10 @@ def _hbars(router, n=3, seed=3):
 
 @pytest.mark.parametrize("variant", TRAINABLE_VARIANTS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_packed_path_gives_the_module_paths_decisions(variant, dtype):
-    router = tiny_hero(seed=1, variant=variant, n_layers=6).router.to(dtype)
+@pytest.mark.parametrize("kernel", ["elu1", "softmax"])
+def test_packed_path_gives_the_module_paths_decisions(variant, dtype, kernel):
+    router = tiny_hero(seed=1, variant=variant, n_layers=6, memory_kernel=kernel,
+                       memory_scale_init=4.0).router.to(dtype)
     hbars = _hbars(router)
     atol = 2e-5 if dtype == torch.float32 else 0.1  # bf16: a few roundings of 2^-8 through two heads
     tau = router.config.tau

@@ -2,7 +2,7 @@
 
 import torch
 
-from hero_core.memory import DepthMemory, reference_recurrence
+from hero_core.memory import DepthMemory, reference_recurrence, softmax_reference
 
 
 def _batched(q, k, v, rho, eps=1e-6):
@@ -61,3 +61,77 @@ def test_decay_products_follow_the_definition():
     w3 = weights[3][0]  # read at block j=4 (index 3): entries i=1,2,3 decayed by rho_2 rho_3, rho_3, 1
     expected = torch.tensor([0.5 * 0.8, 0.8, 1.0])
     assert torch.allclose(w3, expected / expected.sum(), atol=1e-5)
+
+
+# -- the softmax kernel ---------------------------------------------------------------------------------------
+def _batched_kernel(q, k, v, rho, kernel, scale=None, uniform=False, capacity=None):
+    n, r, d = q.shape
+    memory = DepthMemory(n, d, 1e-6, device=q.device, dtype=q.dtype, kernel=kernel, uniform=uniform,
+                         capacity=capacity)
+    contexts, weights = [], []
+    for j in range(r):
+        c, w = memory.read(q[:, j], scale)
+        memory.write(k[:, j], v[:, j], rho[j])
+        contexts.append(c)
+        weights.append(w)
+    return torch.stack(contexts, 1), weights
+
+
+def test_softmax_memory_matches_its_reference_outputs_and_gradients():
+    q, k, v, eta = _inputs(seed=4)
+    log_scale = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    ref = softmax_reference(q, k, v, torch.sigmoid(eta), log_scale.exp())
+    fast, _ = _batched_kernel(q, k, v, torch.sigmoid(eta), "softmax", log_scale.exp())
+    assert torch.allclose(ref, fast, atol=1e-10)
+    upstream = torch.randn_like(ref)
+    inputs = (q, k, v, eta, log_scale)
+    grads_ref = torch.autograd.grad((ref * upstream).sum(), inputs)
+    grads_fast = torch.autograd.grad((fast * upstream).sum(), inputs)
+    for a, b in zip(grads_ref, grads_fast):
+        assert torch.allclose(a, b, atol=1e-10)
+    assert grads_fast[3].abs().sum() > 0 and grads_fast[4].abs() > 0  # rho and the temperature learn
+
+
+def test_softmax_read_is_an_exact_convex_combination_and_can_be_selective():
+    q, k, v, eta = _inputs(seed=5)
+    with torch.no_grad():
+        contexts, weights = _batched_kernel(q, k, v, torch.sigmoid(eta), "softmax", torch.tensor(8.0),
+                                            capacity=7)
+    for j in range(1, 7):
+        assert torch.allclose(weights[j].sum(1), torch.ones(5, dtype=torch.float64), atol=1e-12)
+        assert torch.allclose(torch.einsum("ni,nid->nd", weights[j], v[:, :j]), contexts[:, j], atol=1e-10)
+    # a sharp temperature concentrates the read: far from the uniform 1 / (j - 1)
+    assert float(weights[6].max(1).values.min()) > 0.5
+
+
+def test_softmax_decay_is_an_additive_log_bias():
+    # equal scores: the weights are proportional to the decay products, as for elu1
+    q, k = torch.zeros(1, 4, 3), torch.zeros(1, 4, 3)
+    v = torch.randn(1, 4, 3)
+    rho = torch.tensor([0.9, 0.5, 0.8, 0.7])
+    _, weights = _batched_kernel(q, k, v, rho, "softmax", torch.tensor(1.0))
+    expected = torch.tensor([0.5 * 0.8, 0.8, 1.0])
+    assert torch.allclose(weights[3][0], expected / expected.sum(), atol=1e-6)
+
+
+def test_uniform_read_averages_the_same_values():
+    q, k, v, eta = _inputs(seed=6)
+    for kernel in ("elu1", "softmax"):
+        with torch.no_grad():
+            contexts, weights = _batched_kernel(q, k, v, torch.sigmoid(eta), kernel, torch.tensor(3.0),
+                                                uniform=True)
+        for j in range(1, 7):
+            assert torch.allclose(weights[j], torch.full((5, j), 1.0 / j, dtype=torch.float64))
+            assert torch.allclose(contexts[:, j], v[:, :j].mean(1), atol=1e-12)
+
+
+def test_unknown_kernel_and_read_are_refused():
+    import pytest
+
+    from hero_core.config import HeroConfig
+    from hero_core.memory import check_memory_read
+
+    with pytest.raises(ValueError, match="memory_kernel"):
+        HeroConfig(routed_layers=[0, 1], d_model=8, d_ffn=16, memory_kernel="cosine")
+    with pytest.raises(ValueError, match="memory_read"):
+        check_memory_read("flat")

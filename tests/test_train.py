@@ -149,3 +149,41 @@ def test_training_reads_its_blocks_in_the_seeded_order(tmp_path):
              for out in (plain, shuffled)]
     assert first[0] != first[1]  # the first step saw other blocks
     assert ckpt.read_checkpoint(shuffled).training["train_config"]["order_seed"] == 5
+
+
+def test_a_softmax_memory_trains_with_its_own_learning_rate_and_is_saved(tmp_path):
+    cfg = _cfg(tmp_path / "softmax", memory_kernel="softmax", memory_scale_init=3.0, memory_lr_scale=30.0,
+               rho_init=0.9, budget="hard", distill_target="topk_tail")
+    out = train(cfg, _fresh_tiny(), progress=False)
+    rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert all(0.0 < r["memory_entropy"] <= 1.0 for r in rows)
+    assert rows[0]["memory_scale"] == pytest.approx(3.0, rel=0.05)
+    assert rows[-1]["memory_scale"] != rows[0]["memory_scale"]  # the temperature learns
+    found = ckpt.read_checkpoint(out)
+    assert found.config.memory_kernel == "softmax" and found.config.rho_init == 0.9
+    router = ckpt.build_router(found)
+    assert float(router.memory_scale().detach()) * 8 == pytest.approx(rows[-1]["memory_scale"], rel=1e-2)  # d_m = 64
+
+
+def test_memory_parameters_get_their_own_learning_rate():
+    from hero_core.train import _param_groups
+
+    router = _fresh_tiny().router
+    groups = _param_groups(router, TrainConfig(out="x", memory_lr_scale=10.0))
+    names = {id(p): n for n, p in router.named_parameters()}
+    assert {names[id(p)] for p in groups[1]["params"]} == {"to_q.weight", "to_k.weight", "to_v.weight", "eta"}
+    assert groups[1]["lr_scale"] == 10.0 and groups[0]["lr_scale"] == 1.0
+    assert sum(len(g["params"]) for g in groups) == len(list(router.parameters()))
+
+
+def test_the_tail_target_is_minimised_by_the_teacher_itself():
+    # A teacher over 6 tokens, its top-3 stored: the tail target's gradient vanishes at the teacher's logits,
+    # the renormalised target's does not (it pulls the student sharper than the teacher).
+    teacher = torch.tensor([[2.0, 1.5, 1.0, 0.2, 0.1, -0.5]])
+    logp = torch.log_softmax(teacher, -1)
+    top = logp.topk(3, -1)
+    for tail, vanishes in ((True, True), (False, False)):
+        student = teacher.clone().requires_grad_(True)
+        loss = distill_loss(student[:, None], top.indices[:, None], top.values[:, None], tail=tail)
+        (grad,) = torch.autograd.grad(loss, student)
+        assert (grad.abs().max() < 1e-6) == vanishes
