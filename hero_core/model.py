@@ -362,7 +362,8 @@ class HeroModel:
             backbone=self.backbone.name + (" (nf4)" if self.backbone.quantization else ""),
             checkpoint=self.checkpoint_name, routed_layers=list(self.config.routed_layers),
             forgetting=self.router.forgetting().detach().cpu().double().numpy(), profile=self.profile,
-            notices=notices, n_prompt_tokens=n_prompt_tokens, tau_rule=tau_rule)
+            notices=notices, n_prompt_tokens=n_prompt_tokens, tau_rule=tau_rule,
+            forgetting_init=self.config.rho_init, memory_kernel=self.config.memory_kernel)
 
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:

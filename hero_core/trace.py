@@ -58,6 +58,11 @@ class RoutingTrace:
     tau_rule: str = "checkpoint"
     # "learned": the router's own memory reads; "uniform": every read replaced by the plain mean of the same values
     memory_read: str = "learned"
+    # rho_j's value before training (HeroConfig.rho_init), so a view can say how far training moved it; None when
+    # unknown (traces saved before it was recorded)
+    forgetting_init: float | None = None
+    # The memory kernel of the router that made the trace ("elu1", "softmax"); None when unknown
+    memory_kernel: str | None = None
     # With quality=True: per-token arrays (T,) against the dense model on the same tokens. ``nll`` and
     # ``dense_nll`` at position t score the prediction of token t + 1 (NaN at the last token, which has none);
     # ``kl_to_dense`` is KL(dense || routed) of the next-token distribution at t.
@@ -160,7 +165,8 @@ class RoutingTrace:
         out: dict[str, Any] = {
             "schema_version": self.schema_version, "backbone": self.backbone, "checkpoint": self.checkpoint,
             "variant": self.variant, "tau": self.tau, "tau_rule": self.tau_rule,
-            "memory_read": self.memory_read, "tokens": list(self.tokens),
+            "memory_read": self.memory_read, "forgetting_init": self.forgetting_init,
+            "memory_kernel": self.memory_kernel, "tokens": list(self.tokens),
             "token_ids": [int(i) for i in self.token_ids], "routed_layers": [int(i) for i in self.routed_layers],
             "n_prompt_tokens": self.n_prompt_tokens, "notices": list(self.notices),
             "memory_attention": self.memory_attention.tolist(), "forgetting": self.forgetting.tolist(),
@@ -182,7 +188,8 @@ class RoutingTrace:
     def from_call(cls, call: Any, batch_index: int, *, token_ids: list[int], tokens: list[str], backbone: str,
                   checkpoint: str, routed_layers: list[int], forgetting: np.ndarray, profile: ComputeProfile,
                   notices: list[str] | None = None, n_prompt_tokens: int | None = None,
-                  tau_rule: str = "checkpoint") -> RoutingTrace:
+                  tau_rule: str = "checkpoint", forgetting_init: float | None = None,
+                  memory_kernel: str | None = None) -> RoutingTrace:
         """The trace of batch row ``batch_index`` of a finished call (a :class:`~hero_core.call_state.RoutingCall`,
         whose passes turn their records into arrays): its passes concatenated over tokens, cut to ``token_ids``."""
         R, T = len(routed_layers), len(token_ids)
@@ -196,7 +203,8 @@ class RoutingTrace:
                    token_ids=list(token_ids), routed_layers=list(routed_layers), memory_attention=attention,
                    forgetting=forgetting, profile=profile, n_prompt_tokens=n_prompt_tokens,
                    notices=list(notices or []), states=states, tau_rule=tau_rule,
-                   memory_read=getattr(call, "memory_read", "learned"), **arrays)
+                   memory_read=getattr(call, "memory_read", "learned"), forgetting_init=forgetting_init,
+                   memory_kernel=memory_kernel, **arrays)
 
     @classmethod
     def from_dict(cls, data: Any) -> RoutingTrace:
@@ -238,6 +246,8 @@ class RoutingTrace:
                 notices=[str(n) for n in data.get("notices", [])], states=states,
                 tau_rule=str(data.get("tau_rule", "checkpoint")), schema_version=version,
                 memory_read=str(data.get("memory_read", "learned")),
+                forgetting_init=None if data.get("forgetting_init") is None else float(data["forgetting_init"]),
+                memory_kernel=None if data.get("memory_kernel") is None else str(data["memory_kernel"]),
                 quality=None if data.get("quality") is None else
                 {k: np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
                  for k, v in data["quality"].items()})

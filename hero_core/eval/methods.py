@@ -90,13 +90,14 @@ class HeroMethod(Method):
     e.g. expert choice), while generation still decodes with the KV cache, one token per pass."""
 
     def __init__(self, hero, variant: str = "hero", tau: float | None = None, name: str | None = None, *,
-                 policy: Callable | None = None) -> None:
+                 policy: Callable | None = None, memory_read: str = "learned") -> None:
         if variant not in INFERENCE_VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(INFERENCE_VARIANTS)}")
         self.hero = hero
         self.variant = variant
         self.tau = tau
         self.policy = policy
+        self.memory_read = memory_read  # "uniform": the read-matters ablation (HeroModel.new_call)
         self.name = name or (variant if tau is None else f"{variant}@tau={tau:g}")
         self.tokenizer = hero.tokenizer
         self.profile = hero.profile
@@ -106,7 +107,7 @@ class HeroMethod(Method):
 
     def _call(self):
         extra = {"policy": self.policy} if self.policy is not None else {}
-        return self.hero.new_call(self.variant, self.tau, record=self.routed, **extra)
+        return self.hero.new_call(self.variant, self.tau, record=self.routed, memory_read=self.memory_read, **extra)
 
     def _executed(self, call, B: int, T: int, passes: slice = slice(None)) -> np.ndarray | None:
         if not self.routed:
