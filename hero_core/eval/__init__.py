@@ -9,7 +9,9 @@ Modules, one concept each:
                headline) — main, extended, humaneval, reasoning, domains
     runner     :func:`evaluate` (every method on every suite, dense as the reference), the task selection
     harness    the lm-evaluation-harness bridge and the task files in ``hero_core/lm_eval_tasks``
-    cli        ``python -m hero_core eval``
+    cli        ``python -m hero_core eval`` (``--answers``: the answers suite)
+    answers    the answers suite: prompts with checkable answers (``answers.jsonl``, written by
+               ``answers_data``), checked per answer; the share of dense's correct answers a method keeps
     bigbench, humaneval, quality, baselines
                BIG-bench data, HumanEval execution, per-token quality against dense, baseline policies
 
@@ -33,10 +35,11 @@ of each item. Few-shot exemplars of the reasoning suite come from the ``train`` 
 evaluation question appears in a prompt other than its own.
 """
 
+from .answers import answers_kept, check_answer, run_answers
 from .cli import add_arguments, run_cli
 from .methods import CallableMethod, Forward, Generation, HeroMethod, Method
 from .runner import evaluate
 from .suites import SUITES
 
-__all__ = ["SUITES", "CallableMethod", "Forward", "Generation", "HeroMethod", "Method", "add_arguments", "evaluate",
-           "run_cli"]
+__all__ = ["SUITES", "CallableMethod", "Forward", "Generation", "HeroMethod", "Method", "add_arguments",
+           "answers_kept", "check_answer", "evaluate", "run_answers", "run_cli"]

@@ -5,12 +5,14 @@
     python -m hero_core eval --fetch-bigbench          # once: download BIG-bench, extract candidates
     python -m hero_core eval --select-tasks            # once, dense only: rewrite eval_tasks.json
     python -m hero_core eval --lm-eval-task hero_core/lm_eval_tasks/hero_reasoning_mc.yaml --variants hero,dense
+    python -m hero_core eval --answers --checkpoint hero-10,local-10 --limit 20 --out answers.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -21,36 +23,57 @@ from . import suites as registry
 from .harness import run_lm_eval
 from .runner import evaluate, select_bigbench_tasks
 
-DESCRIPTION = "Evaluation: BIG-bench multiple choice with Retain, HumanEval, generated reasoning, per-domain quality."
+DESCRIPTION = ("Evaluation: BIG-bench multiple choice with Retain, HumanEval, generated reasoning, per-domain quality; "
+               "--answers: the share of dense's correct chat answers each checkpoint keeps.")
+SUITE_LIMIT = 50  # --limit's default for the suites (the answers suite runs every prompt by default)
+SUITE_VARIANTS = "hero,dense"  # --variants' default for the suites
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``python -m hero_core eval``: the suites, task selection, BIG-bench fetching and lm-eval runs."""
     p.description = DESCRIPTION
-    p.add_argument("--checkpoint", default=None, help="bundled name (hero-25, …) or checkpoint directory")
+    p.add_argument("--checkpoint", default=None,
+                   help="bundled name (hero-25, …) or checkpoint directory; with --answers a comma-separated list "
+                        "(default: the bundled default hero-10 and its local twin local-10)")
     p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
-    p.add_argument("--quantization", choices=["nf4"], default=None)
+    p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument("--variants", default="hero,dense",
-                   help=f"comma-separated, from {', '.join(INFERENCE_VARIANTS)} (dense always runs as reference)")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"],
+                   help="backbone precision without --quantization (auto: bf16 where a probe shows it faster)")
+    p.add_argument("--variants", default=None,
+                   help=f"comma-separated, from {', '.join(INFERENCE_VARIANTS)} (dense always runs as reference; "
+                        f"default {SUITE_VARIANTS}; with --answers: the variant each checkpoint was trained as)")
     p.add_argument("--suites", default="main", help=f"comma-separated, from {', '.join(registry.SUITES)}")
-    p.add_argument("--limit", type=int, default=50, help="examples per task / problems / texts per domain")
+    p.add_argument("--limit", type=int, default=None,
+                   help=f"examples per task / problems / texts per domain (default {SUITE_LIMIT}); with --answers: "
+                        "prompts in all, each category in turn (default: every prompt)")
     p.add_argument("--tau", type=float, default=None, help="gate threshold (default: the checkpoint's)")
     p.add_argument("--humaneval-tokens", type=int, default=300, help="max new tokens per HumanEval completion")
     p.add_argument("--humaneval-style", choices=("auto",) + humaneval.PROMPT_STYLES, default="auto",
                    help="completion: raw prompt (original protocol); chat: instruction + code fence; "
                         "auto: chat when the model has a chat template")
-    p.add_argument("--no-samples", action="store_true", help="leave generated completions out of the JSON")
+    p.add_argument("--no-samples", action="store_true",
+                   help="leave generated completions (with --answers: the answer texts) out of the JSON")
     p.add_argument("--out", type=Path, default=None, help="write the results JSON here")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (use 1 when another job shares the cores: oversubscription is ~7x slower)")
     p.add_argument("--select-tasks", action="store_true",
                    help="run the BIG-bench task-selection rule on the dense model and write hero_core/eval_tasks.json")
-    p.add_argument("--selection-examples", type=int, default=bigbench.SELECTION_EXAMPLES)
+    p.add_argument("--selection-examples", type=int, default=bigbench.SELECTION_EXAMPLES,
+                   help="with --select-tasks: examples per candidate task the dense model is scored on")
     p.add_argument("--fetch-bigbench", action="store_true", help="download BIG-bench once and extract the candidates")
     p.add_argument("--lm-eval-task", type=Path, default=None,
                    help="an lm-evaluation-harness task YAML to run on each variant (needs lm-eval installed)")
+    p.add_argument("--answers", action="store_true",
+                   help="run the answers suite (hero_core/eval/answers.jsonl): greedy chat answers of dense and each "
+                        "checkpoint, the share of dense's correct answers each keeps (95 %% bootstrap), param skip on "
+                        "the answer tokens")
+    p.add_argument("--answers-file", type=Path, default=None,
+                   help="with --answers: a JSONL of prompts in the answers format "
+                        "(default: hero_core/eval/answers.jsonl)")
+    p.add_argument("--answers-tokens", type=int, default=None,
+                   help="with --answers: cap on new tokens per answer (default: each prompt's own max_new_tokens)")
 
 
 def run_cli(args) -> int:
@@ -66,6 +89,9 @@ def run_cli(args) -> int:
             return 0
     from ..cli import _load
 
+    if args.answers:
+        return _run_answers(args, _load, progress)
+    args.limit = SUITE_LIMIT if args.limit is None else args.limit
     hero = _load(args)
     if args.select_tasks:
         out = args.out if args.out is not None else registry.EVAL_TASKS_FILE
@@ -75,7 +101,7 @@ def run_cli(args) -> int:
                   f"{'pass' if name in record['passed'] else '-'}")
         print(f"main: {', '.join(record['main'])}\nextended: {', '.join(record['extended'])}")
         return 0
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    variants = [v.strip() for v in (args.variants or SUITE_VARIANTS).split(",") if v.strip()]
     for v in variants:
         if v not in INFERENCE_VARIANTS:
             raise ValueError(f"unknown variant {v!r}; choose from {', '.join(INFERENCE_VARIANTS)}")
@@ -109,3 +135,52 @@ def _print_summary(result: dict) -> None:
         print(f"{row['method']:14s} {row['suite']:18s} {score:>8s} {retain_text:>9s} "
               f"{pct(row.get('param_skip')):>13s} {pct(row.get('net_param_skip')):>7s} "
               f"{pct(row.get('flop_share_saved')):>14s}")
+
+
+def _run_answers(args, load, progress: bool) -> int:
+    """``--answers``: every checkpoint (on one loaded backbone) against dense on the answers suite."""
+    from ..model import DEFAULT_CHECKPOINT
+    from ..sweep import with_checkpoint
+    from . import answers
+    from .methods import HeroMethod
+
+    names = [c.strip() for c in (args.checkpoint or "").split(",") if c.strip()]
+    names = names or [DEFAULT_CHECKPOINT, DEFAULT_CHECKPOINT.replace("hero-", "local-", 1)]
+    hero = load(argparse.Namespace(**{**vars(args), "checkpoint": names[0]}))
+    # the tiny test model has no checkpoints of its own: it stands in for the first one only
+    models = [hero] if os.environ.get("HERO_LENS_TINY") == "1" else [with_checkpoint(hero, n) for n in names]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    methods = []
+    for model in models:
+        for variant in variants or [model.config.variant]:
+            if variant == "dense":
+                continue
+            name = model.checkpoint_name + (f" · {variant}" if variants else "")
+            name += f" @tau={args.tau:g}" if args.tau is not None else ""
+            methods.append(HeroMethod(model, variant, args.tau, name=name))
+    rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
+    frame = answers.run_answers(hero, methods, rows, max_new_tokens=args.answers_tokens, progress=progress)
+    report = answers.answers_report(frame, keep_texts=not args.no_samples)
+    report["config"] = {"backbone": hero.backbone.name, "checkpoints": [m.checkpoint_name for m in models],
+                        "methods": [m.name for m in methods], "tau": args.tau, "limit": args.limit,
+                        "rows": len(rows), "answers_file": str(args.answers_file or answers.ANSWERS_FILE),
+                        "answers_tokens": args.answers_tokens}
+    _print_answers(report)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"results written to {args.out}")
+    return 0
+
+
+def _print_answers(report: dict) -> None:
+    def pct(v):
+        return f"{100 * v:.1f}" if isinstance(v, (int, float)) else "-"
+
+    print(f"{'method':24s} {'category':14s} {'n':>4s} {'dense %':>8s} {'method %':>9s} {'kept %':>7s} "
+          f"{'95 % interval':>14s} {'answer skip %':>14s} {'all skip %':>11s}")
+    for method, kept in report["kept"].items():
+        for category, r in [("overall", kept["overall"]), *kept["categories"].items()]:
+            interval = f"{pct(r['kept_low'])}-{pct(r['kept_high'])}" if r["kept"] is not None else "-"
+            print(f"{method[:24]:24s} {category:14s} {r['n']:>4d} {pct(r['dense_accuracy']):>8s} "
+                  f"{pct(r['method_accuracy']):>9s} {pct(r['kept']):>7s} {interval:>14s} "
+                  f"{pct(r['answer_param_skip']):>14s} {pct(r['param_skip']):>11s}")
