@@ -49,10 +49,12 @@ checkpoints: $(STAMP)
 
 # The quality results: the skip-quality frontier of every bundled checkpoint on held-out text (with the oracle and
 # random references), greedy generations and memory entropy -> docs/results.json, docs/results.md,
-# docs/figures/frontier.png and the README's quality block (scripts/make_frontier.py, quality_report.py).
+# docs/figures/frontier.png and the README's quality block (scripts/make_frontier.py, quality_report.py), and the
+# summary the app quotes, shipped beside the bundled checkpoints (hero_core/checkpoints/measured.json).
 results: $(STAMP)
 	$(PY) scripts/make_frontier.py
 	$(PY) scripts/quality_report.py
+	$(PY) -m hero_core.measured
 	$(PY) scripts/recipe_probes.py --report
 
 # The BIG-bench / HumanEval suites of every checkpoint and baseline (slow: ~30 min) -> docs/bigbench.md.

@@ -6,9 +6,15 @@ block with weight 1.0 by construction. Drawn as raw weights on a 0..1 scale ever
 * the colour scale is set by the rows that have a choice (row 3 on; 0-based index >= 2), never by row 2;
 * ``mode="ratio"`` divides each weight by the uniform read 1/(j-1) (1 = no preference);
 * ``mode="difference"`` subtracts the prompt's mean map: what this token reads unlike the others.
+
+The two contrasts have a floor under their colour range (:data:`COLOUR_FLOOR`): the ratio's scale spans at least
+0..2 and the difference's at least -0.1..+0.1. Without it a map whose weights differ by +-0.012 was stretched to
+full colour, and a near-uniform read looked as decided as a one-hot one.
 """
 
 from __future__ import annotations
+
+from types import MappingProxyType
 
 import numpy as np
 import plotly.graph_objects as go
@@ -20,6 +26,11 @@ from .trace import RoutingTrace
 MEMORY_MODES = ("weights", "ratio", "difference")
 MEMORY_MODE_LABELS = {"weights": "weights α", "ratio": "ratio to uniform", "difference": "difference from the mean"}
 ABOVE_UNIFORM = 1.1  # a read counts as a preference only above 1.1x uniform (rows sit within a few % of it)
+# The least half-width of a contrast's colour scale around its centre (ratio 1, difference 0): a ratio of 2 (or
+# 0: not read at all) or a difference of +-0.1 is the least that reaches full colour.
+COLOUR_FLOOR = MappingProxyType({"ratio": 1.0, "difference": 0.1})
+COLOUR_FLOOR_TEXT = ("Colour floor: the ratio's scale spans at least 0–2 and the difference's at least ±0.1, so a "
+                     "smaller departure from uniform never shows in full colour.")
 
 
 def block_labels(trace: RoutingTrace) -> list[str]:
@@ -59,15 +70,19 @@ def contrast(alpha: np.ndarray, mean: np.ndarray, mode: str) -> np.ndarray:
 
 
 def colour_range(z: np.ndarray, mode: str) -> tuple[float, float]:
-    """(zmin, zmax) over the rows with a choice (0-based index >= 2): row 1 reads one block with weight 1."""
+    """(zmin, zmax) over the rows with a choice (0-based index >= 2): row 1 reads one block with weight 1.
+
+    A contrast is centred on "no preference" (ratio 1, difference 0) and spans at least :data:`COLOUR_FLOOR`
+    either side, so a departure smaller than the floor never reaches full colour."""
     informative = z[2:][np.isfinite(z[2:])]
-    if informative.size == 0:
-        return (0.0, 1.0) if mode == "weights" else (-1.0, 1.0)
     if mode == "weights":
+        if informative.size == 0:
+            return 0.0, 1.0
         low, high = float(informative.min()), float(informative.max())
         return (low, high) if high > low else (0.0, max(high, 1e-9))
     centre = 1.0 if mode == "ratio" else 0.0
-    span = float(np.max(np.abs(informative - centre))) or 1e-9
+    span = float(np.max(np.abs(informative - centre))) if informative.size else 0.0
+    span = max(span, COLOUR_FLOOR[mode])
     return centre - span, centre + span
 
 
@@ -145,13 +160,29 @@ def memory_reads(trace: RoutingTrace, token: int, depth: int, top: int = 3) -> d
             "even": not preferred}
 
 
+INITIAL_NAME = "initial ρ"  # the reference line at rho's value before training
+
+
 def forgetting_bars(trace: RoutingTrace) -> go.Figure:
-    """Per-block forgetting factors rho_j = sigmoid(eta_j): how much of the memory each write keeps."""
+    """Per-block forgetting factors rho_j = sigmoid(eta_j): how much of the memory each write keeps, against a
+    dashed line at rho's initial value (``trace.forgetting_init``; absent when the trace does not record it), so
+    bars that never left it show as bars that end on the line."""
     rho = trace.forgetting
-    fig = go.Figure(go.Bar(x=block_labels(trace), y=rho, marker={"color": RUN_COLOURS[0]},
-                           hovertemplate="%{x}: ρ = %{y:.4f}<extra></extra>"))
+    initial = trace.forgetting_init
+    change = np.zeros_like(rho) if initial is None else rho - initial
+    moved = "" if initial is None else f"<br>change from {initial:g}: " + "%{customdata:+.4f}"
+    fig = go.Figure(go.Bar(x=block_labels(trace), y=rho, marker={"color": RUN_COLOURS[0]}, name="ρ",
+                           customdata=change, hovertemplate="%{x}: ρ = %{y:.4f}" + moved + "<extra></extra>"))
     low = float(np.min(rho)) if rho.size else 0.0
-    fig.update_layout(title=titled("Forgetting factor ρ per routed block", [trace]), height=300,
+    if initial is not None:
+        low = min(low, initial)
+        # a line trace, not a layout shape: it appears in the legend and in exported figures' data
+        fig.add_trace(go.Scatter(x=block_labels(trace), y=np.full(len(rho), initial), mode="lines",
+                                 name=f"{INITIAL_NAME} = {initial:g}", line={"color": MARK_COLOUR, "dash": "dash"},
+                                 hoverinfo="skip"))
+    title = "Forgetting factor ρ per routed block" + ("" if initial is not None else " (initial value unknown)")
+    fig.update_layout(title=titled(title, [trace]), height=300, showlegend=initial is not None,
+                      legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
                       yaxis={"title": {"text": "ρ"}, "range": [max(0.0, low - 0.02), 1.0]},
                       xaxis={"title": {"text": "routed layer"}}, margin={"l": 60, "r": 20, "t": 70, "b": 50})
     return fig

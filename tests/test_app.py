@@ -230,6 +230,32 @@ def test_memory_view_for_a_chosen_token(app, tiny):
     np.testing.assert_allclose(values(rho["y"]), expected.forgetting)
 
 
+def test_memory_view_says_what_the_reads_show(app, tiny):
+    """The entropy against uniform as numbers, the verdict in words, and how far rho moved from its initial value."""
+    from hero_core.memory_figures import COLOUR_FLOOR
+    from hero_core.memory_words import describe_forgetting, summarise
+
+    at = app("memory")
+    picker(at, "memory_token").select(5).run()
+    assert_clean(at)
+    expected = tiny.trace(DEFAULT_PROMPT)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["This token: read entropy"] == f"{summarise(expected, 5).mean_entropy:.3f}"
+    assert metrics["Whole prompt: read entropy"] == f"{summarise(expected).mean_entropy:.3f}"
+    text = " ".join(m.value for m in at.markdown)
+    assert "close to uniform" in text and "little information about which depth" in text  # a fresh router's reads
+    assert describe_forgetting(expected.forgetting, expected.forgetting_init, expected.routed_layers) in text
+    assert "ρ did not move during training" in text and "initial 0.98" in text
+    rho = chart(at, "Forgetting factor")["data"]
+    assert rho[1]["name"].startswith("initial ρ")
+    # a contrast states its colour floor and keeps it
+    at.radio(key="memory_mode").set_value("difference").run()
+    assert_clean(at)
+    assert any("Colour floor" in c.value for c in at.caption)
+    heat = chart(at, "Memory attention of token 5")["data"][0]
+    assert heat["zmax"] >= COLOUR_FLOOR["difference"] and heat["zmin"] <= -COLOUR_FLOOR["difference"]
+
+
 def test_memory_view_explains_variants_without_memory(app):
     at = app("memory")
     at.selectbox(key="sb_variant").select("no_memread").run()
@@ -473,6 +499,42 @@ def test_learn_tour_is_live(app, tiny):
     assert_skip_map_is(chart(at, "Skip map · no_history"), local)
     flips = chart(at, "Decision flips hero vs no_history")
     np.testing.assert_array_equal(values(flips["data"][0]["z"]), flip_codes(base, local))
+
+
+def test_learn_says_what_the_memory_does_and_what_was_measured(app, tiny):
+    from hero_core import measured
+    from hero_core.memory_words import describe_memory
+
+    at = app("learn")
+    base = tiny.trace("The cat sat on the mat. Then the cat saw a bird, and the bird flew away.", max_tokens=96)
+    text = " ".join(m.value for m in at.markdown)
+    assert describe_memory(base) in text  # the whole text's reads, from the data
+    assert "mostly" not in describe_memory(base)
+    # the paper's claim and this backbone's measurement side by side, each labelled
+    assert "**The paper's claim**" in text and "**Measured on this backbone**" in text
+    assert measured.history_words(measured.load()) in text
+    assert any("the loaded backbone" in c.value for c in at.caption)  # measured on SmolLM2, not the tiny model
+    # a sidebar variant without a memory does not silently change the lesson
+    at.selectbox(key="sb_variant").select("no_history").run()
+    assert_clean(at)
+    assert any("does not fit this tour" in i.value for i in at.info)
+    assert charts(at)  # the tour still runs, as the checkpoint's own variant
+
+
+def test_learn_leaves_out_the_lessons_a_local_checkpoint_cannot_teach(app, monkeypatch):
+    """On a checkpoint trained as no_history the memory and history lessons would teach from untrained parts
+    ("turning history off flips 0 of N decisions"): the page says why instead of drawing them."""
+    import hero_core.memory_words as words
+
+    plan = words.tour_plan
+    monkeypatch.setattr(words, "tour_plan", lambda trained, chosen, checkpoint: plan("no_history", chosen, "local-10"))
+    at = app("learn")
+    warnings = " ".join(w.value for w in at.warning)
+    assert "trained as the local router" in warnings and "flip no decision by construction" in warnings
+    titles = list(charts(at))
+    assert any(t.startswith("Skip map · no_history") for t in titles)  # the lessons it can teach still run
+    assert not any(t.startswith(("Memory after", "Decision flips")) for t in titles)
+    assert not any("Turning the history off" in m.value for m in at.markdown)
 
 
 # -- exports ---------------------------------------------------------------------------------------------------

@@ -263,6 +263,64 @@ def test_memory_modes(trace):
         F.mean_memory_map(trace, mode="difference")
 
 
+def _near_uniform(trace, wobble: float):
+    """A copy of ``trace`` whose reads are uniform give or take ``wobble`` (alternating signs, rows sum to 1)."""
+    import copy
+
+    out = copy.deepcopy(trace)
+    for t in range(out.n_tokens):
+        for j in range(2, out.n_routed):
+            signs = np.where(np.arange(j) % 2 == 0, 1.0, -1.0) * (1 if t % 2 else -1)
+            signs[-1] -= signs.sum()  # keep the row's sum at 1
+            out.memory_attention[t, j, :j] = 1.0 / j + wobble * signs / 2
+    return out
+
+
+def test_contrast_colour_ranges_have_a_floor():
+    """A departure below the floor never reaches full colour: +-0.012 is drawn pale, not as +-1 of the scale."""
+    z = np.full((6, 6), np.nan)
+    z[np.tril_indices(6, -1)] = 0.012
+    z[2, 0] = -0.012
+    assert M.colour_range(z, "difference") == (-0.1, 0.1)
+    assert M.colour_range(z + 1.0, "ratio") == (0.0, 2.0)  # ratios within 1.2 %: the range is 0..2 all the same
+    lo, hi = M.colour_range(z + 1.0, "ratio")
+    assert lo <= 0.5 and hi >= 2.0  # the issue's floor [0.5, 2]
+    assert M.colour_range(np.full((3, 3), np.nan), "ratio") == (0.0, 2.0)  # nothing to show: centred on 1
+    # above the floor, the range follows the data and stays centred on no preference
+    z[3, 1] = 0.4
+    assert M.colour_range(z, "difference") == pytest.approx((-0.4, 0.4))
+    z[3, 1] = 4.0
+    assert M.colour_range(z, "ratio") == pytest.approx((-2.0, 4.0))
+
+
+def test_a_near_uniform_map_is_drawn_pale(trace):
+    flat = _near_uniform(trace, 0.012)
+    t = 3
+    ratio = spec(F.memory_map(flat, t, mode="ratio"))["data"][0]
+    assert (ratio["zmin"], ratio["zmax"]) == (0.0, 2.0)
+    diff = spec(F.memory_map(flat, t, mode="difference"))["data"][0]
+    assert (diff["zmin"], diff["zmax"]) == (-M.COLOUR_FLOOR["difference"], M.COLOUR_FLOOR["difference"])
+    z = M.contrast(flat.memory_attention[t], flat.mean_memory_attention(), "difference")
+    assert np.nanmax(np.abs(z[2:])) < 0.5 * M.COLOUR_FLOOR["difference"]  # well inside the scale: pale
+
+
+def test_forgetting_bars_draw_the_initial_value(trace):
+    import copy
+
+    fig = F.forgetting_bars(trace)
+    bars, line = fig.data
+    assert trace.forgetting_init is not None
+    assert line.name.startswith(M.INITIAL_NAME) and line.line.dash == "dash"
+    np.testing.assert_allclose(np.asarray(line.y), trace.forgetting_init)
+    np.testing.assert_allclose(np.asarray(bars.customdata), trace.forgetting - trace.forgetting_init)
+    low, high = fig.layout.yaxis.range
+    assert low < trace.forgetting_init <= high
+    old = copy.deepcopy(trace)
+    old.forgetting_init = None  # a trace saved before rho's initial value was recorded
+    fig = spec(F.forgetting_bars(old))
+    assert len(fig["data"]) == 1 and "initial value unknown" in title(fig)
+
+
 def test_memory_map_marks_the_selected_block(trace):
     fig = spec(F.memory_map(trace, 5, selected_block=2))
     (shape,) = fig["layout"]["shapes"]

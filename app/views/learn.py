@@ -9,12 +9,14 @@ from components.exports import export_panel
 from components.runtime import RunSpec, get_trace, load_model, matched_tau
 from components.widgets import SHARED_PROMPT, token_picker
 
-from hero_core.config import VARIANTS
-from hero_core.figures import flip_map, memory_fill, memory_reads, skip_heatmap, tau_curve, token_label
+from hero_core import measured as measured_results
+from hero_core.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
+from hero_core.memory_words import describe_memory, describe_read, read_at, tour_plan
 
 P = "learn"
 TEACHING_PROMPT = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
 TAU_GRID = tuple(round(t, 2) for t in np.linspace(0.1, 0.9, 9))
+PAPER_DOMAINS = ("reasoning", "code")  # where the paper finds the history matters most
 
 st.title("Learn: dynamic depth and a router with memory")
 settings = app_settings.current()
@@ -26,8 +28,12 @@ if hero.checkpoint_name == "untrained":
 source = st.radio("Example text", ["a short example", "the prompt from the other pages"], horizontal=True,
                   key=f"{P}_source")
 prompt = TEACHING_PROMPT if source == "a short example" else st.session_state.get(SHARED_PROMPT, TEACHING_PROMPT)
-MEMORY_VARIANTS = tuple(v for v, spec in VARIANTS.items() if spec.memory_read)
-variant = settings.variant if settings.variant in MEMORY_VARIANTS else "hero"
+# The tour runs what the checkpoint was trained as; a lesson whose part it never trained is left out, with why.
+plan = tour_plan(hero.config.variant, settings.variant, hero.checkpoint_name)
+if plan.variant_note:
+    st.info(plan.variant_note)
+variant = plan.variant
+measured = measured_results.load()  # this project's own results, shipped beside the bundled checkpoints
 figures = {}
 
 st.header("1 · Not every token needs every layer")
@@ -64,55 +70,88 @@ st.header("3 · The depth memory fills up")
 st.markdown("HeRo's history head reads a **memory over depth**. At every routed block the token writes a key and a "
             "value describing its state there; before writing, it reads what the earlier blocks wrote, weighted "
             "by how well its current query matches their keys and faded by the forgetting factors ρ:")
-st.latex(r"c_j = \sum_{i<j} \alpha_{j,i}\, v_i,\qquad \alpha_{j,i} \propto "
-         r"\Big(\prod_{m=i+1}^{j-1}\rho_m\Big)\,\phi(q_j)\cdot\phi(k_i)")
-st.markdown("The memory belongs to one token and lives for one forward pass: nothing crosses tokens. Pick a token "
-            "and slide through depth to watch its memory fill, one row per block.")
-cols = st.columns(2)
-with cols[0]:
-    token = token_picker(base, prefix=P)
-depth = cols[1].slider("Depth (routed blocks so far)", 1, base.n_routed, max(1, base.n_routed // 2),
-                       key=f"{P}_depth")
-figures["memory filling"] = memory_fill(base, token, depth)
-st.plotly_chart(figures["memory filling"], key=f"{P}_fill")
-reads = memory_reads(base, token, depth)
-where = f"At L{base.routed_layers[depth - 1]}, token “{token_label(base.tokens[token], 24)}”"
-gate = (f"Its gate there: g = {base.gate[depth - 1, token]:.3f} → FFN "
-        f"{'executed' if base.executed[depth - 1, token] else 'skipped'}.")
-if depth == 1:
-    st.markdown("At the first routed block the memory is empty: the history head has only the token's state.")
-elif reads["n_read"] == 1:
-    st.markdown(f"{where} can read one block only, so it reads it with weight 1. {gate}")
-elif reads["even"]:  # "reads mostly from L13 (8 %)" would be false when 8 % is the uniform share
-    largest = reads["top"][0]
-    st.markdown(f"{where} reads about evenly from all {reads['n_read']} earlier blocks: the largest read, "
-                f"L{largest['layer']} ({largest['weight']:.1%}), is no more than uniform (1/{reads['n_read']} = "
-                f"{reads['uniform']:.1%}, ×{largest['ratio']:.2f}). {gate}")
+if hero.config.memory_kernel == "softmax":
+    st.latex(r"c_j = \sum_{i<j} \alpha_{j,i}\, v_i,\qquad \alpha_{j,i} = \operatorname{softmax}_i\Big(s\, q_j"
+             r"\cdot k_i + \sum_{m=i+1}^{j-1}\log\rho_m\Big)")
 else:
-    listed = ", ".join(f"L{r['layer']} ({r['weight']:.0%}, {r['ratio']:.1f}× uniform)" for r in reads["preferred"])
-    st.markdown(f"{where} reads mostly from {listed}; a uniform read would give each of the {reads['n_read']} "
-                f"earlier blocks {reads['uniform']:.1%}. {gate}")
+    st.latex(r"c_j = \sum_{i<j} \alpha_{j,i}\, v_i,\qquad \alpha_{j,i} \propto "
+             r"\Big(\prod_{m=i+1}^{j-1}\rho_m\Big)\,\phi(q_j)\cdot\phi(k_i)")
+st.markdown("The memory belongs to one token and lives for one forward pass: nothing crosses tokens.")
+if not plan.memory:
+    st.warning(plan.memory_note)
+else:
+    st.markdown("Pick a token and slide through depth to watch its memory fill, one row per block.")
+    cols = st.columns(2)
+    with cols[0]:
+        token = token_picker(base, prefix=P)
+    depth = cols[1].slider("Depth (routed blocks so far)", 1, base.n_routed, max(1, base.n_routed // 2),
+                           key=f"{P}_depth")
+    figures["memory filling"] = memory_fill(base, token, depth)
+    st.plotly_chart(figures["memory filling"], key=f"{P}_fill")
+    where = f"At L{base.routed_layers[depth - 1]}, token “{token_label(base.tokens[token], 24)}”"
+    gate = (f"Its gate there: g = {base.gate[depth - 1, token]:.3f} → FFN "
+            f"{'executed' if base.executed[depth - 1, token] else 'skipped'}.")
+    # every claim about the read comes from the weights through hero_core.memory_words' stated thresholds
+    read = read_at(base, token, depth - 1)
+    st.markdown(f"**{where}.** {describe_read(read, base.routed_layers)} {gate}")
+    st.markdown(f"**Over this whole text.** {describe_memory(base)}")
+    held_out = measured_results.memory_entropy_of(measured, hero.checkpoint_name)
+    if held_out is None:
+        st.caption(f"No held-out measurement of {hero.checkpoint_name}'s reads is available (only the bundled "
+                   "checkpoints are measured, by `make results`).")
+    else:
+        st.caption(f"Measured on held-out chat, code and reasoning text, {hero.checkpoint_name}'s reads average a "
+                   f"normalised entropy of {held_out:.3f} (1 = uniform); docs/results.md.")
 
 st.header("4 · Switch the history off")
 st.markdown("The `no_history` variant keeps the local head only (a = 0): the same router without its memory of the "
             "path. Comparing the two shows which decisions the history changes.")
-history_on = st.toggle("History on", True, key=f"{P}_history")
-# at equal compute: at one shared tau no_history skips far less, and the flips below would mostly be its extra FFNs
-local_run = RunSpec.from_settings(settings, prompt, False, variant="no_history", max_tokens=96)
-local = get_trace(replace(local_run, tau=matched_tau(local_run, base.param_skip)))
-st.caption(f"Compared at equal compute: `no_history` runs at τ = {local.tau:.3g}, where its param skip "
-           f"({local.param_skip:.1%}) is the closest it reaches to {variant}'s {base.param_skip:.1%} at τ = "
-           f"{base.tau:.3g}. At one shared τ it would skip a different share, and the decisions would differ mostly "
-           "by how many FFNs each runs.")
-shown = base if history_on else local
-figures["skip map (history toggle)"] = skip_heatmap(shown, title=f"Skip map · {shown.variant}")
-st.plotly_chart(figures["skip map (history toggle)"], key=f"{P}_toggle_map")
-figures["history flips"] = flip_map(base, local, (variant, "no_history"))
-st.plotly_chart(figures["history flips"], key=f"{P}_flips")
-flips = int((base.executed != local.executed).sum())
-st.markdown(f"Turning the history off flips **{flips}** of {base.executed.size} decisions. In the paper, dropping "
-            "the history costs accuracy most on multi-step reasoning and code, where a token's path through depth "
-            "says most about what it still needs.")
+if not plan.history:
+    st.warning(plan.history_note)
+else:
+    history_on = st.toggle("History on", True, key=f"{P}_history")
+    # at equal compute: at one shared tau no_history skips far less, and the flips below would mostly be its extra
+    # FFNs
+    local_run = RunSpec.from_settings(settings, prompt, False, variant="no_history", max_tokens=96)
+    local = get_trace(replace(local_run, tau=matched_tau(local_run, base.param_skip)))
+    st.caption(f"Compared at equal compute: `no_history` runs at τ = {local.tau:.3g}, where its param skip "
+               f"({local.param_skip:.1%}) is the closest it reaches to {variant}'s {base.param_skip:.1%} at τ = "
+               f"{base.tau:.3g}. At one shared τ it would skip a different share, and the decisions would differ "
+               "mostly by how many FFNs each runs.")
+    shown = base if history_on else local
+    figures["skip map (history toggle)"] = skip_heatmap(shown, title=f"Skip map · {shown.variant}")
+    st.plotly_chart(figures["skip map (history toggle)"], key=f"{P}_toggle_map")
+    figures["history flips"] = flip_map(base, local, (variant, "no_history"))
+    st.plotly_chart(figures["history flips"], key=f"{P}_flips")
+    flips = int((base.executed != local.executed).sum())
+    if flips == 0:
+        st.markdown(f"Turning the history off flips **none** of the {base.executed.size} decisions on this text: "
+                    "here the history changes no decision.")
+    else:
+        st.markdown(f"Turning the history off flips **{flips}** of {base.executed.size} decisions "
+                    f"({flips / base.executed.size:.0%}) on this text.")
+    st.markdown("**The paper's claim** (HeRo, on Llama-3.1-8B): dropping the history costs accuracy most on "
+                "multi-step reasoning and code, where a token's path through depth says most about what it still "
+                "needs.")
+    focus = measured_results.history_in_domains(measured, PAPER_DOMAINS)
+    st.markdown(f"**Measured on this backbone** (this project's held-out evaluation, not the paper's). "
+                f"{measured_results.history_words(measured)}" + (f" {focus}" if focus else ""))
+    rows = (measured or {}).get("history_vs_local") or []
+    if measured and measured.get("backbone") and measured["backbone"] != hero.backbone.name:
+        st.caption(f"That measurement is of {measured['backbone']}; the loaded backbone, {hero.backbone.name}, is not "
+                   "covered by it.")
+    if rows:
+        with st.expander("The measured comparisons"):
+            st.dataframe([{"hero": r["hero"], "local": r["local"], "domain": r["domain"],
+                           "param skip %": round(100 * r["param_skip"], 1),
+                           "hero ppl ratio [95 % CI]": f"{r['hero_perplexity_ratio']:.3f} [{r['hero_ratio_low']:.3f}, "
+                                                       f"{r['hero_ratio_high']:.3f}]",
+                           "local ppl ratio [95 % CI]": f"{r['local_perplexity_ratio']:.3f} "
+                                                        f"[{r['local_ratio_low']:.3f}, {r['local_ratio_high']:.3f}]",
+                           "verdict": r["verdict"]} for r in rows], hide_index=True)
+            st.caption("Perplexity ratio to the dense model (lower is better) at the param skip the hero checkpoint "
+                       "realises at its own τ; the local curve is interpolated there. From docs/results.json, via "
+                       "hero_core/checkpoints/measured.json (`python -m hero_core.measured`).")
 
 st.header("5 · Ask why")
 st.markdown("Every decision splits exactly into its local and history parts, and can be traced back to the input "

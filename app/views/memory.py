@@ -1,5 +1,7 @@
 """Memory view: one token's depth memory — what each routed block read from the blocks before it."""
 
+import math
+
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
@@ -7,12 +9,43 @@ from components.runtime import RunSpec
 from components.saved import trace_for
 from components.widgets import clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
 
+from hero_core import RoutingTrace
 from hero_core.config import VARIANTS
 from hero_core.figures import forgetting_bars, mean_memory_map, memory_map, token_label, trajectories
-from hero_core.memory_figures import MEMORY_MODE_LABELS, MEMORY_MODES
+from hero_core.memory_figures import COLOUR_FLOOR_TEXT, MEMORY_MODE_LABELS, MEMORY_MODES
+from hero_core.memory_words import NEAR_UNIFORM, describe_forgetting, describe_memory, describe_read, read_at, summarise
 
 P = "memory"
 MEMORY_VARIANTS = tuple(v for v, spec in VARIANTS.items() if spec.memory_read)  # variants that read a memory
+ENTROPY_HELP = ("Normalised entropy of a read: its entropy over the earlier blocks ÷ log(number of earlier blocks). "
+                "1 = uniform (every earlier block weighed equally), 0 = one block only. Averaged over the reads "
+                "from the third routed block on (the second reads its one earlier block with weight 1: no choice). "
+                f"At {NEAR_UNIFORM:g} or above a read is called close to uniform.")
+
+
+def _entropy(value: float) -> str:
+    """A metric's text: NaN (no read with a choice: fewer than three routed blocks) shows as a dash."""
+    return "—" if math.isnan(value) else f"{value:.3f}"
+
+
+def show_read_summary(trace: RoutingTrace, token: int, block: int) -> None:
+    """The selectivity of the reads as numbers, then in words: whichever checkpoint is loaded, the page says
+    whether its map carries information or is the uniform triangle 1/(j-1) with noise."""
+    mine, prompt, selected = summarise(trace, token), summarise(trace), read_at(trace, token, block)
+    layer = f"L{trace.routed_layers[block]}"
+    cols = st.columns(4)
+    cols[0].metric("This token: read entropy", _entropy(mine.mean_entropy), help=ENTROPY_HELP)
+    cols[1].metric("Whole prompt: read entropy", _entropy(prompt.mean_entropy), help=ENTROPY_HELP)
+    cols[2].metric("Prompt reads close to uniform",
+                   "—" if math.isnan(prompt.near_uniform_share) else f"{prompt.near_uniform_share:.0%}",
+                   help=f"Share of this prompt's reads (tokens × blocks with a choice) whose normalised entropy is "
+                        f"at least {NEAR_UNIFORM:g}.")
+    cols[3].metric(f"Selected read ({layer})", _entropy(selected.normalised_entropy),
+                   help="The read at the selected block (outlined in the maps). " + ENTROPY_HELP)
+    st.markdown(f"**This token.** {describe_memory(trace, token)}")
+    st.markdown(f"**At {layer}** (the selected block). {describe_read(selected, trace.routed_layers)}")
+    st.caption(f"Memory kernel: {trace.memory_kernel or 'not recorded in this trace'} · read: {trace.memory_read}.")
+
 
 st.title("Memory view")
 st.caption("At routed block j a token reads its depth memory: c_j = Σ_{i<j} α_{j,i} v_i, a weighted average of "
@@ -35,19 +68,24 @@ with cols[0]:
 mode = cols[1].radio("Show", MEMORY_MODES, format_func=MEMORY_MODE_LABELS.get, horizontal=True, key=f"{P}_mode",
                      help="weights: α itself · ratio to uniform: α ÷ 1/(j−1), 1 = no preference · difference from "
                           "the mean: α minus the prompt's mean map. The colour scale leaves out row 2, which reads "
-                          "its one earlier block with weight 1.")
+                          f"its one earlier block with weight 1. {COLOUR_FLOOR_TEXT}")
 block = current_cell(trace)[1]  # the selected cell's block, outlined in both maps
+if trace.variant in MEMORY_VARIANTS:
+    show_read_summary(trace, token, block)
 figures["memory map"] = memory_map(trace, token, mode=mode, selected_block=block)
 figures["mean memory map"] = mean_memory_map(trace, mode="weights" if mode == "difference" else mode,
                                              selected_block=block)
 left, right = st.columns(2)
 left.plotly_chart(figures["memory map"], key=f"{P}_token_map")
 right.plotly_chart(figures["mean memory map"], key=f"{P}_mean_map")
+floor = f" {COLOUR_FLOOR_TEXT}" if mode != "weights" else ""
 st.caption(f"Row j of a map is the read at block j: how much of each earlier block's value the token "
-           f"“{token_label(trace.tokens[token], 24)}” drew on (rows sum to 1 from block 2 on).")
+           f"“{token_label(trace.tokens[token], 24)}” drew on (rows sum to 1 from block 2 on). A uniform read gives "
+           f"each of the j − 1 earlier blocks 1/(j − 1), which draws the same triangle for every token.{floor}")
 
 figures["trajectories"] = trajectories(trace, token)
 st.plotly_chart(figures["trajectories"], key=f"{P}_trajectories")
 figures["forgetting factors"] = forgetting_bars(trace)
 st.plotly_chart(figures["forgetting factors"], key=f"{P}_forgetting")
+st.markdown(describe_forgetting(trace.forgetting, trace.forgetting_init, trace.routed_layers))
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-token{token}")
