@@ -29,6 +29,7 @@ import pandas as pd
 
 from .analysis import CATEGORIES, CATEGORY_LABELS, token_categories
 from .frontier import ratio_interval
+from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
 from .trace import RoutingTrace
 
 BUNDLED_SETS = ("reasoning", "code", "chat", "humaneval")
@@ -171,10 +172,13 @@ def make_runs(hero, checkpoints: Sequence | None = None, variants: Sequence[str]
 
 # -- per-item rows ---------------------------------------------------------------------------------
 def token_summary(trace: RoutingTrace) -> pd.DataFrame:
-    """One row per token: FFNs run, mean gate, the decision closest to flipping and its quality vs dense.
+    """One row per token: its absolute index in the item, FFNs run and skipped, its param skip, mean gate, the
+    decision closest to flipping and its quality vs dense.
 
-    ``min_margin`` is g - tau of the token's decision nearest tau (signed: negative = skipped); ``nll`` and
-    ``dense_nll`` score the next token (NaN at the last), ``delta_nll`` = nll - dense_nll."""
+    ``token_index`` counts from 0 (the first token, the attention sink) whatever the prompt's length, so
+    tables of many items can be binned by absolute position; ``min_margin`` is g - tau of the token's decision
+    nearest tau (signed: negative = skipped); ``nll`` and ``dense_nll`` score the next token (NaN at the last),
+    ``delta_nll`` = nll - dense_nll."""
     margin = trace.margin()  # (R, T)
     if trace.n_routed:
         closest = np.abs(margin).argmin(axis=0)
@@ -183,7 +187,9 @@ def token_summary(trace: RoutingTrace) -> pd.DataFrame:
         min_margin = np.full(trace.n_tokens, np.nan)
     out = pd.DataFrame({"token_index": np.arange(trace.n_tokens), "token": list(trace.tokens),
                         "ffn_executed": trace.executed_per_token().astype(int),
+                        "ffn_skipped": (~trace.executed).sum(axis=0).astype(int),
                         "skip_rate": 1.0 - trace.executed.mean(axis=0) if trace.n_routed else 0.0,
+                        "param_skip": trace.compute()["param_skip"],
                         "mean_gate": trace.gate.mean(axis=0), "min_margin": min_margin})
     quality = trace.quality or {}
     nan = np.full(trace.n_tokens, np.nan)
@@ -201,7 +207,9 @@ def _item_row(trace: RoutingTrace, run: str, index: int, item: Item, matched_to:
     ratio = math.exp(float(nll.mean() - dense.mean())) if n_pred else 1.0
     return {"run": run, "item": index, "id": item.id, "domain": item.domain, "checkpoint": trace.checkpoint,
             "variant": trace.variant, "matched_to": matched_to or "", "tau": trace.tau, "n_tokens": trace.n_tokens,
-            "param_skip": s["param_skip"], "net_param_skip": s["net_param_skip"],
+            "param_skip": s["param_skip"],
+            "param_skip_excluding_first_token": param_skip_excluding_first(trace.compute()["param_skip"]),
+            "net_param_skip": s["net_param_skip"],
             "flop_share_saved": s["flop_share_saved"], "ffn_per_token": s["ffn_executed_per_token"],
             "skip_rate": s["skip_rate"], "nll_sum": float(nll.sum()), "dense_nll_sum": float(dense.sum()),
             "n_pred": n_pred, "perplexity_ratio": ratio,
@@ -291,6 +299,15 @@ class SweepResult:
         g["position"] = (g["bin"] + 0.5) / bins
         return g
 
+    def skip_by_absolute_position(self, edges: Sequence[float] = POSITION_EDGES) -> pd.DataFrame:
+        """Per (run, absolute-position bin): n_tokens, skip rate, FFNs run and skipped per token, param skip.
+
+        Bins are [edges[i], edges[i + 1]) of the token's index in its item; the default edges keep token 0 (the
+        attention sink, which skips most FFNs) alone and split the rest at the routers' 128-token training
+        blocks. Unlike :meth:`skip_by_position` this does not stretch a 20-token and a 2,000-token prompt onto
+        the same axis, so position effects stay visible. Columns: see :func:`hero_core.position_skip.bin_table`."""
+        return bin_table(self.tokens, by=("run",), edges=edges)
+
     def quality(self, seed: int = 0) -> pd.DataFrame:
         """Per run (matched ones included): token-weighted param skip and the pooled perplexity ratio against
         dense with its 95 % bootstrap interval over items."""
@@ -299,6 +316,7 @@ class SweepResult:
             ratio, low, high = _ratio(g.nll_sum, g.dense_nll_sum, g.n_pred, seed)
             rows.append({"run": run, "matched_to": g.matched_to.iloc[0], "n_items": len(g),
                          "n_tokens": int(g.n_tokens.sum()), "param_skip": _weighted(g.param_skip, g.n_tokens),
+                         "param_skip_excluding_first_token": _excluding_first(g),
                          "ffn_per_token": _weighted(g.ffn_per_token, g.n_tokens), "perplexity_ratio": ratio,
                          "ratio_low": low, "ratio_high": high, "mean_kl": _weighted(g.mean_kl, g.n_tokens),
                          "top1_agreement": _weighted(g.top1_agreement, g.n_tokens)})
@@ -314,10 +332,14 @@ class SweepResult:
             ratio, low, high = _ratio(g.nll_sum.to_numpy(), ref.nll_sum.to_numpy(), g.n_pred.to_numpy(), seed)
             rows.append({"run": run, "reference": g.matched_to.iloc[0], "n_items": len(g),
                          "param_skip": _weighted(g.param_skip, g.n_tokens),
+                         "param_skip_excluding_first_token": _excluding_first(g),
                          "reference_param_skip": _weighted(ref.param_skip, ref.n_tokens),
+                         "reference_param_skip_excluding_first_token": _excluding_first(ref),
                          "ratio_vs_reference": ratio, "ratio_low": low, "ratio_high": high})
-        return pd.DataFrame(rows, columns=["run", "reference", "n_items", "param_skip", "reference_param_skip",
-                                           "ratio_vs_reference", "ratio_low", "ratio_high"])
+        return pd.DataFrame(rows, columns=["run", "reference", "n_items", "param_skip",
+                                           "param_skip_excluding_first_token", "reference_param_skip",
+                                           "reference_param_skip_excluding_first_token", "ratio_vs_reference",
+                                           "ratio_low", "ratio_high"])
 
     def save(self, out: str | os.PathLike, formats: Sequence[str] = ("csv", "parquet")) -> list[Path]:
         """Write every table in each format, plus ``summary.json`` (quality, matched, meta)."""
@@ -341,6 +363,14 @@ def _weighted(values, weights) -> float:
     v, w = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
     ok = ~np.isnan(v)
     return float((v[ok] * w[ok]).sum() / w[ok].sum()) if w[ok].sum() > 0 else float("nan")
+
+
+def _excluding_first(items: pd.DataFrame) -> float:
+    """Param skip over the items' tokens but each item's first, weighted by those n_tokens - 1 tokens (NaN for
+    tables saved before the column existed)."""
+    if "param_skip_excluding_first_token" not in items:
+        return float("nan")
+    return _weighted(items.param_skip_excluding_first_token, items.n_tokens - 1)
 
 
 def _ratio(nll, reference, n_pred, seed: int) -> tuple[float, float, float]:

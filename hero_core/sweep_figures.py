@@ -35,15 +35,38 @@ def sweep_category_skip(result: SweepResult) -> go.Figure:
     return fig
 
 
-def sweep_position_skip(result: SweepResult, bins: int = 10) -> go.Figure:
-    """Skip rate against relative position in the prompt (0 = first token, 1 = last)."""
+def sweep_position_skip(result: SweepResult) -> go.Figure:
+    """Skip rate against the token's ABSOLUTE position in its item, in bins (token 0 alone, then 1-15, 16-127,
+    128-511, 512-2047), one line per run; hover: tokens in the bin, FFNs skipped per token and param skip.
+
+    Why absolute and not relative: routing depends on the token index itself (token 0, the attention sink,
+    skips most FFNs; the routers were trained on 128-token blocks), and a relative axis smears those effects
+    over prompts of every length."""
+    table = result.skip_by_absolute_position()
+    fig = go.Figure()
+    for run, g in table.groupby("run", sort=False):
+        fig.add_trace(go.Scatter(x=g.label, y=g.skip_rate, mode="lines+markers", name=run,
+                                 customdata=g[["n_tokens", "ffn_skipped_per_token", "param_skip"]],
+                                 hovertemplate="tokens %{x}: %{y:.1%} skipped, %{customdata[1]:.2f} FFNs per token, "
+                                               "param skip %{customdata[2]:.1%} (%{customdata[0]} tokens)"
+                                               "<extra>" + run + "</extra>"))
+    fig.update_layout(title="Skip rate by position in the prompt",
+                      xaxis={"title": "absolute token position (bins of the token index)", "type": "category",
+                             "categoryorder": "array", "categoryarray": list(dict.fromkeys(table.label))},
+                      yaxis={"title": "share of decisions skipped", "tickformat": ".0%"}, **_LAYOUT)
+    return fig
+
+
+def sweep_relative_position_skip(result: SweepResult, bins: int = 10) -> go.Figure:
+    """Skip rate against relative position in the prompt (0 = first token, 1 = last). Kept for comparison;
+    the page draws :func:`sweep_position_skip`, since a relative axis hides the first-token effect."""
     table = result.skip_by_position(bins)
     fig = go.Figure()
     for run, g in table.groupby("run", sort=False):
         fig.add_trace(go.Scatter(x=g.position, y=g.skip_rate, mode="lines+markers", name=run,
                                  customdata=g.n_tokens, hovertemplate="position %{x:.2f}: %{y:.1%} skipped "
                                                                       "(%{customdata} tokens)<extra></extra>"))
-    fig.update_layout(title="Skip rate by position in the prompt",
+    fig.update_layout(title="Skip rate by relative position in the prompt",
                       xaxis={"title": "relative position", "range": [0, 1]},
                       yaxis={"title": "share of decisions skipped", "tickformat": ".0%"}, **_LAYOUT)
     return fig
@@ -54,8 +77,9 @@ def sweep_item_quality(result: SweepResult) -> go.Figure:
     fig = go.Figure()
     for run, g in result.items.groupby("run", sort=False):
         fig.add_trace(go.Scatter(x=g.param_skip, y=g.perplexity_ratio, mode="markers", name=run,
-                                 customdata=g[["item", "id"]],
-                                 hovertemplate="item %{customdata[0]} (%{customdata[1]}): skip %{x:.1%}, "
+                                 customdata=g[["item", "id", "param_skip_excluding_first_token"]],
+                                 hovertemplate="item %{customdata[0]} (%{customdata[1]}): skip %{x:.1%} "
+                                               "(%{customdata[2]:.1%} without the first token), "
                                                "ratio %{y:.3f}<extra>" + run + "</extra>"))
     fig.add_hline(y=1.0, line={"dash": "dot", "color": "grey"})
     fig.update_layout(title="Quality against dense per item", xaxis={"title": "param skip", "tickformat": ".0%"},
@@ -70,8 +94,9 @@ def sweep_matched_bars(result: SweepResult) -> go.Figure:
                            error_y={"type": "data", "symmetric": False,
                                     "array": table.ratio_high - table.perplexity_ratio,
                                     "arrayminus": table.perplexity_ratio - table.ratio_low},
-                           customdata=table.param_skip,
-                           hovertemplate="%{x}: %{y:.3f} at %{customdata:.1%} param skip<extra></extra>"))
+                           customdata=table[["param_skip", "param_skip_excluding_first_token"]],
+                           hovertemplate="%{x}: %{y:.3f} at %{customdata[0]:.1%} param skip "
+                                         "(%{customdata[1]:.1%} without each item's first token)<extra></extra>"))
     fig.add_hline(y=1.0, line={"dash": "dot", "color": "grey"})
     fig.update_layout(title="Perplexity ratio to dense (95 % bootstrap over items)", xaxis_title="run",
                       yaxis_title="perplexity ratio routed / dense", **_LAYOUT)

@@ -170,14 +170,17 @@ def item_table(result: SweepResult, runs: list[AppRun], *, chat: bool, prefix: s
     """The sortable per-item table; selecting a row (or the picker below it) opens the item in Route explorer."""
     by_label = {r.label: r for r in runs}
     own = result.items[result.items.matched_to == ""].reset_index(drop=True)
-    view = own[["item", "id", "domain", "run", "n_tokens", "param_skip", "ffn_per_token", "perplexity_ratio",
-                "mean_kl", "top1_agreement", "prompt"]].copy()
+    view = own[["item", "id", "domain", "run", "n_tokens", "param_skip", "param_skip_excluding_first_token",
+                "ffn_per_token", "perplexity_ratio", "mean_kl", "top1_agreement", "prompt"]].copy()
     view["prompt"] = view["prompt"].str.slice(0, 120)
     rows = [(text, by_label[run]) for text, run in zip(own.prompt, own.run, strict=True)]
     table_key = f"{prefix}_table"
     st.dataframe(view, hide_index=True, key=table_key, on_select=lambda: _open_selected(table_key, rows, chat),
                  selection_mode="single-row",
                  column_config={"param_skip": st.column_config.NumberColumn("param skip", format="percent"),
+                                "param_skip_excluding_first_token": st.column_config.NumberColumn(
+                                    "param skip w/o token 0", format="percent",
+                                    help="Param skip over every token but the first (the attention sink)"),
                                 "perplexity_ratio": st.column_config.NumberColumn("ppl ratio", format="%.3f"),
                                 "top1_agreement": st.column_config.NumberColumn("top-1 agree", format="percent")})
     cols = st.columns([4, 1], vertical_alignment="bottom")
