@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint as ckpt
-from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, VARIANTS, check_variant
+from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, check_variant
 from .files import atomic_write, atomic_write_text
 from .inject import wrapped_layers
 from .losses import (  # noqa: F401  (re-exported: the names tests and scripts import from train)
@@ -56,9 +56,11 @@ from .train_data import (  # noqa: F401  (re-exported, like the losses)
     adapter_cache_path,
     block_order,
     teacher_cache_path,
+    teacher_dtype,
     teacher_targets,
     training_blocks,
 )
+from .train_memory import memory_log_row, param_groups
 
 log = logging.getLogger(__name__)
 
@@ -235,32 +237,6 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))  # cosine to 10 %
 
 
-def _param_groups(router: torch.nn.Module, cfg: TrainConfig) -> list[dict]:
-    """Two AdamW groups: the memory's own parameters at ``memory_lr_scale`` x the rate, everything else at 1x."""
-    memory = {"to_q.weight", "to_k.weight", "to_v.weight", "eta", "memory_log_scale"}
-    named = list(router.named_parameters())
-    return [{"params": [p for n, p in named if n not in memory], "lr_scale": 1.0},
-            {"params": [p for n, p in named if n in memory], "lr_scale": cfg.memory_lr_scale}]
-
-
-def memory_log_row(router, records: list) -> dict[str, float]:
-    """What the step's memory did, for the training log: the mean normalised entropy of its reads (1 = uniform;
-    rows with at least two entries to choose from), the range of rho and the softmax temperature."""
-    if not VARIANTS[router.config.variant].memory_read or not records:
-        return {}
-    entropies = []
-    for record in records[2:]:  # block j >= 3 reads >= 2 entries
-        alpha = record.memory_attention.float().clamp_min(1e-12)
-        entropies.append(float((-(alpha * alpha.log()).sum(1) / math.log(alpha.shape[1])).mean()))
-    rho = router.forgetting().detach()
-    row = {"memory_entropy": sum(entropies) / len(entropies) if entropies else float("nan"),
-           "rho_min": float(rho.min()), "rho_max": float(rho.max())}
-    scale = router.memory_scale()
-    if scale is not None:
-        row["memory_scale"] = float(scale.detach()) * math.sqrt(router.config.d_memory)  # x 1/sqrt(d_m)
-    return row
-
-
 def _stages(training: dict, name: str) -> list[dict]:
     """The training stages a start checkpoint went through, oldest first, so a chain of runs stays on record."""
     cfg = training.get("train_config", {})
@@ -320,7 +296,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     blocks = training_blocks(hero, cfg, n_blocks)
     targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
 
-    optimizer = torch.optim.AdamW(_param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, alpha = 0, cfg.alpha_init
     spent_before = NO_TIME_SPENT  # time of earlier, interrupted processes of this run
 
@@ -436,6 +412,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         tokens_seen = cfg.steps * cfg.batch_size * cfg.seq_len + int(router.config.extra.get("tokens_before", 0))
         summary = {"train_config": asdict(cfg), "steps_done": cfg.steps, "tokens_seen": tokens_seen,
                    "compute_dtype": router.config.extra["compute_dtype"],
+                   "teacher_dtype": (str(teacher_dtype(hero, cfg)).removeprefix("torch.") if targets is not None
+                                     else None),
                    "init_from": Path(cfg.init_from).name if cfg.init_from else None,
                    "warm_start": router.config.extra.get("warm_start"),
                    "gate_warm_start": router.config.extra.get("gate_warm_start"),

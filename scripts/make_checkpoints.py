@@ -48,6 +48,7 @@ class Run:
     bundled: bool = True  # False: an intermediate stage, kept under STAGE_DIR
     lr: float = TrainConfig.lr  # peak; a continuation starts lower so it refines instead of re-heating
     order_seed: int | None = None  # TrainConfig.order_seed: None reads the blocks in hero-10's order
+    levers: tuple[tuple[str, object], ...] = ()  # further TrainConfig fields (memory kernel, target, ...)
 
 
 RUNS = {
@@ -87,6 +88,7 @@ def already_trained(out: Path, run: Run, steps: int) -> bool:
     return (done.get("target_skip") == run.target_skip and done.get("steps") == steps
             and done.get("budget_scope", "batch") == run.budget_scope and done.get("lr") == run.lr
             and done.get("order_seed") == run.order_seed
+            and all(done.get(name) == value for name, value in run.levers)
             and Path(done.get("init_from") or "").name == (run.start or "")
             and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling)
 
@@ -128,7 +130,7 @@ def main() -> int:
             raise SystemExit(f"{name} continues from {run.start}, which is not trained yet: run it first")
         cfg = TrainConfig(out=str(work), variant=run.variant, target_skip=run.target_skip, steps=steps,
                           threads=args.threads, budget_scope=run.budget_scope, data_blocks=DATA_BLOCKS, lr=run.lr,
-                          order_seed=run.order_seed,
+                          order_seed=run.order_seed, **dict(run.levers),
                           init_from=str(location(run.start)) if run.start else None)
         train(cfg, hero)
         meta_path = work / CONFIG_FILE

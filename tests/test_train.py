@@ -166,7 +166,7 @@ def test_a_softmax_memory_trains_with_its_own_learning_rate_and_is_saved(tmp_pat
 
 
 def test_memory_parameters_get_their_own_learning_rate():
-    from hero_core.train import _param_groups
+    from hero_core.train_memory import param_groups as _param_groups
 
     router = _fresh_tiny().router
     groups = _param_groups(router, TrainConfig(out="x", memory_lr_scale=10.0))
