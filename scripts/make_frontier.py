@@ -26,9 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
-ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")
+ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",
+             "hero-10-r2", "no_memread-10-r2")  # recipe 2 (selective memory) and its twin: read like ablations
 # First stages, measured beside the finished checkpoints (the ablations at equal training tokens).
-STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1")
+STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1", "hero-10-r2-s1",
+             "no_memread-10-r2-s1")
 TAUS = (0.35, 0.5, 0.65, 0.8)  # the -10 curves; the -25 and -40 checkpoints get FOLLOW_TAUS
 FOLLOW_TAUS = (0.35, 0.5, 0.65)  # around the -25 / -40 checkpoints' own tau, enough to read them at equal skip
 DOMAINS = ("chat", "code", "reasoning")
@@ -36,6 +38,7 @@ SHOWN_PROMPTS = ("What is the capital of France?", "Give me three tips for stayi
                  "Explain why the sky is blue in two sentences.", "Write a Python function that reverses a string.",
                  "If I have 3 apples and buy 5 more, how many apples do I have?")
 PREFIX_TOKENS = 24
+READ_TEXTS = 20  # held-out texts per domain for the read-matters ablation
 MAX_TOKENS = 192  # tokens per held-out text (chat and reasoning texts are shorter; code is cut here)
 
 
@@ -111,6 +114,7 @@ def add_checkpoints(names: list[str], limit: int, jobs: int, out: Path, sweep: b
 
     with torch.no_grad():
         result.setdefault("memory_entropy", {}).update(memory_entropy(models, limit=10))
+        result.setdefault("read_matters", {}).update(read_matters(models, limit=READ_TEXTS))
     for n, m in models.items():
         result["checkpoints"][n] = {"variant": m.config.variant, "tau": m.config.tau,
                                     "branch_scaling": m.config.branch_scaling,
@@ -196,6 +200,34 @@ def memory_entropy(models: dict, limit: int) -> dict:
     return out
 
 
+def read_matters(models: dict, limit: int) -> dict:
+    """Per memory-reading checkpoint and domain, at its own tau: the share of decisions that flip when every read
+    is replaced by the uniform average of the same values, the learned read's entropy, and the perplexity ratio
+    to dense with the learned and with the uniform read (95 % bootstrap intervals over texts)."""
+    from hero_core.config import VARIANTS
+    from hero_core.data import domain_texts
+    from hero_core.eval import HeroMethod
+    from hero_core.frontier import evaluate_points
+    from hero_core.read_ablation import read_effect
+
+    hero = next(iter(models.values()))
+    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+    out = {}
+    for name, model in models.items():
+        variant = model.config.variant
+        if not VARIANTS[variant].memory_read:
+            continue
+        methods = [HeroMethod(model, variant, name="learned"),
+                   HeroMethod(model, variant, name="uniform", memory_read="uniform")]
+        quality = evaluate_points(model, methods, texts, max_tokens=MAX_TOKENS)
+        out[name] = {d: {**read_effect(model, texts[d], max_tokens=MAX_TOKENS), "texts": len(texts[d]),
+                         "learned": quality["learned"][d],
+                         "uniform": quality["uniform"][d]} for d in DOMAINS}
+        print(f"read matters {name}: " + ", ".join(f"{d} {100 * v['flip_share']:.2f} % flips"
+                                                   for d, v in out[name].items()), flush=True)
+    return out
+
+
 def bf16_check(models: dict, limit: int) -> dict:
     """hero-10 on a bf16 backbone against the same router on fp32: decision flips and perplexity ratios, both
     against the fp32 dense model, on held-out text."""
@@ -262,6 +294,7 @@ def main() -> int:
     with torch.no_grad():
         result["generations"] = generations(models, args.generation_prompts)
         result["memory_entropy"] = memory_entropy(models, limit=max(4, args.limit // 4))
+        result["read_matters"] = read_matters(models, limit=READ_TEXTS)
         result["bf16"] = bf16_check(models, limit=args.limit // 2)
     result["checkpoints"] = {n: {"variant": m.config.variant, "tau": m.config.tau,
                                  "branch_scaling": m.config.branch_scaling,
