@@ -124,6 +124,18 @@ def add_checkpoints(names: list[str], limit: int, jobs: int, out: Path, sweep: b
     return 0
 
 
+def add_read_matters(names: list[str], out: Path) -> int:
+    """The read-matters ablation of checkpoints already in ``out`` (their frontier stays as it is)."""
+    import torch
+
+    torch.set_num_threads(1)
+    result = json.loads(out.read_text())
+    with torch.no_grad():
+        result.setdefault("read_matters", {}).update(read_matters(load_models(names), limit=READ_TEXTS))
+    out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
 def merge(parts: list[dict]) -> dict:
     merged = json.loads(json.dumps(parts[0]))
     merged["domains"] = [d for p in parts for d in p["domains"]]
@@ -277,7 +289,11 @@ def main() -> int:
     parser.add_argument("--add", nargs="+", help="only evaluate these checkpoints (own tau) and merge them into --out")
     parser.add_argument("--sweep", action="store_true",
                         help="with --add: sweep tau like the -10 curves, so they can be read at hero-10's skip")
+    parser.add_argument("--read-matters", nargs="+", metavar="CHECKPOINT",
+                        help="only run the read-matters ablation on these checkpoints and merge it into --out")
     args = parser.parse_args()
+    if args.read_matters:
+        return add_read_matters(args.read_matters, args.out)
     if args.sweep and not args.add:
         parser.error("--sweep goes with --add")
     if args.part:
