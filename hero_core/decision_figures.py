@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .axes import _token_axis, hover_labels
+from .axes import _token_axis, indexed_hover
 from .labels import plotly_text
 from .memory_figures import _check_token
 from .palette import (
@@ -55,11 +55,17 @@ def decision_bars(split: dict, trace: RoutingTrace | None = None) -> go.Figure:
     fig = go.Figure(go.Bar(x=values, y=names, orientation="h", marker={"color": colours},
                            text=[f"{values[0]:+.3f}", f"{values[1]:+.3f}", f"{values[2]:+.3f} → {verdict}"],
                            textposition="auto", hovertemplate="%{y} = %{x:.4f}<extra></extra>"))
-    fig.add_vline(x=split["tau_logit"], line={"dash": "dash", "color": MARK_COLOUR},
-                  annotation_text=f"logit(τ) = {split['tau_logit']:.3f}")
+    # The threshold is a dashed line named in the legend, not an annotation: a label on the line sat over the bars
+    # ("logit(τ) = 0.000" across the history bar).
+    fig.add_vline(x=split["tau_logit"], line={"dash": "dash", "color": MARK_COLOUR})
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line={"dash": "dash", "color": MARK_COLOUR},
+                             name=f"threshold logit(τ) = {split['tau_logit']:+.3f} (τ = {split['tau']:g})",
+                             hoverinfo="skip"))
     fig.update_layout(title=titled(f"Decision at L{split['layer']}: g = {split['gate']:.4f} → FFN {verdict}",
                                    [trace] if trace is not None else []),
-                      height=280, yaxis={"autorange": "reversed"}, margin={"l": 120, "r": 20, "t": 80, "b": 40})
+                      height=300, yaxis={"autorange": "reversed"}, showlegend=True,
+                      legend={"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"},
+                      margin={"l": 120, "r": 20, "t": 80, "b": 60})
     return fig
 
 
@@ -70,9 +76,9 @@ def attribution_bars(tokens: Sequence[str], scores: Sequence[float], *, title: s
     ``window`` = (first, last) token shown for a long prompt (every bar is still there, a pan away)."""
     scores = np.asarray(scores, dtype=np.float64)
     colours = np.where(scores >= 0, POSITIVE, NEGATIVE)
-    labels = hover_labels(list(tokens))
-    fig = go.Figure(go.Bar(x=np.arange(len(scores)), y=scores, marker={"color": colours}, customdata=labels,
-                           hovertemplate="token %{x}: <b>%{customdata}</b><br>%{y:+.4f}<extra></extra>"))
+    fig = go.Figure(go.Bar(x=np.arange(len(scores)), y=scores, marker={"color": colours},
+                           hovertext=indexed_hover(list(tokens)),
+                           hovertemplate="%{hovertext}<br>%{y:+.4f}<extra></extra>"))
     fig.update_layout(title=titled(plotly_text(title), [trace] if trace is not None else []),
                       xaxis=_token_axis(list(tokens), window), height=340,
                       yaxis={"title": {"text": "contribution to a + b"}}, margin={"l": 60, "r": 20, "t": 80, "b": 60})
@@ -96,13 +102,22 @@ def attribution_html(tokens: Sequence[str], scores: Sequence[float]) -> str:
 
 
 def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: int,
-              current: float | None = None, trace: RoutingTrace | None = None, note: str = "") -> go.Figure:
-    """FFNs executed per token as the threshold tau varies (each point a full re-run).
+              current: float | None = None, trace: RoutingTrace | None = None, note: str = "",
+              perplexity_ratio: Sequence[float] | None = None) -> go.Figure:
+    """FFNs executed per token as the threshold tau varies (each point a full re-run), and with
+    ``perplexity_ratio`` the quality those runs paid (routed / dense perplexity of the same text, right axis):
+    the trade the threshold makes, not only its compute side.
 
     ``trace`` is the run at the current tau: its checkpoint, variant, tau and param skip go into the title with
     the swept range, followed by ``note`` (e.g. which text and precision), so an exported figure keeps them."""
-    fig = go.Figure(go.Scatter(x=list(taus), y=list(ffn_per_token), mode="lines+markers",
+    fig = go.Figure(go.Scatter(x=list(taus), y=list(ffn_per_token), mode="lines+markers", name="FFNs per token",
+                               line={"color": EXECUTED_COLOUR}, marker={"color": EXECUTED_COLOUR},
                                hovertemplate="τ = %{x:.2f}: %{y:.2f} FFNs per token<extra></extra>"))
+    if perplexity_ratio is not None:
+        fig.add_trace(go.Scatter(x=list(taus), y=list(perplexity_ratio), mode="lines+markers", yaxis="y2",
+                                 name="perplexity ratio to dense (right axis)",
+                                 line={"color": SKIPPED_COLOUR, "dash": "dot"}, marker={"color": SKIPPED_COLOUR},
+                                 hovertemplate="τ = %{x:.2f}: perplexity × %{y:.3f} of dense<extra></extra>"))
     if current is not None:
         fig.add_vline(x=current, line={"dash": "dash", "color": MARK_COLOUR}, annotation_text="τ now")
     parts = []
@@ -112,10 +127,17 @@ def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: i
                      f"{trace.n_tokens} tokens")
     if note:
         parts.append(plotly_text(note))
-    text = "Compute as the threshold moves"
-    fig.update_layout(title={"text": f"{text}<br><sup>{' · '.join(parts)}</sup>" if parts else text},
-                      height=320,
-                      xaxis={"title": {"text": "τ"}, "range": [0, 1]},
-                      yaxis={"title": {"text": "FFNs executed per token"}, "range": [0, n_routed + 0.5]},
-                      margin={"l": 60, "r": 20, "t": 70, "b": 50})
+    text = "Compute as the threshold moves" if perplexity_ratio is None else \
+        "Compute and quality as the threshold moves"
+    layout = {"title": {"text": f"{text}<br><sup>{' · '.join(parts)}</sup>" if parts else text},
+              "height": 340, "xaxis": {"title": {"text": "τ"}, "range": [0, 1]},
+              "yaxis": {"title": {"text": "FFNs executed per token"}, "range": [0, n_routed + 0.5]},
+              "legend": {"orientation": "h", "x": 0, "y": -0.25, "yanchor": "top"},
+              "margin": {"l": 60, "r": 60, "t": 70, "b": 80}}
+    if perplexity_ratio is not None:
+        finite = [v for v in perplexity_ratio if math.isfinite(v)]
+        top = max([1.05, *finite]) * 1.05
+        layout["yaxis2"] = {"title": {"text": "perplexity ratio to dense"}, "overlaying": "y", "side": "right",
+                            "range": [min([0.95, *finite]) * 0.95, top], "showgrid": False}
+    fig.update_layout(**layout)
     return fig

@@ -37,14 +37,17 @@ from plotly.subplots import make_subplots
 
 from .axes import (  # noqa: F401 - re-exported: callers import them from hero_core.figures
     LABEL_PX,
+    MAX_TICK_LABELS,
     MAX_WINDOW,
     MIN_CELL_PX,
     PLOT_WIDTH_PX,
+    TICK_FONT_PX,
     _block_axis,
     _cell_size,
     _token_axis,
     _window,
     hover_labels,
+    indexed_hover,
     tick_step,
 )
 from .decision_figures import attribution_bars, attribution_html, decision_bars, decision_split, tau_curve  # noqa: F401
@@ -67,7 +70,6 @@ from .palette import (
     GATE_SCALE,
     MARK_COLOUR,
     SKIPPED_COLOUR,
-    provenance,
     run_colour,
     titled,
 )
@@ -100,9 +102,13 @@ def _cells(trace: RoutingTrace, *, show_scale: bool = True, size: int | None = N
     tokens = np.tile(np.arange(T), R)
     blocks = np.repeat(np.arange(1, R + 1), T)
     executed = trace.executed.reshape(-1)
-    labels = hover_labels(trace.tokens)
+    labels = indexed_hover(trace.tokens)
     status = ("✗ skipped", "✓ executed")  # a text symbol too: the verdict must not rest on colour alone
-    hover = [f"<b>{labels[k % T]}</b> → FFN {status[e]}" for k, e in enumerate(executed.tolist())]
+    layers = [f"L{layer}" for layer in trace.routed_layers]
+    # The token's index and text, the layer and block travel with the point: %{x} and %{y} would be formatted
+    # through the axes' tick text ("token 4: 4" on token 50, "block L3").
+    hover = [f"{labels[k % T]} → FFN {status[e]}<br>layer {layers[k // T]} (routed block {k // T + 1} of {R})"
+             for k, e in enumerate(executed.tolist())]
     # Numeric customdata (one float array) and plain strings: plotly deep-copies object arrays element by element.
     custom = np.stack([np.repeat(np.asarray(trace.routed_layers, dtype=np.float64), T),
                        trace.history_logit.reshape(-1), trace.local_logit.reshape(-1), trace.margin().reshape(-1),
@@ -114,8 +120,7 @@ def _cells(trace: RoutingTrace, *, show_scale: bool = True, size: int | None = N
         marker={"symbol": EXECUTED_SYMBOL, "size": size or _cell_size(T, R), "color": trace.gate.reshape(-1),
                 "colorscale": GATE_SCALE, "cmin": 0.0, "cmax": 1.0, "line": {"width": 0},
                 "showscale": show_scale, "colorbar": {"title": {"text": "g"}, "thickness": 12, "len": 0.8}},
-        hovertemplate=("token %{x}: %{hovertext}<br>layer %{customdata[0]} (block %{y})<br>"
-                       "g = %{marker.color:.4f}<br>a (history) = %{customdata[1]:.3f}<br>"
+        hovertemplate=("%{hovertext}<br>g = %{marker.color:.4f}<br>a (history) = %{customdata[1]:.3f}<br>"
                        "b (local) = %{customdata[2]:.3f}<br>margin g − τ = %{customdata[3]:+.4f}<extra></extra>"))
 
 
@@ -179,11 +184,11 @@ def skip_heatmap(trace: RoutingTrace, *, selected: tuple[int, int] | None = None
 def skip_overview(trace: RoutingTrace, window: tuple[int, int] | None = None) -> go.Figure:
     """The whole prompt in one strip: FFNs executed per token, the visible window outlined."""
     counts = trace.executed_per_token()
-    labels = hover_labels(trace.tokens)
+    labels = indexed_hover(trace.tokens)
     fig = go.Figure(go.Heatmap(
         z=counts[None, :], x=np.arange(trace.n_tokens), y=["FFNs"], colorscale=COMPUTE_SCALE, zmin=0,
         zmax=trace.n_routed, showscale=False, customdata=np.asarray(labels, dtype=object)[None, :],
-        hovertemplate="token %{x}: <b>%{customdata}</b><br>%{z} of " + str(trace.n_routed)
+        hovertemplate="%{customdata}<br>%{z} of " + str(trace.n_routed)
                       + " FFNs executed<extra></extra>"))
     if window is not None:
         first, last = _window(trace.n_tokens, window)
@@ -203,9 +208,11 @@ def skip_heatmaps(traces: Sequence[RoutingTrace], labels: Sequence[str],
     first = traces[0]
     R = first.n_routed
     size = visible_cell_size(first, window)
+    # Each row is titled by its run's label alone, on the left: the provenance is in the figure's title, and a
+    # long centred subplot title ran under the legend at the top right.
     fig = make_subplots(rows=len(traces), cols=1, shared_xaxes=True, shared_yaxes=True, vertical_spacing=0.04,
-                        subplot_titles=[f"{plotly_text(label)}: {provenance(t)}" for t, label in
-                                        zip(traces, labels, strict=True)])
+                        subplot_titles=[plotly_text(label) for label in labels])
+    fig.update_annotations(x=0, xanchor="left", font={"size": 13})
     for row, trace in enumerate(traces, start=1):
         fig.add_trace(_cells(trace, show_scale=row == 1, size=size), row=row, col=1)
         fig.add_trace(_skip_marks(trace, size=size, legend=row == 1), row=row, col=1)
@@ -229,8 +236,8 @@ def executed_counts(trace: RoutingTrace, window: tuple[int, int] | None = None) 
     fig = go.Figure(go.Bar(
         x=np.arange(trace.n_tokens), y=counts, name="FFNs executed",
         marker={"color": counts, "colorscale": COMPUTE_SCALE, "cmin": 0, "cmax": R},
-        customdata=hover_labels(trace.tokens),
-        hovertemplate="token %{x}: <b>%{customdata}</b><br>%{y} of " + str(R) + " FFNs executed<extra></extra>"))
+        hovertext=indexed_hover(trace.tokens),
+        hovertemplate="%{hovertext}<br>%{y} of " + str(R) + " FFNs executed<extra></extra>"))
     _prompt_boundary(fig, trace)
     fig.update_layout(title=titled("FFNs executed per token", [trace]), xaxis=_token_axis(trace.tokens, window),
                       yaxis={"title": {"text": "FFNs executed"}, "range": [0, R + 0.5]}, height=320,
@@ -246,13 +253,13 @@ def token_quality_bars(trace: RoutingTrace, window: tuple[int, int] | None = Non
         raise ValueError("this trace has no quality row: record it with hero.trace(..., quality=True)")
     kl = trace.quality["kl_to_dense"]
     agree = trace.quality.get("top1_agree", np.ones_like(kl))
-    labels = hover_labels(trace.tokens)
+    labels = indexed_hover(trace.tokens)
     fig = go.Figure(go.Bar(
         x=np.arange(trace.n_tokens), y=kl, name="KL to dense",
         marker={"color": np.where(agree > 0.5, EXECUTED_COLOUR, SKIPPED_COLOUR),
                 "pattern": {"shape": np.where(agree > 0.5, "", "/").tolist()}},
         customdata=np.stack([labels, np.where(agree > 0.5, "same", "differs")], -1),
-        hovertemplate="token %{x}: <b>%{customdata[0]}</b><br>KL(dense‖routed) %{y:.4f} nats<br>"
+        hovertemplate="%{customdata[0]}<br>KL(dense‖routed) %{y:.4f} nats<br>"
                       "top-1 next token vs dense: %{customdata[1]}<extra></extra>"))
     fig.update_layout(title=titled("Quality per token: KL(dense‖routed) of the next-token distribution "
                                    "(hatched orange: top-1 differs from dense)", [trace]),
@@ -379,12 +386,14 @@ def flip_map(trace_a: RoutingTrace, trace_b: RoutingTrace, labels: tuple[str, st
         scale += [[c / 4, colour], [(c + 1) / 4, colour]]
     R, T = codes.shape
     text = np.array(names, dtype=object)[codes]
-    tokens = np.array(hover_labels(trace_a.tokens), dtype=object)
-    custom = np.stack([np.broadcast_to(tokens, (R, T)), trace_a.gate, trace_b.gate, text], axis=-1)
+    tokens = np.array(indexed_hover(trace_a.tokens), dtype=object)
+    layers = np.array([f"L{layer}" for layer in trace_a.routed_layers], dtype=object)
+    custom = np.stack([np.broadcast_to(tokens, (R, T)), trace_a.gate, trace_b.gate, text,
+                       np.broadcast_to(layers[:, None], (R, T))], axis=-1)
     fig = go.Figure(go.Heatmap(
         z=codes, x=np.arange(T), y=np.arange(1, R + 1), zmin=-0.5, zmax=3.5, colorscale=scale, customdata=custom,
         xgap=1, ygap=1, colorbar={"tickvals": [0, 1, 2, 3], "ticktext": names, "thickness": 12},
-        hovertemplate=("token %{x}: <b>%{customdata[0]}</b>, block %{y}<br>g " + la + " = %{customdata[1]:.4f}<br>"
+        hovertemplate=("%{customdata[0]}, layer %{customdata[4]}<br>g " + la + " = %{customdata[1]:.4f}<br>"
                        "g " + lb + " = %{customdata[2]:.4f}<br>%{customdata[3]}<extra></extra>")))
     n_flips = int((codes >= 2).sum())
     fig.update_layout(title=titled(f"Decision flips {la} vs {lb}: {n_flips} of {R * T} "
@@ -430,26 +439,28 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07, row_heights=[0.4, 0.4, 0.2],
                         subplot_titles=["NLL of the next token (nats)", "KL(dense ‖ routed) (nats)",
                                         "top-1 prediction differs from dense"])
+    hover = indexed_hover(tokens)  # the index travels with the point: %{x} would show the axis' tick text
     for i, (quality, label) in enumerate(zip(qualities, labels, strict=True)):
         name, colour = plotly_text(label), run_colour(i)
         nll = np.asarray(quality["nll"])
         fig.add_trace(go.Scatter(x=np.arange(len(nll)), y=nll, mode="lines", name=name, legendgroup=name,
-                                 line={"color": colour},
-                                 hovertemplate="token %{x}: %{y:.3f}<extra>" + name + "</extra>"), row=1, col=1)
+                                 line={"color": colour}, hovertext=hover[: len(nll)],
+                                 hovertemplate="%{hovertext}: %{y:.3f}<extra>" + name + "</extra>"), row=1, col=1)
         kl = np.asarray(quality["kl"])
         fig.add_trace(go.Scatter(x=np.arange(len(kl)), y=kl, mode="lines", name=name, legendgroup=name,
-                                 showlegend=False, line={"color": colour},
-                                 hovertemplate="token %{x}: %{y:.4f}<extra>" + name + "</extra>"), row=2, col=1)
+                                 showlegend=False, line={"color": colour}, hovertext=hover[: len(kl)],
+                                 hovertemplate="%{hovertext}: %{y:.4f}<extra>" + name + "</extra>"), row=2, col=1)
         differs = np.flatnonzero(~np.asarray(quality["top1_agree"], dtype=bool))
         fig.add_trace(go.Scatter(x=differs, y=[name] * len(differs), mode="markers", name=name, legendgroup=name,
                                  showlegend=False, marker={"symbol": "line-ns-open", "size": 12, "color": colour,
                                                            "line": {"width": 2, "color": colour}},
-                                 hovertemplate="token %{x}: top-1 differs<extra>" + name + "</extra>"), row=3, col=1)
+                                 hovertext=[hover[k] for k in differs],
+                                 hovertemplate="%{hovertext}: top-1 differs<extra>" + name + "</extra>"), row=3, col=1)
         if i == 0 and "nll_dense" in quality:
             dense = np.asarray(quality["nll_dense"])
             fig.add_trace(go.Scatter(x=np.arange(len(dense)), y=dense, mode="lines", name="dense",
-                                     line={"dash": "dot", "color": DENSE_COLOUR},
-                                     hovertemplate="token %{x}: %{y:.3f}<extra>dense</extra>"), row=1, col=1)
+                                     line={"dash": "dot", "color": DENSE_COLOUR}, hovertext=hover[: len(dense)],
+                                     hovertemplate="%{hovertext}: %{y:.3f}<extra>dense</extra>"), row=1, col=1)
     for row in (1, 2):
         fig.update_xaxes(_token_axis(tokens, window) | {"title": {"text": ""}}, row=row, col=1)
     fig.update_xaxes(_token_axis(tokens, window), row=3, col=1)

@@ -78,7 +78,7 @@ def test_skip_heatmap_cells_are_the_trace(trace):
 def test_skip_heatmap_escapes_and_marks_selection(trace):
     fig = spec(F.skip_heatmap(trace, selected=(3, 1)))
     cells = next(d for d in fig["data"] if d.get("name") == F.CELLS_NAME)
-    inner = [h[len("<b>"): h.index("</b> → FFN")] for h in cells["hovertext"]]  # the token text in our markup
+    inner = [h[h.index("<b>") + len("<b>"): h.index("</b> → FFN")] for h in cells["hovertext"]]  # the token text
     assert not any("<" in t or ">" in t for t in inner) and any("&lt;" in t for t in inner)
     ring = next(d for d in fig["data"] if d.get("name") == "selected")
     assert values(ring["x"]).tolist() == [3] and values(ring["y"]).tolist() == [2]

@@ -154,8 +154,31 @@ def test_piece_texts_merges_byte_pieces():
 
 
 def test_hover_gives_the_token_index(trace):
+    """The hover names the real token index, its text and the layer: never %{x} / %{y}, which plotly formats
+    through the axes' tick text ("token 4: 4" on token 50, "block L3")."""
     cells = next(d for d in spec(F.skip_heatmap(trace))["data"] if d["name"] == F.CELLS_NAME)
-    assert cells["hovertemplate"].startswith("token %{x}")
+    assert "%{x}" not in cells["hovertemplate"] and "%{y}" not in cells["hovertemplate"]
+    T = trace.n_tokens
+    k = 2 * T + 5  # block 3, token 5
+    label = F.hover_labels(trace.tokens)[5]
+    assert cells["hovertext"][k].startswith(f"token 5: <b>{label}</b>")
+    assert f"layer L{trace.routed_layers[2]} (routed block 3 of {trace.n_routed})" in cells["hovertext"][k]
+    other = trace.tokens + ["x"]  # every other token-axis figure carries the index with the point too
+    for fig in (F.executed_counts(trace), F.token_quality_bars(trace) if trace.quality is not None else None,
+                F.attribution_bars(trace.tokens, np.zeros(T), title="a"), F.skip_overview(trace)):
+        if fig is not None:
+            assert "%{x}" not in fig.data[0].hovertemplate, fig.layout.title.text
+    assert other
+
+
+def test_every_token_is_labelled_up_to_eighty(tiny):
+    """At 60 tokens each token has its own tick label (the font shrinks before labels are thinned); at ~80 too."""
+    for n in (60, 80):
+        axis = F._token_axis([f"t{i}" for i in range(n)])
+        assert axis["tickvals"] == list(range(n)), n
+        assert F.TICK_FONT_PX[0] <= axis["tickfont"]["size"] <= F.TICK_FONT_PX[1]
+        assert F.PLOT_WIDTH_PX / n >= axis["tickfont"]["size"]  # a rotated label fits its cell
+    assert len(F._token_axis([f"t{i}" for i in range(120)])["tickvals"]) < 120
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +258,7 @@ def test_tau_curve_title_carries_its_provenance(trace):
 @pytest.mark.parametrize("n_visible, cell_px", [(20, 45), (64, 14), (112, 8), (512, 1.7)])
 def test_tick_step_spacing(n_visible, cell_px):
     step = F.tick_step(n_visible, cell_px)
-    assert step * cell_px >= F.LABEL_PX and n_visible / step <= 64
+    assert step * cell_px >= F.LABEL_PX and n_visible / step <= F.MAX_TICK_LABELS
 
 
 # -- #6 memory maps with contrast ------------------------------------------------------------------
@@ -343,3 +366,30 @@ def test_memory_reads_say_when_a_read_is_uniform(trace):
     reads = M.memory_reads(peaked, 0, R)
     assert not reads["even"] and reads["preferred"][0]["block"] == 1
     assert reads["preferred"][0]["ratio"] == pytest.approx(0.9 * (R - 1))
+
+
+# -- issue 23: what the figures say ---------------------------------------------------------------------
+def test_threshold_is_a_legend_entry_not_text_over_the_bars(trace):
+    """`logit(τ) = 0.000` was an annotation over the history bar; the threshold is named in the legend instead."""
+    fig = spec(F.decision_bars(F.decision_split(trace, 3, 1), trace))
+    assert not fig["layout"].get("annotations")
+    names = [d.get("name", "") for d in fig["data"]]
+    assert any(n.startswith("threshold logit(τ) = +0.000 (τ = 0.5)") for n in names), names
+
+
+def test_tau_curve_draws_quality_beside_compute(trace):
+    fig = spec(F.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, current=trace.tau, trace=trace,
+                           perplexity_ratio=[1.0, 1.1, 1.4]))
+    assert title(fig).startswith("Compute and quality as the threshold moves")
+    quality = next(d for d in fig["data"] if d.get("yaxis") == "y2")
+    assert list(quality["y"]) == [1.0, 1.1, 1.4] and fig["layout"]["yaxis2"]["overlaying"] == "y"
+
+
+def test_compared_skip_maps_keep_their_titles_clear_of_the_legend(traces):
+    """Row titles are the runs' labels on the left (the provenance is in the figure title); the legend sits at
+    the top right, where a long centred subplot title used to run under it."""
+    fig = spec(F.skip_heatmaps([traces["hero"], traces["no_history"]], ["hero", "no_history"]))
+    rows = fig["layout"]["annotations"]
+    assert [a["text"] for a in rows] == ["hero", "no_history"]
+    assert all(a["x"] == 0 and a["xanchor"] == "left" for a in rows)
+    assert fig["layout"]["legend"]["xanchor"] == "right"
