@@ -193,6 +193,19 @@ def _require(runs: Sequence[ItemRun], labels: Sequence[str], *, traces: bool) ->
             raise ValueError(f"a {run.domain} item has no {kind} for {missing}; it has {sorted(held)}")
 
 
+def bootstrap_picks(n: int, *, n_boot: int = 2000, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot, n) item indices drawn with replacement: the resamples behind every bootstrap here. Statistics
+    that are not a plain mean (e.g. Retain, a mean of per-task ratios, :mod:`hero_core.eval.retain`) draw
+    their resamples here too, one call per stratum from one generator."""
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The central ``level`` percentile interval of bootstrap replicates."""
+    lo, hi = np.quantile(np.asarray(replicates, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def bootstrap_ci(values: Sequence[float], weights: Sequence[float] | None = None, *, n_boot: int = 2000,
                  level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of a (weighted) mean, resampling items with replacement."""
@@ -202,11 +215,9 @@ def bootstrap_ci(values: Sequence[float], weights: Sequence[float] | None = None
         raise ValueError("values and weights must be 1-d arrays of one length")
     if len(v) == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(v), size=(n_boot, len(v)))
+    picks = bootstrap_picks(len(v), n_boot=n_boot, rng=np.random.default_rng(seed))
     means = (v[picks] * w[picks]).sum(axis=1) / np.maximum(w[picks].sum(axis=1), 1e-12)
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    return percentile_interval(means, level)
 
 
 def flip_summary(runs: Sequence[ItemRun], a: str = "hero", b: str = "no_history", *,

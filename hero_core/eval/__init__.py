@@ -14,6 +14,10 @@ Modules, one concept each:
                ``answers_data``), checked per answer; the share of dense's correct answers a method keeps
     bigbench, humaneval, quality, baselines
                BIG-bench data, HumanEval execution, per-token quality against dense, baseline policies
+    retain     Retain over the main suite + HumanEval with 95 % bootstrap intervals (over examples, over tasks)
+               and the paired difference of two methods
+    twins      the headline's checkpoints, each one's local twin and the twin's tau at matched param skip
+    headline   the README's headline table (Retain and answers kept beside param skip) from the result files
 
 Compute figures (param skip, net param skip, FLOP share saved, token-weighted over every token a suite
 fed) come from :class:`hero_core.accounting.ComputeTally`.

@@ -6,6 +6,7 @@
     python -m hero_core eval --select-tasks            # once, dense only: rewrite eval_tasks.json
     python -m hero_core eval --lm-eval-task hero_core/lm_eval_tasks/hero_reasoning_mc.yaml --variants hero,dense
     python -m hero_core eval --answers --checkpoint hero-10,local-10 --limit 20 --out answers.json
+    python -m hero_core eval --answers --checkpoint headline --twins --limit 120 --out docs/answers.json
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -27,6 +30,7 @@ DESCRIPTION = ("Evaluation: BIG-bench multiple choice with Retain, HumanEval, ge
                "--answers: the share of dense's correct chat answers each checkpoint keeps.")
 SUITE_LIMIT = 50  # --limit's default for the suites (the answers suite runs every prompt by default)
 SUITE_VARIANTS = "hero,dense"  # --variants' default for the suites
+HEADLINE = "headline"  # --answers --checkpoint headline: every checkpoint of the README's headline table
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = DESCRIPTION
     p.add_argument("--checkpoint", default=None,
                    help="bundled name (hero-25, …) or checkpoint directory; with --answers a comma-separated list "
-                        "(default: the bundled default hero-10 and its local twin local-10)")
+                        "(default: the bundled default hero-10 and its local twin local-10), or 'headline': every "
+                        "checkpoint of the README's headline table (bundled hero-/local- and recipe-2 ones)")
     p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
     p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
@@ -74,6 +79,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: hero_core/eval/answers.jsonl)")
     p.add_argument("--answers-tokens", type=int, default=None,
                    help="with --answers: cap on new tokens per answer (default: each prompt's own max_new_tokens)")
+    p.add_argument("--twins", action="store_true",
+                   help="with --answers: also run each checkpoint's local twin (hero-10 -> local-10) at the tau whose "
+                        "param skip on calibration text matches the checkpoint's (hero_core.eval.twins)")
 
 
 def run_cli(args) -> int:
@@ -141,11 +149,15 @@ def _run_answers(args, load, progress: bool) -> int:
     """``--answers``: every checkpoint (on one loaded backbone) against dense on the answers suite."""
     from ..model import DEFAULT_CHECKPOINT
     from ..sweep import with_checkpoint
-    from . import answers
+    from . import answers, twins
     from .methods import HeroMethod
 
     names = [c.strip() for c in (args.checkpoint or "").split(",") if c.strip()]
     names = names or [DEFAULT_CHECKPOINT, DEFAULT_CHECKPOINT.replace("hero-", "local-", 1)]
+    if names == [HEADLINE]:
+        names = twins.headline_checkpoints()
+        if not names:
+            raise ValueError("no headline checkpoint is bundled; `make checkpoints` trains them")
     hero = load(argparse.Namespace(**{**vars(args), "checkpoint": names[0]}))
     # the tiny test model has no checkpoints of its own: it stands in for the first one only
     models = [hero] if os.environ.get("HERO_LENS_TINY") == "1" else [with_checkpoint(hero, n) for n in names]
@@ -158,13 +170,17 @@ def _run_answers(args, load, progress: bool) -> int:
             name = model.checkpoint_name + (f" · {variant}" if variants else "")
             name += f" @tau={args.tau:g}" if args.tau is not None else ""
             methods.append(HeroMethod(model, variant, args.tau, name=name))
+    matched = _matched_twins(hero, models, args) if args.twins else {}
+    methods += [HeroMethod(m.twin_model, m.twin_model.config.variant, m.match.tau, name=m.match.method)
+                for m in matched.values()]
     rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
     frame = answers.run_answers(hero, methods, rows, max_new_tokens=args.answers_tokens, progress=progress)
     report = answers.answers_report(frame, keep_texts=not args.no_samples)
     report["config"] = {"backbone": hero.backbone.name, "checkpoints": [m.checkpoint_name for m in models],
                         "methods": [m.name for m in methods], "tau": args.tau, "limit": args.limit,
                         "rows": len(rows), "answers_file": str(args.answers_file or answers.ANSWERS_FILE),
-                        "answers_tokens": args.answers_tokens}
+                        "answers_tokens": args.answers_tokens,
+                        "matched": {name: m.match.to_dict() for name, m in matched.items()}}
     _print_answers(report)
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -184,3 +200,29 @@ def _print_answers(report: dict) -> None:
             print(f"{method[:24]:24s} {category:14s} {r['n']:>4d} {pct(r['dense_accuracy']):>8s} "
                   f"{pct(r['method_accuracy']):>9s} {pct(r['kept']):>7s} {interval:>14s} "
                   f"{pct(r['answer_param_skip']):>14s} {pct(r['param_skip']):>11s}")
+
+
+@dataclass(frozen=True)
+class _Twin:
+    match: Any  # twins.MatchedTwin
+    twin_model: Any  # the twin's HeroModel
+
+
+def _matched_twins(hero, models: list, args) -> dict[str, _Twin]:
+    """``--twins``: each checkpoint's local twin at matched param skip on calibration text (loaded onto the same
+    backbone when it is not among ``models``). Refused with --tau: the match is to each checkpoint's own tau."""
+    from ..calibration import calibration_blocks
+    from ..checkpoint import bundled_names
+    from ..sweep import with_checkpoint
+    from . import twins
+
+    if args.tau is not None:
+        raise ValueError("--twins matches each twin to its checkpoint's own tau; leave out --tau")
+    by_name = {m.checkpoint_name: m for m in models}
+    loaded: dict[str, Any] = {}
+
+    def load(name: str):
+        return loaded.setdefault(name, with_checkpoint(hero, name))
+
+    found = twins.match_twins(by_name, calibration_blocks(hero), load, bundled_names())
+    return {name: _Twin(m, by_name[m.twin] if m.twin in by_name else load(m.twin)) for name, m in found.items()}

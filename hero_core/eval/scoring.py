@@ -139,7 +139,8 @@ def score_multiple_choice(method: Method, examples: Sequence[bigbench.MCExample]
                           progress: bool = False, desc: str = "multiple choice",
                           shared_prefix: bool | None = None) -> dict[str, Any]:
     """Accuracy (BIG-bench multiple_choice_grade) and length-normalised accuracy of ``examples``;
-    ``picks`` holds the chosen choice index of each example."""
+    ``picks`` holds the chosen choice index of each example, ``grades`` its score (the per-example values
+    whose mean is ``accuracy``: what a bootstrap over examples resamples, :mod:`hero_core.eval.retain`)."""
     requests = [(ex.context, choice) for ex in examples for choice in ex.choices]
     scored = loglikelihood(method, requests, batch_tokens=batch_tokens, tally=tally, progress=progress, desc=desc,
                            shared_prefix=shared_prefix)
@@ -156,7 +157,8 @@ def score_multiple_choice(method: Method, examples: Sequence[bigbench.MCExample]
     n = len(examples)
     return {"accuracy": float(np.mean(grades)) if n else 0.0,
             "accuracy_norm": float(np.mean(grades_norm)) if n else 0.0,
-            "chance": float(np.mean([ex.chance for ex in examples])) if n else 0.0, "n": n, "picks": picks}
+            "chance": float(np.mean([ex.chance for ex in examples])) if n else 0.0, "n": n, "picks": picks,
+            "grades": [float(g) for g in grades]}
 
 
 def retain(routed: dict[str, float], dense: dict[str, float]) -> float | None:

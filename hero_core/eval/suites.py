@@ -95,8 +95,11 @@ def evaluate_humaneval(method: Method, limit: int | None, *, max_new_tokens: int
             row["completion"] = completion
         rows.append(row)
     passed = sum(r["status"] == "passed" for r in rows)
+    # per-problem 1/0 in problem order: kept when the problem rows (with their texts) are dropped, for the
+    # bootstrap over problems of hero_core.eval.retain
+    grades = [float(r["status"] == "passed") for r in rows]
     return {"pass@1": passed / len(rows) if rows else None, "n": len(rows), "passed": passed, "style": style,
-            "compute": tally.summary(), "problems": rows}
+            "grades": grades, "compute": tally.summary(), "problems": rows}
 
 
 _ANSWER = re.compile(r"[Tt]he answer is[:\s]*\$?\s*(-?[\d,]*\.?\d+|[A-Za-z][\w'-]*)")

@@ -1,0 +1,129 @@
+"""Which checkpoints the headline reports, each one's local twin, and the twin's tau at matched compute.
+
+A checkpoint ``<kind>-<budget>[-<tag>...]`` (``hero-10``, ``hero-10-s1``, ``hero-10-r2``, ``no_memread-10-r2``)
+has the local twin ``local-<budget>`` with the same stage tags and without the recipe tag ``r2``: the
+no_history router trained with the first recipe's schedule (``hero-10-r2`` -> ``local-10``, ``hero-10-r2-s1`` ->
+``local-10-s1``). Comparing the two at their own tau would mix a better router with a different amount of
+skipping, so the twin is also run at **matched compute**: the tau at which its param skip on calibration text
+(:func:`hero_core.calibration.calibration_blocks`, train-split blocks of every domain) equals the skip the
+checkpoint realises there at its own tau (:func:`match_twin`; bisection by
+:meth:`hero_core.model.HeroModel.tau_for_param_skip`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+LOCAL = "local"
+RECIPE_TAGS = ("r2",)  # tags of a new training recipe: its twin is the first recipe's local router
+HEADLINE_KINDS = ("hero", "local")  # every bundled checkpoint of these kinds is a headline row ...
+RECIPE_KINDS = ("no_memread",)  # ... and of these only under a recipe tag (recipe 2's own ablation twin)
+_ROLE = {"hero": 0, "no_memread": 1, LOCAL: 2}  # row order within a budget and stage
+# Rows the headline shows even before their checkpoint is bundled (then as "not measured"): the paper-budget
+# checkpoints, their twins, and recipe 2 with its ablation twin, trained by `make checkpoints`.
+ALWAYS_SHOWN = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40", "hero-10-r2", "no_memread-10-r2")
+
+
+@dataclass(frozen=True)
+class Name:
+    """A checkpoint name read as ``<kind>-<budget>[-<tag>...]``."""
+
+    kind: str
+    budget: int
+    tags: tuple[str, ...]
+
+    @property
+    def recipe(self) -> tuple[str, ...]:
+        return tuple(t for t in self.tags if t in RECIPE_TAGS)
+
+    @property
+    def stage(self) -> tuple[str, ...]:
+        return tuple(t for t in self.tags if t not in RECIPE_TAGS)
+
+
+def parse_name(name: str) -> Name | None:
+    """``hero-10-r2-s1`` -> Name("hero", 10, ("r2", "s1")); None for a name not of that form."""
+    parts = name.split("-")
+    if len(parts) < 2 or not parts[1].isdigit():
+        return None
+    return Name(parts[0], int(parts[1]), tuple(parts[2:]))
+
+
+def is_headline(name: str) -> bool:
+    """Every hero-/local- checkpoint, and recipe-tagged ablations (``no_memread-10-r2``)."""
+    parsed = parse_name(name)
+    return parsed is not None and (parsed.kind in HEADLINE_KINDS
+                                   or (parsed.kind in RECIPE_KINDS and bool(parsed.recipe)))
+
+
+def headline_order(name: str) -> tuple:
+    """Rows by budget, then finished checkpoints before earlier stages, then hero, recipe-2, ablation, local."""
+    parsed = parse_name(name)
+    if parsed is None:
+        return (10**6, (), 9, (), name)
+    return (parsed.budget, parsed.stage, _ROLE.get(parsed.kind, 1), parsed.recipe, name)
+
+
+def headline_checkpoints(names: Iterable[str] | None = None) -> list[str]:
+    """The headline's checkpoints among ``names`` (default: every bundled checkpoint), in table order."""
+    if names is None:
+        from ..checkpoint import bundled_names
+
+        names = bundled_names()
+    return sorted((n for n in names if is_headline(n)), key=headline_order)
+
+
+def twin_name(name: str) -> str | None:
+    """The local twin a checkpoint is compared with (None for a local checkpoint or an unparsed name)."""
+    parsed = parse_name(name)
+    if parsed is None or parsed.kind == LOCAL:
+        return None
+    return "-".join([LOCAL, str(parsed.budget), *parsed.stage])
+
+
+def matched_method(checkpoint: str, twin: str) -> str:
+    """The run name of ``twin`` at ``checkpoint``'s param skip, e.g. ``local-10@hero-10``."""
+    return f"{twin}@{checkpoint}"
+
+
+@dataclass(frozen=True)
+class MatchedTwin:
+    """A checkpoint's twin at matched compute: its tau and both skips on the calibration blocks."""
+
+    checkpoint: str
+    twin: str
+    method: str  # the run's name in results (matched_method)
+    target_skip: float  # the checkpoint's param skip on the calibration blocks at its own tau
+    tau: float  # the twin's tau whose skip there came closest to it
+    realised_skip: float  # the twin's param skip there at that tau
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def match_twin(hero, twin, blocks, *, iters: int = 12) -> MatchedTwin:
+    """``twin`` (a HeroModel) at the tau whose param skip on ``blocks`` matches ``hero``'s at its own tau."""
+    from ..calibration import realised_skip
+
+    target = realised_skip(hero, blocks, hero.config.variant, hero.config.tau)
+    tau, skip = twin.tau_for_param_skip(blocks, None, twin.config.variant, target, iters=iters)
+    return MatchedTwin(hero.checkpoint_name, twin.checkpoint_name,
+                       matched_method(hero.checkpoint_name, twin.checkpoint_name), float(target), float(tau),
+                       float(skip))
+
+
+def match_twins(models: Mapping[str, Any], blocks, load: Callable[[str], Any], available: Iterable[str],
+                *, iters: int = 12) -> dict[str, MatchedTwin]:
+    """:func:`match_twin` for every model of ``models`` (name -> HeroModel) whose twin is in ``available``;
+    a twin not among ``models`` is loaded with ``load(name)``. Keyed by the checkpoint's name."""
+    available = set(available)
+    out = {}
+    for name, hero in models.items():
+        twin = twin_name(name)
+        if twin is None or twin not in available:
+            continue
+        twin_model = models[twin] if twin in models else load(twin)
+        out[name] = match_twin(hero, twin_model, blocks, iters=iters)
+    return out

@@ -1,0 +1,122 @@
+"""The README's headline table (hero_core.eval.headline, written by scripts/results_report.py): numbers where the
+files have them, "not measured" wherever a file or a checkpoint is missing."""
+
+import pytest
+from scripts_loader import load_script
+
+from hero_core.eval import headline as H
+
+DENSE = {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0, 0], "b": [1, 1, 1, 1, 1, 1, 1, 1, 0, 0]}
+HERO = {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0, 0], "b": [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]}  # Retain 75 %
+NAMES = ["hero-10", "local-10", "hero-25"]
+
+
+def _main(table: dict, skip: float) -> dict:
+    return {"main": {"tasks": {t: {"accuracy": sum(g) / len(g), "grades": [float(x) for x in g]}
+                               for t, g in table.items()},
+                     "mean_accuracy": sum(sum(g) / len(g) for g in table.values()) / len(table),
+                     "compute": {"tokens": 500, "param_skip": skip}}}
+
+
+def bigbench() -> dict:
+    """A make_results-shaped file with dense, hero-10, local-10 and local-10 at hero-10's skip (no hero-25)."""
+    return {"config": {"limit": 10, "suites": ["main"]},
+            "results": {"dense": _main(DENSE, 0.0), "hero-10": _main(HERO, 0.1234),
+                        "local-10": _main(DENSE, 0.11), "local-10@hero-10": _main(DENSE, 0.1301)},
+            "matched": {"hero-10": {"checkpoint": "hero-10", "twin": "local-10", "method": "local-10@hero-10",
+                                    "target_skip": 0.109, "tau": 0.4312, "realised_skip": 0.1088}},
+            "checkpoints": {"hero-10": {}, "local-10": {}}}
+
+
+def _kept(kept: float, low: float, high: float, skip: float) -> dict:
+    return {"overall": {"n": 120, "dense_correct": 60, "kept": kept, "kept_low": low, "kept_high": high,
+                        "answer_param_skip": skip}}
+
+
+def answers() -> dict:
+    return {"kept": {"hero-10": _kept(0.8, 0.7, 0.9, 0.0987), "local-10": _kept(0.85, 0.75, 0.93, 0.09),
+                     "local-10@hero-10": _kept(0.9, 0.8, 0.97, 0.1011)},
+            "config": {"checkpoints": ["hero-10", "local-10"], "matched": {}}}
+
+
+def _rows(lines: list[str]) -> dict[str, list[str]]:
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ")]
+    return {r[0]: r for r in rows[1:]}  # rows[0] is the header
+
+
+def test_missing_files_make_every_cell_not_measured():
+    lines = H.headline_lines(None, None, NAMES, available=NAMES)
+    rows = _rows(lines)
+    assert list(rows) == NAMES  # every expected checkpoint keeps its row
+    for name in NAMES:
+        assert all(c == H.NOT_MEASURED for c in rows[name][1:5]), rows[name]
+    assert all(c == H.NOT_MEASURED for c in rows["hero-10"][5:])  # its twin's run too
+    assert rows["hero-25"][5] == "no local-25 bundled"  # no twin to measure: said so, not "not measured"
+    assert sum("not found" in line for line in lines) == 2
+
+
+def test_an_expected_checkpoint_not_bundled_yet_keeps_its_row():
+    lines = H.headline_lines(bigbench(), answers(), [*NAMES, "hero-10-r2"], available=NAMES)
+    rows = _rows(lines)
+    assert list(rows) == ["hero-10", "hero-10-r2", "local-10", "hero-25"]
+    assert all(c == H.NOT_MEASURED for c in rows["hero-10-r2"][1:])  # its twin local-10 is bundled: not measured
+    assert any(line.startswith("Not bundled (yet): hero-10-r2;") for line in lines)
+
+
+def test_present_files_put_the_numbers_in_and_a_missing_checkpoint_reads_not_measured():
+    rows = _rows(H.headline_lines(bigbench(), answers(), NAMES, available=NAMES))
+    hero = rows["hero-10"]
+    assert hero[1] == "12.3" and hero[2].startswith("75.0 [") and hero[3] == "9.9"
+    assert hero[4] == "80.0 [70.0, 90.0] (of 60)"
+    assert hero[5] == ("local-10 at tau 0.431 (calibration skip 10.9 % vs 10.9 %); skip on tasks 13.0 %, "
+                       "on answers 10.1 %")  # how close the twin's skip landed on the evaluated tokens
+    assert hero[6] == "100.0 [100.0, 100.0]"  # the twin answers like dense: paired, no spread
+    assert hero[7].startswith("-25.0 [") and hero[8].startswith("90.0 [80.0, 97.0]")
+    assert rows["local-10"][5].startswith("—")  # a local checkpoint is the twin itself
+    assert all(c == H.NOT_MEASURED for c in rows["hero-25"][1:5])  # in neither file: said, not dropped
+    assert rows["hero-25"][5] == "no local-25 bundled"
+
+
+def test_one_file_missing_leaves_the_other_files_numbers():
+    lines = H.headline_lines(bigbench(), None, NAMES, available=NAMES)
+    hero = _rows(lines)["hero-10"]
+    assert hero[2].startswith("75.0 [") and hero[4] == H.NOT_MEASURED and hero[8] == H.NOT_MEASURED
+    assert any("docs/answers.json: not found" in line for line in lines)
+    assert not any("docs/bigbench.json: not found" in line for line in lines)
+
+
+def test_a_file_without_per_example_scores_is_not_passed_off_as_measured():
+    old = bigbench()
+    for run in old["results"].values():
+        for task in run["main"]["tasks"].values():
+            del task["grades"]
+    lines = H.headline_lines(old, answers(), NAMES, available=NAMES)
+    assert _rows(lines)["hero-10"][2] == H.NOT_MEASURED and any("per-example" in line for line in lines)
+
+
+def test_results_report_writes_the_block_between_the_markers(tmp_path):
+    report = load_script("results_report")
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- headline:start -->\nold\n<!-- headline:end -->\n\nafter\n")
+    assert report.write_headline(readme, bigbench(), answers(), ("docs/bigbench.json", "docs/answers.json"))
+    text = readme.read_text()
+    assert "old" not in text and "80.0 [70.0, 90.0]" in text and text.endswith("after\n")
+    bare = tmp_path / "OTHER.md"
+    bare.write_text("no markers\n")
+    assert not report.write_headline(bare, None, None, ("a", "b")) and bare.read_text() == "no markers\n"
+
+
+def test_load_json_is_none_only_for_a_missing_file(tmp_path):
+    assert H.load_json(tmp_path / "absent.json") is None
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError):
+        H.load_json(tmp_path / "bad.json")
+
+
+def test_the_reference_line_says_why_humaneval_is_left_out():
+    result = bigbench()
+    result["results"]["dense"]["humaneval"] = {"n": 20, "passed": 0, "grades": [0.0] * 20,
+                                               "compute": {"tokens": 100, "param_skip": 0.0}}
+    line = H.headline_lines(result, answers(), NAMES, available=NAMES)[0]
+    assert line.startswith("Reference (dense): BIG-bench main suite, 10 examples per task: dense mean accuracy 65.0 %")
+    assert "dense passes 0, so it is left out of Retain" in line and "dense right on 60 of 120" in line
