@@ -79,6 +79,65 @@ def history_rows(frontier: dict) -> list[dict]:
     return rows
 
 
+def _matched_pairs(curves: dict) -> list[tuple[str, str]]:
+    """(hero-N, X-N): every other final checkpoint trained for budget N (local-N, no_memread-N …) beside the hero
+    checkpoint of that budget, which every comparison in docs/results.md is read against."""
+    pairs = []
+    for name, curve in sorted(curves.items()):
+        found = re.fullmatch(r"([a-z_]+)-(\d+)", name)
+        hero = f"hero-{found.group(2)}" if found else ""
+        if found and found.group(1) != "hero" and curve.get("kind", "checkpoint") == "checkpoint" and \
+                curves.get(hero, {}).get("variant") == "hero":
+            pairs.append((hero, name))
+    return pairs
+
+
+def matched_rows(frontier: dict) -> list[dict]:
+    """Per (hero-N, other-N) pair and domain: both perplexity ratios with their 95 % intervals at the param skip the
+    hero checkpoint realises at its own tau (the other curve interpolated there), and which is better: the name of
+    the better checkpoint when the intervals are apart, else "" (no clear difference)."""
+    curves = frontier.get("curves", {})
+    rows = []
+    for reference, other in _matched_pairs(curves):
+        point = _own_point(curves[reference])
+        if point is None:
+            continue
+        for domain in frontier.get("domains", []):
+            skip = point[domain]["param_skip"]
+            theirs = at_skip(curves[other], domain, skip)
+            if theirs is None:  # the other curve does not reach this skip: no comparison at equal compute
+                continue
+            ours = point[domain]
+            found = verdict(ours, theirs)
+            rows.append({"reference": reference, "other": other, "other_variant": curves[other].get("variant"),
+                         "domain": domain, "param_skip": skip,
+                         **{f"reference_{k}": ours[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
+                         **{f"other_{k}": theirs[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
+                         "better": {"history better": reference, "history worse": other}.get(found, "")})
+    return rows
+
+
+def matched_between(measured: dict | None, reference: str, other: str) -> list[dict]:
+    """The shipped matched-compute rows of one pair (either order given), reference first; [] when not measured."""
+    rows = (measured or {}).get("matched") or []
+    return [r for r in rows if {r["reference"], r["other"]} == {reference, other}]
+
+
+def matched_words(rows: list[dict], measured: dict | None = None) -> str:
+    """One sentence per pair: where each checkpoint was better, at the hero checkpoint's own param skip."""
+    if not rows:
+        return "No matched-compute measurement of these checkpoints is shipped."
+    reference, other = rows[0]["reference"], rows[0]["other"]
+    parts = []
+    for row in rows:
+        who = f"**{row['better']}** better" if row["better"] else "no clear difference"
+        parts.append(f"{who} on {row['domain']}")
+    n = (measured or {}).get("texts_per_domain")
+    texts = f"{n} held-out texts per domain" if n else "held-out texts"
+    return (f"{reference} against {other} at {reference}'s own param skip ({texts}, perplexity ratio to dense with "
+            f"95 % bootstrap intervals; \"better\" only when the intervals are apart): {'; '.join(parts)}.")
+
+
 def _mean(values: list[float]) -> float | None:
     finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return sum(finite) / len(finite) if finite else None
@@ -93,6 +152,7 @@ def summarise(results: dict) -> dict[str, Any]:
     return {"format_version": FORMAT_VERSION, "source": "docs/results.json (scripts/make_frontier.py)",
             "backbone": frontier.get("backbone"), "texts_per_domain": frontier.get("limit"),
             "split": frontier.get("split"), "history_vs_local": history_rows(frontier),
+            "matched": matched_rows(frontier),
             "memory_entropy": entropy}
 
 
