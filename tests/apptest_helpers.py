@@ -25,6 +25,22 @@ def starter(monkeypatch, timeout: float):
     return start
 
 
+def opener(monkeypatch, timeout: float):
+    """A function that opens one page straight from a link (``/generate?generate_seed=7``), as a fresh browser
+    does: the page's own controls bound to the URL are read on that first run."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HERO_LENS_TINY", "1")
+
+    def open_page(page: str, **query):
+        at = AppTest.from_file(MAIN, default_timeout=timeout)
+        at.switch_page(f"views/{page}.py")
+        at.query_params.update(query)
+        return at.run()
+
+    return open_page
+
+
 def assert_clean(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]

@@ -144,7 +144,7 @@ def render_sidebar() -> Settings:
                          "re-run, so later gates change too).")
     with sb.expander("Advanced"):
         max_tokens = st.number_input("Max prompt tokens", 16, 2048, APP_MAX_TOKENS, 16, key="sb_max_tokens",
-                                     help="Longer prompts are truncated, with a notice.")
+                                     bind="query-params", help="Longer prompts are truncated, with a notice.")
     return Settings(ModelSpec(backbone=backbone, precision=precision, device=device, checkpoint=checkpoint,
                               tiny=tiny), variant=variant, tau=float(tau), max_tokens=int(max_tokens))
 

@@ -3,7 +3,12 @@ the URL.
 
 Opening a copied URL restores the view: :func:`restore_from_url` seeds the widgets once per session from the
 query parameters (values it cannot use are reported, not applied); :func:`write_to_url` keeps the address bar in
-step as the user works. The page itself is the URL's path (``/memory``, ``/why`` …).
+step as the user works. The page itself is the URL's path (``/memory``, ``/why`` …). A prompt too long for the
+address bar travels by id (:mod:`components.links`).
+
+Each page's own controls (Compare's preset, the Memory mode, every Generate setting …) are Streamlit widgets bound
+to the URL (``bind="query-params"``, their key is the parameter's name): Streamlit restores them on load, writes
+them as they change, and leaves a parameter out while its widget shows its default.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import streamlit as st
 
 from hero_core.config import INFERENCE_VARIANTS
 
+from .links import prompt_from_link, prompt_params
 from .settings import (
     DEFAULT_CHOICE,
     PRECISIONS,
@@ -21,10 +27,10 @@ from .settings import (
     checkpoint_options,
     tiny_mode,
 )
-from .widgets import SHARED_CELL, SHARED_PROMPT, URL_PROMPT
+from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
 
 RESTORED = "url_restored"
-MAX_URL_PROMPT = 2000  # longer prompts stay out of the address bar
+URL_CHAT = "chat"  # ?chat=1: the pages' shared chat-template toggle is on
 
 
 def _number(text: str, kind=float):
@@ -51,8 +57,15 @@ def restore_from_url() -> list[str]:
         return []
     st.session_state[RESTORED] = True
     params, problems = st.query_params, []
+    prompt, problem = prompt_from_link(params)
+    if prompt is not None:
+        st.session_state[SHARED_PROMPT] = prompt
+    if problem is not None:
+        problems.append(problem)
+    if params.get(URL_CHAT) == "1":
+        st.session_state[SHARED_CHAT] = True
     if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block", "precision")):
-        return []
+        return problems
     _choose("precision", PRECISIONS, "sb_precision", problems)
     checkpoint = params.get("checkpoint") or DEFAULT_CHOICE
     if checkpoint not in checkpoint_options(tiny_mode()):
@@ -84,8 +97,16 @@ def write_to_url(settings: Settings) -> None:
     elif "precision" in st.query_params:
         del st.query_params["precision"]
     prompt = st.session_state.get(SHARED_PROMPT)
-    if isinstance(prompt, str) and len(prompt) <= MAX_URL_PROMPT:
-        wanted[URL_PROMPT] = prompt
+    if isinstance(prompt, str):  # the link names the prompt shown, as text or by id, or none (never an older one)
+        for key, value in prompt_params(prompt).items():
+            if value is not None:
+                wanted[key] = value
+            elif key in st.query_params:
+                del st.query_params[key]
+    if st.session_state.get(SHARED_CHAT):
+        wanted[URL_CHAT] = "1"
+    elif URL_CHAT in st.query_params:
+        del st.query_params[URL_CHAT]
     cell = st.session_state.get(SHARED_CELL)
     if isinstance(cell, dict) and {"token", "block"} <= set(cell):
         wanted["token"], wanted["block"] = str(cell["token"]), str(cell["block"])

@@ -25,6 +25,9 @@ from hero_core.figures import (
     token_compute_html,
     token_label,
 )
+from hero_core.spans import first_token_lift, net_cost_words
+
+from .links import link_note
 
 EXAMPLES = MappingProxyType({
     "reasoning": ("Tom has 3 boxes with 12 apples each. He gives away 7 apples and eats 2. "
@@ -39,19 +42,21 @@ DEFAULT_EXAMPLE = "reasoning"
 SHARED_PROMPT = "shared_prompt"
 SHARED_CHAT = "shared_chat"
 SHARED_CELL = "shared_cell"  # {"token": t, "block": j (0-based)}
-URL_PROMPT = "prompt"  # ?prompt=... pre-fills the prompt (used by links and the browser test)
 MAX_PROMPT_CHARS = 100_000
+BIND = "query-params"  # a page control bound to the URL: Streamlit restores and writes it (its key names it)
 
 
 def _seed_shared() -> None:
-    if SHARED_PROMPT not in st.session_state:
-        from_url = st.query_params.get(URL_PROMPT)
-        st.session_state[SHARED_PROMPT] = from_url if from_url else EXAMPLES[DEFAULT_EXAMPLE]
+    # a prompt named by the link is already here (urlstate.restore_from_url, before the page ran)
+    st.session_state.setdefault(SHARED_PROMPT, EXAMPLES[DEFAULT_EXAMPLE])
     st.session_state.setdefault(SHARED_CHAT, False)
 
 
-def _sync(prefix: str) -> None:
+def _sync_prompt(prefix: str) -> None:
     st.session_state[SHARED_PROMPT] = st.session_state[f"{prefix}_prompt"]
+
+
+def _sync_chat(prefix: str) -> None:
     st.session_state[SHARED_CHAT] = st.session_state[f"{prefix}_chat"]
 
 
@@ -63,21 +68,36 @@ def _use_example(prefix: str) -> None:
     st.session_state[f"{prefix}_example"] = "—"
 
 
-def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110) -> tuple[str, bool]:
-    """The prompt box with example prompts and the chat-template toggle; shared across pages."""
+def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
+                 chat_default: bool | None = None) -> tuple[str, bool]:
+    """The prompt box with example prompts and the chat-template toggle; the prompt is shared across pages.
+
+    The chat toggle is shared too, unless ``chat_default`` is given: then it is this page's own, starts there and
+    lives in the URL (Generate: a chat model answers a question only inside its template)."""
     _seed_shared()
     key, chat_key, example_key = f"{prefix}_prompt", f"{prefix}_chat", f"{prefix}_example"
     if key not in st.session_state:
         st.session_state[key] = st.session_state[SHARED_PROMPT]
-    if chat_key not in st.session_state:
+    shared_chat = chat_default is None
+    if shared_chat and chat_key not in st.session_state:
         st.session_state[chat_key] = st.session_state[SHARED_CHAT]
     st.session_state.setdefault(example_key, "—")
     left, mid, right = st.columns([5, 2, 2], vertical_alignment="bottom")
-    prompt = left.text_area(label, key=key, height=height, max_chars=MAX_PROMPT_CHARS, on_change=_sync,
-                            args=(prefix,), help="Press Ctrl+Enter (or click outside) to route it.")
+    # No max_chars: its live counter sat over the last line of a long prompt; an over-long prompt is cut below.
+    prompt = left.text_area(label, key=key, height=height, on_change=_sync_prompt, args=(prefix,),
+                            help="Press Ctrl+Enter (or click outside) to route it.")
     mid.selectbox("Example prompts", ["—", *EXAMPLES], key=example_key, on_change=_use_example, args=(prefix,))
-    chat = right.toggle("Chat template", key=chat_key, on_change=_sync, args=(prefix,),
-                        help="Wrap the prompt as a user turn in the model's chat template.")
+    chat_help = "Wrap the prompt as a user turn in the model's chat template."
+    if shared_chat:
+        chat = right.toggle("Chat template", key=chat_key, on_change=_sync_chat, args=(prefix,), help=chat_help)
+    else:
+        chat = right.toggle("Chat template", value=chat_default, key=chat_key, bind=BIND, help=chat_help)
+    if len(prompt) > MAX_PROMPT_CHARS:
+        st.warning(f"The prompt has {len(prompt):,} characters; only its first {MAX_PROMPT_CHARS:,} are used.")
+        prompt = prompt[:MAX_PROMPT_CHARS]
+    note = link_note(prompt)
+    if note:
+        st.caption(note)
     return prompt, chat
 
 
@@ -97,6 +117,10 @@ def show_metrics(trace: RoutingTrace) -> None:
                    "spent, net of adapter, router and memory-read FLOPs.")
     cols[3].metric("FFNs per token", f"{s['ffn_executed_per_token']:.1f} / {trace.n_routed}")
     cols[4].metric("Tokens", f"{trace.n_tokens}")
+    lift = first_token_lift(trace)
+    if lift is not None:  # token 0 skips most FFNs: the figure without it, where the figure is shown
+        cols[0].caption(f"{lift[0]:.1%} without token 0 (which skipped {lift[1]:.0%} of the skipped FFNs)")
+    show_net_cost(s["net_param_skip"])
     q = trace.quality_summary()
     if q is not None:
         cols = st.columns(5)
@@ -106,6 +130,13 @@ def show_metrics(trace: RoutingTrace) -> None:
         cols[1].metric("Top-1 agreement", f"{q.get('top1_agreement', float('nan')):.0%}",
                        help="Share of positions where routed and dense predict the same next token.")
         cols[2].metric("KL to dense", f"{q['mean_kl_to_dense']:.4f}", help="Mean KL(dense‖routed), nats/token.")
+
+
+def show_net_cost(net_param_skip: float, what: str = "this prompt") -> None:
+    """Say, where the skip figures are shown, when routing cost more than it saved (net param skip below 0)."""
+    words = net_cost_words(net_param_skip, what)
+    if words:
+        st.warning(words)
 
 
 def show_token_compute(trace: RoutingTrace) -> None:

@@ -7,11 +7,12 @@ import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec, get_trace, load_model, matched_tau
-from components.widgets import SHARED_PROMPT, token_picker
+from components.widgets import BIND, SHARED_PROMPT, token_picker
 
 from hero_core import measured as measured_results
 from hero_core.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
 from hero_core.memory_words import describe_memory, describe_read, read_at, tour_plan
+from hero_core.tau_words import tau_sweep_words
 
 P = "learn"
 TEACHING_PROMPT = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
@@ -26,7 +27,7 @@ if hero.checkpoint_name == "untrained":
                "works — move τ above the gates to see skipping — but it is far more telling with a trained "
                "checkpoint (hero-10, hero-25, hero-40).")
 source = st.radio("Example text", ["a short example", "the prompt from the other pages"], horizontal=True,
-                  key=f"{P}_source")
+                  key=f"{P}_source", bind=BIND)
 prompt = TEACHING_PROMPT if source == "a short example" else st.session_state.get(SHARED_PROMPT, TEACHING_PROMPT)
 # The tour runs what the checkpoint was trained as; a lesson whose part it never trained is left out, with why.
 plan = tour_plan(hero.config.variant, settings.variant, hero.checkpoint_name)
@@ -52,19 +53,23 @@ st.markdown(f"This run executes **{s['ffn_executed_per_token']:.1f} of {base.n_r
             f"average: **{s['param_skip']:.1%}** of the model's parameters sit idle for a typical token.")
 
 st.header("2 · The threshold trades compute for quality")
-tau = st.slider("τ", 0.05, 0.95, float(settings.tau), 0.05, key=f"{P}_tau",
+tau = st.slider("τ", 0.05, 0.95, float(settings.tau), 0.05, key=f"{P}_tau", bind=BIND,
                 help="Each value re-runs the model: a decision at one block changes the hidden state the next "
                      "block sees.")
 sweep = [get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, tau=t, max_tokens=96))
          for t in TAU_GRID]
 at_tau = get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, tau=float(tau), max_tokens=96))
 source_note = f"text: “{token_label(prompt, 40)}” · {app_settings.PRECISIONS[settings.model.precision]}"
-figures["threshold sweep"] = tau_curve(TAU_GRID, [t.summary()["ffn_executed_per_token"] for t in sweep],
-                                       base.n_routed, current=float(tau), trace=at_tau, note=source_note)
+ffn_swept = [t.summary()["ffn_executed_per_token"] for t in sweep]
+# the trade has two sides: the quality each run paid (perplexity ratio to dense on the same text) beside its compute
+ratio_swept = [(t.quality_summary() or {}).get("perplexity_ratio", float("nan")) for t in sweep]
+figures["threshold sweep"] = tau_curve(TAU_GRID, ffn_swept, base.n_routed, current=float(tau), trace=at_tau,
+                                       note=source_note, perplexity_ratio=ratio_swept)
 st.plotly_chart(figures["threshold sweep"], key=f"{P}_sweep")
-st.markdown(f"At τ = {tau:g}: **{at_tau.summary()['ffn_executed_per_token']:.1f}** FFNs per token. A higher τ skips "
-            "more; training (with a penalty on FFN use) moves the gates so the skipped FFNs are the ones that "
-            "matter least.")
+# what this curve does, said from the curve (it need not fall at every step on one short text)
+st.markdown(f"At τ = {tau:g}: **{at_tau.summary()['ffn_executed_per_token']:.1f}** FFNs per token. "
+            f"{tau_sweep_words(TAU_GRID, ffn_swept, base.n_routed, ratio_swept)} Training (with a penalty on FFN "
+            "use) moves the gates so that the skipped FFNs are the ones that matter least.")
 
 st.header("3 · The depth memory fills up")
 st.markdown("HeRo's history head reads a **memory over depth**. At every routed block the token writes a key and a "
@@ -85,7 +90,7 @@ else:
     with cols[0]:
         token = token_picker(base, prefix=P)
     depth = cols[1].slider("Depth (routed blocks so far)", 1, base.n_routed, max(1, base.n_routed // 2),
-                           key=f"{P}_depth")
+                           key=f"{P}_depth", bind=BIND)
     figures["memory filling"] = memory_fill(base, token, depth)
     st.plotly_chart(figures["memory filling"], key=f"{P}_fill")
     where = f"At L{base.routed_layers[depth - 1]}, token “{token_label(base.tokens[token], 24)}”"
@@ -109,7 +114,7 @@ st.markdown("The `no_history` variant keeps the local head only (a = 0): the sam
 if not plan.history:
     st.warning(plan.history_note)
 else:
-    history_on = st.toggle("History on", True, key=f"{P}_history")
+    history_on = st.toggle("History on", True, key=f"{P}_history", bind=BIND)
     # at equal compute: at one shared tau no_history skips far less, and the flips below would mostly be its extra
     # FFNs
     local_run = RunSpec.from_settings(settings, prompt, False, variant="no_history", max_tokens=96)

@@ -7,7 +7,7 @@ from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec
 from components.saved import trace_for
-from components.widgets import clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
+from components.widgets import BIND, clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
 
 from hero_core import RoutingTrace
 from hero_core.config import VARIANTS
@@ -66,6 +66,7 @@ with cols[0]:
 # Reads sit within a few % of uniform, so raw weights make every map look alike: offer contrasts against the
 # uniform read and against this prompt's mean map.
 mode = cols[1].radio("Show", MEMORY_MODES, format_func=MEMORY_MODE_LABELS.get, horizontal=True, key=f"{P}_mode",
+                     bind=BIND,
                      help="weights: α itself · ratio to uniform: α ÷ 1/(j−1), 1 = no preference · difference from "
                           "the mean: α minus the prompt's mean map. The colour scale leaves out row 2, which reads "
                           f"its one earlier block with weight 1. {COLOUR_FLOOR_TEXT}")
