@@ -231,9 +231,11 @@ def explain(hero, prompt: str, token: int, block: int, *, variant: str = "hero",
             max_steps: int = MAX_STEPS, progress: Progress | None = None) -> Attribution:
     """Attribute the gate logit at (``token``, routed block ``block``, 0-based) to the prompt's tokens.
 
-    ``method="auto"`` uses integrated gradients, except on a 4-bit backbone, where it uses token
-    ablation. An integrated-gradients run whose gradient is missing or not finite falls back to
-    ablation with a notice. Tokenisation is exactly :meth:`HeroModel.trace`'s.
+    ``method="auto"`` uses integrated gradients when they pass their completeness check and token ablation
+    otherwise (always on a 4-bit backbone), with one notice saying why. Why: on the trained checkpoints the
+    gradients failed on most decisions above the first routed blocks (a hard decision upstream flips on the
+    path), and "auto" must give an explanation that holds. An integrated-gradients run whose gradient is missing
+    or not finite falls back to ablation with a notice. Tokenisation is exactly :meth:`HeroModel.trace`'s.
 
     Integrated gradients start at ``n_steps``; with ``adaptive`` they double the steps up to ``max_steps`` and
     then try the other baseline, stopping at the first try whose completeness gap passes
@@ -308,11 +310,17 @@ def explain(hero, prompt: str, token: int, block: int, *, variant: str = "hero",
                 k += 1
             _, used_baseline, used_steps, scores, delta, z0 = best
             passed = completeness_passed(delta, z - z0)
-            if used_baseline != baseline:
+            if not passed and method == "auto":  # scores that miss their own check explain nothing: ablate instead
+                notices.append(f"integrated gradients did not pass their completeness check on this decision (gap "
+                               f"{delta:+.4f} against a change of {z - z0:+.4f} after {len(tries)} tries): used "
+                               "token ablation, which needs no gradients")
+                chosen, scores, delta, passed, used_steps = "ablation", None, None, True, None
+                z0 = float(f(base)[0].detach())
+            elif used_baseline != baseline:
                 notices.append(f"the {baseline} baseline did not pass the completeness check; the {used_baseline} "
                                "baseline did better")
                 baseline = used_baseline
-            if not passed:
+            if chosen == "integrated_gradients" and not passed:
                 kinds = ", ".join(sorted({t["baseline"] for t in tries}))
                 notices.append(
                     f"integrated gradients failed on this decision: after {len(tries)} tries (up to "

@@ -124,6 +124,20 @@ def test_integrated_gradients_check_their_own_completeness(tiny):
     assert len(single.tries) == 1 and not single.passed
 
 
+def test_auto_keeps_gradients_only_when_they_pass(tiny):
+    """"auto" gives an explanation that holds: integrated gradients where they pass their completeness check,
+    token ablation (with one notice saying why) where they fail."""
+    ok = explain(tiny, PROMPT, TOKEN, 2, n_steps=16)
+    assert ok.method == "integrated_gradients" and ok.passed and not ok.notices
+    fell_back = explain(tiny, PROMPT, TOKEN, 1, n_steps=16, max_steps=64)
+    ablation = explain(tiny, PROMPT, TOKEN, 1, method="ablation")
+    assert fell_back.method == "ablation" and fell_back.passed
+    np.testing.assert_allclose(fell_back.scores, ablation.scores, rtol=1e-6, atol=1e-7)
+    assert fell_back.baseline_logit == pytest.approx(ablation.baseline_logit)
+    assert len(fell_back.notices) == 1 and "did not pass their completeness check" in fell_back.notices[0]
+    assert len(fell_back.tries) == 3  # the failed tries stay on record
+
+
 def test_token_ablation_reports_progress(tiny):
     seen = []
     a = explain(tiny, PROMPT, TOKEN, 2, method="ablation", internal_batch_size=4,
