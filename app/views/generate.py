@@ -1,11 +1,14 @@
-"""Generate: routed decoding, each new token shaded by the FFNs spent to produce it, next to dense."""
+"""Generate: routed decoding, each new token shaded by the FFNs spent to produce it, next to dense.
+
+The figures that matter are the answer's (the generated tokens), with the prompt's beside them: with the chat
+template on, the prompt is mostly the template's system turn. Every control lives in the URL."""
 
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
-from components.generation import first_difference, generate
+from components.generation import agreement, generate, span_table
 from components.runtime import load_model
-from components.widgets import prompt_input, show_metrics, show_notices, windowed
+from components.widgets import BIND, prompt_input, show_net_cost, show_notices, windowed
 
 from hero_core import RoutingTrace
 from hero_core.figures import (
@@ -13,9 +16,9 @@ from hero_core.figures import (
     executed_counts,
     skip_heatmap,
     token_compute_html,
-    token_label,
     token_quality_bars,
 )
+from hero_core.spans import answer_and_prompt, span_figures
 
 P = "generate"
 RESULT = f"{P}_result"  # last result, kept across reruns
@@ -24,15 +27,20 @@ st.title("Generate")
 st.caption("Each new token is shaded by how many FFNs the model ran to produce it (the routing of the token "
            "before it). The dense model's continuation of the same prompt is shown beside it.")
 settings = app_settings.current()
-prompt, chat = prompt_input(P, label="Prompt to continue")
+hero = load_model(settings.model)
+# A chat model answers a question inside its chat template; without it, it often just ends the turn.
+has_template = bool(getattr(hero.tokenizer, "chat_template", None))
+prompt, chat = prompt_input(P, label="Prompt to continue", chat_default=has_template)
 cols = st.columns(4)
-max_new = cols[0].slider("New tokens", 1, 256, 40, key=f"{P}_max_new")
-sampled = cols[1].radio("Decoding", ["greedy", "sampled"], horizontal=True, key=f"{P}_decoding") == "sampled"
-temperature = cols[2].slider("Temperature", 0.05, 2.0, 0.8, 0.05, key=f"{P}_temperature", disabled=not sampled)
-top_p = cols[3].slider("Top-p", 0.05, 1.0, 0.95, 0.05, key=f"{P}_top_p", disabled=not sampled)
+max_new = cols[0].slider("New tokens", 1, 256, 40, key=f"{P}_max_new", bind=BIND)
+sampled = cols[1].radio("Decoding", ["greedy", "sampled"], horizontal=True, key=f"{P}_decoding",
+                        bind=BIND) == "sampled"
+temperature = cols[2].slider("Temperature", 0.05, 2.0, 0.8, 0.05, key=f"{P}_temperature", disabled=not sampled,
+                             bind=BIND)
+top_p = cols[3].slider("Top-p", 0.05, 1.0, 0.95, 0.05, key=f"{P}_top_p", disabled=not sampled, bind=BIND)
 cols = st.columns(4)
-seed = cols[0].number_input("Seed", 0, 2**31 - 1, 0, key=f"{P}_seed", disabled=not sampled)
-with_dense = cols[1].toggle("Dense beside", True, key=f"{P}_dense")
+seed = cols[0].number_input("Seed", 0, 2**31 - 1, 0, key=f"{P}_seed", disabled=not sampled, bind=BIND)
+with_dense = cols[1].toggle("Dense beside", True, key=f"{P}_dense", bind=BIND)
 variant = settings.variant if settings.variant != "dense" else "hero"
 if settings.variant == "dense":
     st.info("The sidebar variant is dense; the routed side uses hero so there is something to compare.")
@@ -48,7 +56,6 @@ if with_dense:
 dense_box = right.empty()
 
 if go_clicked:
-    hero = load_model(settings.model)
     common = {"chat_template": chat, "max_new_tokens": int(max_new), "do_sample": sampled,
               "temperature": float(temperature), "top_p": float(top_p), "seed": int(seed) if sampled else None}
     routed = generate(hero, prompt, variant=variant, tau=settings.tau, render=routed_box.html, **common)
@@ -70,19 +77,36 @@ if result["dense"] is not None and with_dense:
 
 trace = RoutingTrace.from_dict(result["routed"]["trace"])
 if result["dense"] is not None:
-    start = trace.n_prompt_tokens or 0
-    routed_new = result["routed"]["trace"]["token_ids"][start:]
-    dense_new = result["dense"]["trace"]["token_ids"][start:]
-    split = first_difference(routed_new, dense_new)
-    if split is None:
-        st.success(f"Routed and dense agree on all {min(len(routed_new), len(dense_new))} generated tokens compared.")
-    else:
-        st.warning(f"Routed and dense part at generated token {split + 1}: routed wrote "
-                   f"“{token_label(trace.tokens[start + split], 24)}” where dense wrote "
-                   f"“{token_label(result['dense']['trace']['tokens'][start + split], 24)}”.")
-st.subheader("Routing over prompt + generated tokens")
+    kind, sentence = agreement(result["routed"], result["dense"])
+    {"same": st.success, "differ": st.info, "empty": st.warning}[kind](sentence)
+    if kind == "empty" and not result["params"]["chat"] and has_template:
+        st.markdown("This is a chat model: it answers a question inside its chat template. Switch **Chat template** "
+                    "on and press Generate.")
 show_notices(trace)
-show_metrics(trace)
+
+answer, prompt_figures = answer_and_prompt(trace)
+st.subheader("The answer's routing")
+if answer is None:
+    st.info("No generated token went through the model, so the answer has no routing to show: the only new token "
+            "(the last one is never fed back) ended the generation. The prompt's figures are below.")
+else:
+    m = st.columns(5)
+    m[0].metric("Param skip", f"{answer.param_skip:.1%}", help="Over the generated tokens the model processed "
+                "(every one but the last, which is never fed back); the prompt's figure is in the table below.")
+    m[1].metric("Net param skip", f"{answer.net_param_skip:.1%}", help="Param skip minus the adapters and "
+                "router work actually done.")
+    m[2].metric("FLOPs saved", f"{answer.flop_share_saved:.1%}")
+    m[3].metric("FFNs per token", f"{answer.ffn_executed_per_token:.1f} / {trace.n_routed}")
+    m[4].metric("Answer tokens", f"{answer.n_tokens}")
+    show_net_cost(answer.net_param_skip, "this answer")
+spans = {"answer (generated)": answer,
+         "prompt" + (" (chat template included)" if result["params"]["chat"] else ""): prompt_figures,
+         "all tokens": span_figures(trace, 0)}
+st.dataframe(span_table(spans), hide_index=True, key=f"{P}_spans")
+st.caption("Quality is the routed model's next-token prediction against dense on the same tokens (teacher-forced): "
+           "for the answer, the predictions of its tokens. One generation is a small sample.")
+
+st.subheader("Routing over prompt + generated tokens")
 window = windowed(trace, prefix=P)  # a long prompt + continuation: a token window and an overview strip
 figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generated tokens", window=window)}
 st.plotly_chart(figures["skip map"], key=f"{P}_map")
