@@ -11,14 +11,36 @@ import streamlit as st
 from hero_core import RoutingTrace
 from hero_core.checkpoint import bundled_names
 from hero_core.config import INFERENCE_VARIANTS
+from hero_core.spans import first_token_lift
 
 from .runtime import RunSpec, load_model, matched_tau
 from .settings import PRECISIONS, Settings, checkpoint_options
+from .verdict import TRAINED_AS, run_kind
+from .widgets import BIND
 
 PRESETS = ("variants", "checkpoints", "precision", "custom")
-PRESET_LABELS = MappingProxyType({"variants": "Variants (same checkpoint)",
-                                  "checkpoints": "Checkpoints (e.g. hero vs local)",
-                                  "precision": "Precision (full vs NF4)", "custom": "Custom"})
+# Short labels: the chosen preset's label is what the link carries (?compare_preset=Checkpoints).
+PRESET_LABELS = MappingProxyType({"variants": "Variants", "checkpoints": "Checkpoints", "precision": "Precision",
+                                  "custom": "Custom"})
+PRESET_HELP = ("Variants: the sidebar's checkpoint run as other variants, switched at inference time (an "
+               "ablation of that router, not a router trained so). Checkpoints: trained routers side by side, "
+               "e.g. hero-10 against the trained local router local-10. Precision: full vs bf16 vs NF4. "
+               "Custom: any mix.")
+RUN_COLUMNS = MappingProxyType({
+    "τ": st.column_config.NumberColumn("τ", format="%.3f"),
+    "param skip %": st.column_config.NumberColumn("param skip", format="%.1f %%"),
+    "w/o token 0 %": st.column_config.NumberColumn("w/o token 0", format="%.1f %%",
+                                                   help="Param skip over every token but the first (the attention "
+                                                        "sink, which skips most FFNs)."),
+    "net param skip %": st.column_config.NumberColumn("net param skip", format="%.1f %%"),
+    "FLOPs saved %": st.column_config.NumberColumn("FLOPs saved", format="%.1f %%"),
+    "FFNs / token": st.column_config.NumberColumn("FFNs / token", format="%.1f"),
+    "NLL": st.column_config.NumberColumn("NLL", format="%.3f"),
+    "ΔNLL vs dense": st.column_config.NumberColumn("ΔNLL vs dense", format="%+.3f"),
+    "KL vs dense": st.column_config.NumberColumn("KL vs dense", format="%.4f"),
+    "top-1 agreement %": st.column_config.NumberColumn("top-1 agreement", format="%.1f %%"),
+    "flips vs run 1 %": st.column_config.NumberColumn("flips vs run 1", format="%.1f %%"),
+})
 DEFAULT_VARIANTS = ("hero", "no_history", "no_memread")
 MAX_RUNS = 4
 
@@ -32,8 +54,21 @@ def default_checkpoints() -> list[str]:
     return names[:2]
 
 
-def _trained_variant(run_model) -> str:
-    return load_model(run_model).config.variant
+def _trained(run_model) -> tuple[str, str]:
+    """(checkpoint name, the variant it was trained as) of a model."""
+    hero = load_model(run_model)
+    return hero.checkpoint_name, hero.config.variant
+
+
+def _described(run: RunSpec, checkpoint: str, trained: str) -> RunSpec:
+    return replace(run, checkpoint_name=checkpoint, trained=trained, kind=run_kind(checkpoint, trained, run.variant))
+
+
+def _variant_label(variant: str, trained: str) -> str:
+    """A variant's label that says whether it is the router as trained or switched at inference time."""
+    if variant == "dense" or variant == trained:
+        return variant if variant == "dense" else f"{variant} (as trained)"
+    return f"{variant} (ablation)"
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -47,12 +82,22 @@ def _unique(labels: list[str]) -> list[str]:
 
 def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> list[RunSpec]:
     """Widgets that pick 2-4 runs; returns them (first = reference)."""
-    preset = st.radio("Compare", PRESETS, format_func=PRESET_LABELS.get, horizontal=True, key=f"{prefix}_preset")
+    preset = st.radio("Compare", PRESETS, format_func=PRESET_LABELS.get, horizontal=True, key=f"{prefix}_preset",
+                      bind=BIND, help=PRESET_HELP)
     runs: list[RunSpec] = []
     if preset == "variants":
         variants = st.multiselect("Variants", INFERENCE_VARIANTS, default=list(DEFAULT_VARIANTS),
-                                  key=f"{prefix}_variants", max_selections=MAX_RUNS)
-        runs = [RunSpec.from_settings(settings, prompt, chat, variant=v, label=v) for v in variants]
+                                  key=f"{prefix}_variants", max_selections=MAX_RUNS, bind=BIND)
+        checkpoint, trained = _trained(settings.model)
+        runs = [_described(RunSpec.from_settings(settings, prompt, chat, variant=v, label=_variant_label(v, trained)),
+                           checkpoint, trained) for v in variants]
+        ablations = [v for v in variants if v not in (trained, "dense")]
+        if ablations:
+            many = len(ablations) > 1
+            st.caption(f"**{', '.join(ablations)}** here {'are' if many else 'is'} **inference-time "
+                       f"ablation{'s' if many else ''}** of {checkpoint} (trained as {trained}): the same trained "
+                       "router with a part switched off, not a router trained without it. The trained local router "
+                       "(local-10 …) is under **Checkpoints**.")
     elif preset == "checkpoints":
         if settings.model.tiny:
             st.info("The tiny test model has a single random router: comparing checkpoints needs the real "
@@ -64,33 +109,43 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
                     f"available: {', '.join(options) or 'none yet'}. Run `make checkpoints` to train them.")
             return []
         chosen = st.multiselect("Checkpoints", options, default=default_checkpoints(), key=f"{prefix}_checkpoints",
-                                max_selections=MAX_RUNS)
-        st.caption("Each checkpoint runs as the variant it was trained as (hero-* as hero, local-* as no_history).")
+                                max_selections=MAX_RUNS, bind=BIND)
+        st.caption("Each checkpoint runs as the variant it was trained as (hero-* with history, local-* as the "
+                   "trained local router, no_history), at its own τ.")
         for name in chosen:
             model = settings.with_model(checkpoint=name).model
+            checkpoint, trained = _trained(model)
             # each at its own trained tau (the sidebar's tau belongs to the sidebar's checkpoint)
-            runs.append(RunSpec.from_settings(settings, prompt, chat, model=model, variant=_trained_variant(model),
-                                              tau=load_model(model).config.tau, label=name))
+            runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model, variant=trained,
+                                                         tau=load_model(model).config.tau,
+                                                         label=f"{name} ({TRAINED_AS.get(trained, trained)})"),
+                                   checkpoint, trained))
     elif preset == "precision":
+        checkpoint, trained = _trained(settings.model)
         for precision in PRECISIONS:
             model = settings.with_model(precision=precision).model
-            runs.append(RunSpec.from_settings(settings, prompt, chat, model=model,
-                                              label=f"{settings.variant} · {precision}"))
+            runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model,
+                                                         label=f"{settings.variant} · {precision}"),
+                                   checkpoint, trained))
         st.caption("Every run uses the sidebar's checkpoint and variant; quality is against the full-precision "
                    "dense model. Gates near τ may flip under bf16 or 4-bit rounding: the margins tell.")
     else:
-        n = st.number_input("Runs", 2, MAX_RUNS, 2, key=f"{prefix}_n_runs")
+        n = st.number_input("Runs", 2, MAX_RUNS, 2, key=f"{prefix}_n_runs", bind=BIND)
         options = checkpoint_options(settings.model.tiny)
         options = [o for o in options if o in bundled_names() or o == "default"]
         for i in range(int(n)):
             cols = st.columns(3)
-            checkpoint = cols[0].selectbox(f"Run {i + 1} checkpoint", options, key=f"{prefix}_ckpt_{i}")
-            precision = cols[1].selectbox(f"Run {i + 1} precision", list(PRECISIONS), key=f"{prefix}_prec_{i}")
+            checkpoint = cols[0].selectbox(f"Run {i + 1} checkpoint", options, key=f"{prefix}_ckpt_{i}", bind=BIND)
+            precision = cols[1].selectbox(f"Run {i + 1} precision", list(PRECISIONS), key=f"{prefix}_prec_{i}",
+                                          bind=BIND)
             variant = cols[2].selectbox(f"Run {i + 1} variant", INFERENCE_VARIANTS, key=f"{prefix}_var_{i}",
-                                        index=INFERENCE_VARIANTS.index(DEFAULT_VARIANTS[i % 3]))
+                                        index=INFERENCE_VARIANTS.index(DEFAULT_VARIANTS[i % 3]), bind=BIND)
             model = settings.with_model(checkpoint=checkpoint, precision=precision).model
-            runs.append(RunSpec.from_settings(settings, prompt, chat, model=model, variant=variant,
-                                              label=f"{checkpoint} · {precision} · {variant}"))
+            name, trained = _trained(model)
+            suffix = "" if variant in (trained, "dense") else " (ablation)"
+            runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model, variant=variant,
+                                                         label=f"{checkpoint} · {precision} · {variant}{suffix}"),
+                                   name, trained))
     labels = _unique([r.label for r in runs])
     return [replace(r, label=label) for r, label in zip(runs, labels, strict=True)]
 
@@ -106,16 +161,23 @@ def match_compute(runs: list[RunSpec], reference: RoutingTrace) -> list[RunSpec]
     return out
 
 
-def run_table(traces: list[RoutingTrace], qualities: list[dict], labels: list[str]) -> pd.DataFrame:
-    """One row per run: its tau, compute, quality against dense, and decision flips against the first run."""
+def run_table(traces: list[RoutingTrace], qualities: list[dict], labels: list[str],
+              kinds: list[str] | None = None) -> pd.DataFrame:
+    """One row per run: its tau, compute, quality against dense, and decision flips against the first run (numbers
+    unrounded beyond 4 decimals; the page formats them through RUN_COLUMNS)."""
     rows = []
     ref = traces[0]
     for trace, quality, label in zip(traces, qualities, labels, strict=True):
         s = trace.summary()
-        rows.append({"run": label, "τ": trace.tau, "param skip %": 100 * s["param_skip"],
+        lift = first_token_lift(trace)
+        rows.append({"run": label, "variant": trace.variant, "τ": trace.tau, "param skip %": 100 * s["param_skip"],
+                     "w/o token 0 %": 100 * lift[0] if lift else float("nan"),
                      "net param skip %": 100 * s["net_param_skip"],
                      "FLOPs saved %": 100 * s["flop_share_saved"], "FFNs / token": s["ffn_executed_per_token"],
                      "NLL": quality["mean_nll"], "ΔNLL vs dense": quality["mean_nll"] - quality["mean_nll_dense"],
                      "KL vs dense": quality["mean_kl"], "top-1 agreement %": 100 * quality["top1_agreement"],
                      "flips vs run 1 %": 100 * float((trace.executed != ref.executed).mean())})
-    return pd.DataFrame(rows).round(4)
+    table = pd.DataFrame(rows).round(4)
+    if kinds is not None:
+        table.insert(1, "what it is", kinds)
+    return table

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import streamlit as st
 
@@ -25,6 +26,32 @@ from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
 SET_LABELS = {"reasoning": "Reasoning (generated problems, held out)", "code": "Code (Python source, held out)",
               "chat": "Chat (the dense model's own replies, held out)", "humaneval": "HumanEval prompts"}
 OPEN_FLAG = "dataset_open_explorer"
+BIND = "query-params"  # the page's run settings live in the URL (widgets.BIND)
+_PERCENT = "percent"
+# Human headers and percentages, as on the other pages (the tables once showed snake_case and fractions).
+QUALITY_COLUMNS = MappingProxyType({
+    "matched_to": st.column_config.TextColumn("matched to", help="The run whose param skip this one was set to."),
+    "n_items": st.column_config.NumberColumn("items"), "n_tokens": st.column_config.NumberColumn("tokens"),
+    "param_skip": st.column_config.NumberColumn("param skip", format=_PERCENT),
+    "param_skip_excluding_first_token": st.column_config.NumberColumn(
+        "param skip w/o token 0", format=_PERCENT, help="Over every token but each item's first (the attention sink, "
+                                                        "which skips most FFNs and lifts short prompts' figure)."),
+    "ffn_per_token": st.column_config.NumberColumn("FFNs / token", format="%.1f"),
+    "perplexity_ratio": st.column_config.NumberColumn("ppl ratio to dense", format="%.3f"),
+    "ratio_low": st.column_config.NumberColumn("95 % CI low", format="%.3f"),
+    "ratio_high": st.column_config.NumberColumn("95 % CI high", format="%.3f"),
+    "mean_kl": st.column_config.NumberColumn("KL to dense", format="%.4f"),
+    "top1_agreement": st.column_config.NumberColumn("top-1 agreement", format=_PERCENT),
+})
+MATCHED_COLUMNS = MappingProxyType({
+    "n_items": QUALITY_COLUMNS["n_items"], "param_skip": QUALITY_COLUMNS["param_skip"],
+    "param_skip_excluding_first_token": QUALITY_COLUMNS["param_skip_excluding_first_token"],
+    "reference_param_skip": st.column_config.NumberColumn("reference's param skip", format=_PERCENT),
+    "reference_param_skip_excluding_first_token": st.column_config.NumberColumn("reference's w/o token 0",
+                                                                                format=_PERCENT),
+    "ratio_vs_reference": st.column_config.NumberColumn("ppl ratio vs reference", format="%.3f"),
+    "ratio_low": QUALITY_COLUMNS["ratio_low"], "ratio_high": QUALITY_COLUMNS["ratio_high"],
+})
 
 
 @dataclass(frozen=True)
@@ -71,11 +98,13 @@ def pick_runs(settings: Settings, *, prefix: str) -> list[AppRun]:
     """Checkpoints to run (each as its trained variant at its own tau); variants of the one model in test mode."""
     if settings.model.tiny or len(bundled_names()) < 2:
         variants = st.multiselect("Runs (variants of the sidebar's checkpoint)", INFERENCE_VARIANTS,
-                                  default=["hero", "no_history"], key=f"{prefix}_variants", max_selections=4)
+                                  default=["hero", "no_history"], key=f"{prefix}_variants", max_selections=4,
+                                  bind=BIND)
         return [AppRun(v, settings.model, v, settings.tau) for v in variants]
     chosen = st.multiselect("Checkpoints", bundled_names(), default=default_checkpoints(), key=f"{prefix}_checkpoints",
-                            max_selections=4, help="Each runs as the variant it was trained as, at its own τ. "
-                                                   "The first is the reference for matched compute.")
+                            max_selections=4, bind=BIND,
+                            help="Each runs as the variant it was trained as, at its own τ. The first is the "
+                                 "reference for matched compute.")
     runs = []
     for name in chosen:
         spec = settings.with_model(checkpoint=name).model
@@ -177,12 +206,8 @@ def item_table(result: SweepResult, runs: list[AppRun], *, chat: bool, prefix: s
     table_key = f"{prefix}_table"
     st.dataframe(view, hide_index=True, key=table_key, on_select=lambda: _open_selected(table_key, rows, chat),
                  selection_mode="single-row",
-                 column_config={"param_skip": st.column_config.NumberColumn("param skip", format="percent"),
-                                "param_skip_excluding_first_token": st.column_config.NumberColumn(
-                                    "param skip w/o token 0", format="percent",
-                                    help="Param skip over every token but the first (the attention sink)"),
-                                "perplexity_ratio": st.column_config.NumberColumn("ppl ratio", format="%.3f"),
-                                "top1_agreement": st.column_config.NumberColumn("top-1 agree", format="percent")})
+                 column_config={**QUALITY_COLUMNS, "n_tokens": st.column_config.NumberColumn("tokens"),
+                               "perplexity_ratio": st.column_config.NumberColumn("ppl ratio", format="%.3f")})
     cols = st.columns([4, 1], vertical_alignment="bottom")
     choice = cols[0].selectbox("Open an item in Route explorer", range(len(rows)), key=f"{prefix}_pick",
                                format_func=lambda i: f"item {own.item[i]} · {own.run[i]} · {own.prompt[i][:60]!r}")

@@ -40,6 +40,9 @@ class RunSpec:
     chat_template: bool = False
     max_tokens: int = 512
     label: str = ""
+    kind: str = ""  # what the run is in words: run as trained, or an inference-time ablation (Compare's table)
+    checkpoint_name: str = ""  # the loaded checkpoint's name and the variant it was trained as, when known
+    trained: str = ""
 
     @classmethod
     def from_settings(cls, settings: Settings, prompt: str, chat_template: bool, **changes) -> RunSpec:

@@ -3,12 +3,14 @@
 import streamlit as st
 from components import saved as saved_traces
 from components import settings as app_settings
-from components.compare import build_runs, match_compute, run_table
+from components.compare import RUN_COLUMNS, build_runs, match_compute, run_table
 from components.comparison import draw_same_token_comparison
 from components.exports import export_panel
 from components.runtime import get_qualities, get_trace
-from components.widgets import prompt_input, show_notices, shown_window
+from components.verdict import pairs_for, render_verdict
+from components.widgets import BIND, prompt_input, show_net_cost, show_notices, shown_window
 
+from hero_core import measured as measured_results
 from hero_core.figures import compute_bars, layer_skip_bars, quality_lines
 
 P = "compare"
@@ -26,7 +28,7 @@ if len(runs) < 2:
     st.info("Choose at least two runs to compare.")
     st.stop()
 
-matched = st.toggle("Match compute", value=True, key=f"{P}_match",
+matched = st.toggle("Match compute", value=True, key=f"{P}_match", bind=BIND,
                     help="Run every other run at the τ that gives the first run's param skip on this prompt, so "
                          "quality is compared at equal compute. Off: each run at its own τ.")
 if matched:
@@ -39,7 +41,13 @@ labels = [run.label for run in runs]
 show_notices(traces[0])
 reference = runs[0].model  # quality is measured against the dense model of the first run's backbone
 qualities = get_qualities(runs, reference)
-st.dataframe(run_table(traces, qualities, labels), hide_index=True)
+st.markdown("**This prompt** (one prompt: a small sample, and its metrics may point different ways)")
+st.dataframe(run_table(traces, qualities, labels, [run.kind for run in runs]), hide_index=True,
+             column_config=RUN_COLUMNS, key=f"{P}_runs")
+for run, trace in zip(runs, traces, strict=True):
+    show_net_cost(trace.summary()["net_param_skip"], f"this prompt under {run.label}")
+pairs = pairs_for([r.checkpoint_name for r in runs], [r.variant for r in runs], [r.trained for r in runs])
+render_verdict(pairs, measured_results.load(), what=" vs ".join(labels))
 
 figures = draw_same_token_comparison(traces, labels, key=P)
 figures["layer skip rates"] = layer_skip_bars(traces, labels)

@@ -58,9 +58,10 @@ if not runs:
     st.info("Choose at least one run.")
     st.stop()
 cols = st.columns(3)
-max_tokens = int(cols[0].number_input("Max tokens per prompt", 16, 2048, 256, 16, key=f"{P}_max_tokens"))
-chat = cols[1].toggle("Chat template", key=f"{P}_chat")
-matched = cols[2].toggle("Match compute", value=len(runs) > 1, key=f"{P}_match", disabled=len(runs) < 2,
+max_tokens = int(cols[0].number_input("Max tokens per prompt", 16, 2048, 256, 16, key=f"{P}_max_tokens",
+                                      bind=ds.BIND))
+chat = cols[1].toggle("Chat template", key=f"{P}_chat", bind=ds.BIND)
+matched = cols[2].toggle("Match compute", value=len(runs) > 1, key=f"{P}_match", disabled=len(runs) < 2, bind=ds.BIND,
                          help=f"Also run every other run at the param skip **{runs[0].label}** realised on each item "
                               "(τ bisected per item), so quality compares at equal compute. Slower: about 12 "
                               "extra passes per item and run.")
@@ -75,6 +76,7 @@ for i, row in quality.head(4).iterrows():
     metric_cols[i].metric(row.run, f"{row.param_skip:.1%} skip",
                           f"{row.param_skip_excluding_first_token:.1%} without the first token · ppl ratio "
                           f"{row.perplexity_ratio:.3f} [{row.ratio_low:.3f}, {row.ratio_high:.3f}]", delta_color="off",
+                          delta_arrow="off",
                           help="Token-weighted param skip over every token, and over every token but each item's "
                                "first (the attention sink, which skips most FFNs and lifts the figure on short "
                                "prompts); the perplexity ratio to dense pooled over items with its 95 % bootstrap "
@@ -92,12 +94,12 @@ right.plotly_chart(figures["item quality"], key=f"{P}_items")
 
 st.subheader("Quality against dense, and at matched compute")
 st.plotly_chart(figures["ratio to dense"], key=f"{P}_ratio")
-st.dataframe(quality.round(4), hide_index=True, key=f"{P}_quality_table")
+st.dataframe(quality, hide_index=True, key=f"{P}_quality_table", column_config=ds.QUALITY_COLUMNS)
 comparison = result.matched()
 if len(comparison):
-    st.dataframe(comparison.round(4), hide_index=True, key=f"{P}_matched_table")
-    st.caption("ratio_vs_reference: perplexity of the run over the reference's on the same items at (nearly) the same "
-               "param skip, with its 95 % bootstrap interval over items; above 1 the reference is better.")
+    st.dataframe(comparison, hide_index=True, key=f"{P}_matched_table", column_config=ds.MATCHED_COLUMNS)
+    st.caption("ppl ratio vs reference: perplexity of the run over the reference's on the same items at (nearly) the "
+               "same param skip, with its 95 % bootstrap interval over items; above 1 the reference is better.")
 
 st.subheader("Items")
 ds.item_table(result, runs, chat=chat, prefix=P)

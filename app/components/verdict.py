@@ -1,0 +1,106 @@
+"""Compare's held-out verdict: what the bundled held-out set measured about the runs on the page, at matched compute
+with bootstrap intervals, beside the one prompt the page routes.
+
+Why: one prompt gave three metrics pointing different ways (ΔNLL for no_history, KL and top-1 for hero) and no
+interval. The verdict comes from ``hero_core/checkpoints/measured.json`` (derived from docs/results.json by
+``python -m hero_core.measured``); nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from hero_core import measured as measured_results
+
+# what a trained checkpoint's variant means, in words a label can carry
+TRAINED_AS = {"hero": "trained with history", "no_history": "trained local router",
+              "no_memread": "trained without the memory read", "no_aux": "trained without the auxiliary loss",
+              "no_pos": "trained without position"}
+# the trained checkpoint that stands for an inference-time ablation of hero-N (same part switched off, but trained so)
+TRAINED_COUNTERPART = {"no_history": "local", "no_memread": "no_memread", "no_aux": "no_aux", "no_pos": "no_pos"}
+
+
+@dataclass(frozen=True)
+class Pair:
+    reference: str
+    other: str
+    stands_for: str = ""  # the inference-time ablation this trained pair stands in for ("" when it is the run)
+
+
+def run_kind(checkpoint: str, trained: str, variant: str) -> str:
+    """What a run is: the dense model, a router run as trained, or an inference-time ablation of one."""
+    if variant == "dense":
+        return "dense model (every FFN, no router)"
+    if variant == trained:
+        return f"{checkpoint}: {TRAINED_AS.get(trained, f'trained as {trained}')}, run as trained"
+    return f"inference-time ablation: {checkpoint} was trained as {trained} and runs here as {variant}"
+
+
+def _budget(name: str) -> str | None:
+    found = re.fullmatch(r"[a-z_]+-(\d+)", name)
+    return found.group(1) if found else None
+
+
+def pairs_for(checkpoints: Sequence[str], variants: Sequence[str], trained: Sequence[str]) -> list[Pair]:
+    """The measured pairs that speak to these runs (one per run i: ``checkpoints[i]`` run as ``variants[i]``,
+    trained as ``trained[i]``): two trained checkpoints of one budget directly; an inference-time ablation of hero-N
+    through the checkpoint trained without that part (its trained counterpart)."""
+    pairs: list[Pair] = []
+    as_trained = [c for c, v, t in zip(checkpoints, variants, trained, strict=True) if v == t]
+    heroes = [c for c in as_trained if c.startswith("hero-") and _budget(c)]
+    for hero in heroes:
+        for other in as_trained:
+            if other != hero and _budget(other) == _budget(hero) and not other.startswith("hero-"):
+                pairs.append(Pair(hero, other))
+    for checkpoint, variant, was in zip(checkpoints, variants, trained, strict=True):
+        if was == "hero" and variant in TRAINED_COUNTERPART and _budget(checkpoint):
+            pair = Pair(checkpoint, f"{TRAINED_COUNTERPART[variant]}-{_budget(checkpoint)}", variant)
+            if all((p.reference, p.other) != (pair.reference, pair.other) for p in pairs):
+                pairs.append(pair)
+    return pairs
+
+
+def verdict_table(rows: list[dict]) -> pd.DataFrame:
+    """The measured rows as a reader wants them: percentages, ratios with their intervals, the verdict."""
+    def ratio(row: dict, side: str) -> str:
+        return (f"{row[f'{side}_perplexity_ratio']:.3f} [{row[f'{side}_ratio_low']:.3f}, "
+                f"{row[f'{side}_ratio_high']:.3f}]")
+
+    return pd.DataFrame([{"domain": r["domain"], "param skip": f"{r['param_skip']:.1%}",
+                          f"{r['reference']} ppl ratio [95 % CI]": ratio(r, "reference"),
+                          f"{r['other']} ppl ratio [95 % CI]": ratio(r, "other"),
+                          "verdict": f"{r['better']} better" if r["better"] else "no clear difference"}
+                         for r in rows])
+
+
+def render_verdict(pairs: list[Pair], measured: dict | None, *, what: str) -> None:
+    """The held-out verdict of every pair (or why there is none), in a bordered box beside the prompt's table."""
+    box = st.container(border=True)
+    box.markdown("**What the held-out set says** (matched compute, 95 % bootstrap intervals)")
+    if measured is None:
+        box.caption("No measured results ship with this install (hero_core/checkpoints/measured.json; "
+                    "`make results` writes it).")
+        return
+    shown = False
+    for pair in pairs:
+        rows = measured_results.matched_between(measured, pair.reference, pair.other)
+        if not rows:
+            continue
+        shown = True
+        if pair.stands_for:
+            box.caption(f"{pair.stands_for} here is an inference-time ablation of {pair.reference}: the held-out set "
+                        f"measures the router **trained** that way, {pair.other}, which stands in for it below.")
+        box.markdown(measured_results.matched_words(rows, measured))
+        box.dataframe(verdict_table(rows), hide_index=True)
+    if not shown:
+        box.caption(f"The held-out set has no matched-compute measurement of {what}: it measures the bundled "
+                    "checkpoints against hero-N of the same budget (docs/results.md). This page's figures are one "
+                    "prompt: a small sample.")
+    elif measured.get("backbone"):
+        box.caption(f"Measured on {measured['backbone']} over held-out text the routers never saw, at the hero "
+                    "checkpoint's own param skip; from docs/results.json via hero_core/checkpoints/measured.json.")
