@@ -178,5 +178,5 @@ def test_explorer_token_table(app, tiny):
 def test_compare_exports_every_runs_trace(app):
     at = app("compare", prompt=PROMPT_A)
     labels = [d.label for d in at.get("download_button")]
-    for variant in ("hero", "no_history", "no_memread"):
-        assert f"Trace (JSON) · {variant}" in labels
+    for label in ("hero (as trained)", "no_history (ablation)", "no_memread (ablation)"):
+        assert f"Trace (JSON) · {label}" in labels
