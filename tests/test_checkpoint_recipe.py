@@ -45,6 +45,6 @@ def test_the_r2_twin_differs_from_hero_10_r2_in_the_memory_read_only():
                (hero.target_skip, hero.steps, hero.budget_scope, hero.lr, hero.levers), stage
         # and from hero-10 in the memory levers alone
         base = runs[f"hero{stage.replace('-r2', '')}"]
-        assert (hero.target_skip, hero.steps, hero.budget_scope, hero.lr) == \
-               (base.target_skip, base.steps, base.budget_scope, base.lr)
+        assert (hero.target_skip, hero.budget_scope, hero.lr) == (base.target_skip, base.budget_scope, base.lr)
+        assert hero.steps <= base.steps  # the second stage is shorter (R2_STAGE_TWO): never more training
         assert dict(hero.levers)["memory_kernel"] == "softmax"
