@@ -47,9 +47,11 @@ def shots(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    # its own cache dir: the long prompts a link names are stored there, not in the user's cache
+    env = {**os.environ, "HERO_LENS_TINY": "1", "HERO_LENS_CACHE": str(tmp_path_factory.mktemp("cache"))}
     try:
-        with served_app({**os.environ, "HERO_LENS_TINY": "1"}) as base:
+        with served_app(env) as base:
             yield base
     except AppDidNotStart as error:
         pytest.fail(str(error))
@@ -411,7 +413,7 @@ def test_compare_matches_compute_in_a_browser(server, browser, tiny):
     title = tools.wait_for("(() => { const d = [...document.querySelectorAll('.js-plotly-plot')].find(d => "
                            "d._fullLayout && d._fullLayout.title.text.includes('Quality against the dense model'));"
                            " return d ? d._fullLayout.title.text : null; })()", timeout=180, what="the quality chart")
-    runs = re.findall(r"(\w+): [^|]*? · (\w+) · τ = ([0-9.]+) · param skip ([0-9.]+)%", title)
+    runs = re.findall(r"(?:<sup>|\| )([^|:<]+?): [^|]*? · (\w+) · τ = ([0-9.]+) · param skip ([0-9.]+)%", title)
     assert len(runs) >= 2, title
     reference = tiny.trace(URL_PROMPT, variant=runs[0][1], tau=float(runs[0][2]))
     enc = tiny.encode([URL_PROMPT])
@@ -422,4 +424,138 @@ def test_compare_matches_compute_in_a_browser(server, browser, tiny):
         assert float(tau) == pytest.approx(want, abs=1e-3), (label, tau, want)
         assert float(skip) == pytest.approx(100 * tiny.trace(URL_PROMPT, variant=variant, tau=want).param_skip,
                                             abs=0.06), label
+    assert tools.eval(NO_EXCEPTION_JS)
+
+
+# -- issue 23: the pages at their defaults, and links that hold the view, clicked as a person would ------------
+def label_js(text: str) -> str:
+    """The first visible label (radio option, toggle, checkbox) whose text is exactly ``text``."""
+    return (f"[...document.querySelectorAll('label')].find(l => l.innerText.trim() === {json.dumps(text)} && "
+            "l.offsetParent !== null)")
+
+
+def click_label(tools: DevTools, text: str) -> None:
+    """Click a radio option or toggle by its text with the mouse, where a person would (its left edge)."""
+    tools.wait_for(f"{label_js(text)} !== undefined", what=f"the control {text!r}")
+    xy = tools.eval(f"(() => {{ const l = {label_js(text)}; l.scrollIntoView({{block: 'center'}}); "
+                    "const r = l.getBoundingClientRect(); return [r.left + 10, r.top + r.height / 2]; })()")
+    tools.click(*xy)
+
+
+def checked(tools: DevTools, text: str) -> bool:
+    return bool(tools.eval(f"(() => {{ const l = {label_js(text)}; return !!(l && l.querySelector('input')?.checked); "
+                           "})()"))
+
+
+def url_param(tools: DevTools, name: str):
+    return tools.eval(f"new URLSearchParams(location.search).get({json.dumps(name)})")
+
+
+def test_generate_answers_at_its_defaults(server, browser, shots):
+    """Item 1: the chat template is on at the defaults, Generate gives an answer measured on its own tokens, the
+    page never says "agree on all 0 tokens", and a changed setting lands in the address bar."""
+    tools = browser
+    tools.goto(f"{server}/generate")
+    tools.wait_for("[...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Generate')",
+                   what="the Generate button")
+    tools.wait_for(f"{label_js('Chat template')} !== undefined", what="the chat toggle")
+    assert checked(tools, "Chat template")  # on by default: this backbone has a chat template
+    click_label(tools, "sampled")
+    tools.wait_for("new URLSearchParams(location.search).get('generate_decoding') === 'sampled'",
+                   what="the decoding in the URL")
+    click_label(tools, "greedy")
+    tools.wait_for("!new URLSearchParams(location.search).has('generate_decoding')", what="the default out of the URL")
+    tools.eval("[...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Generate').click(); true")
+    tools.wait_for("document.body.innerText.includes(\"The answer's routing\") && "
+                   "(document.body.innerText.includes('Answer tokens') || "
+                   "document.body.innerText.includes('No generated token went through'))", timeout=180,
+                   what="the answer's figures")
+    assert not tools.eval("document.body.innerText.includes('agree on all 0')")
+    tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120, what="the charts")
+    time.sleep(1.0)
+    assert tools.eval(NO_EXCEPTION_JS)
+    tools.screenshot(shots / "generate-answer.png")
+
+
+def test_why_explains_at_its_defaults(server, browser):
+    """Item 2: token ablation by default, with no failure message; integrated gradients, when chosen, fail with
+    at most one message."""
+    tools = browser
+    tools.goto(f"{server}/why")
+    tools.wait_for("[...document.querySelectorAll('.js-plotly-plot')].some(d => d._fullLayout && "
+                   "d._fullLayout.title.text.includes('token ablation: contribution'))", timeout=180,
+                   what="the token-ablation chart")
+    assert not tools.eval("document.body.innerText.toLowerCase().includes('failed')")
+    click_label(tools, "integrated gradients")
+    tools.wait_for("new URLSearchParams(location.search).get('why_method') === 'integrated gradients'",
+                   what="the method in the URL")
+    tools.wait_for("document.body.innerText.includes('Completeness:') || "
+                   "document.body.innerText.includes('Integrated gradients failed')", timeout=180,
+                   what="integrated gradients")
+    time.sleep(1.0)
+    text = tools.eval("document.body.innerText")
+    assert text.lower().count("failed on this decision") <= 1, text
+    assert tools.eval(NO_EXCEPTION_JS)
+
+
+LINK_PROMPT = " ".join(f"Line {i} of a report pasted whole, far longer than an address bar holds." for i in range(30))
+
+
+def test_a_long_prompt_link_reopens_that_prompt(server, browser, browser_endpoint, tiny):
+    """Item 3: after a short prompt, a 2,000+-character one; the link names the long one (by id), and a fresh
+    browser opens it, not the previous prompt."""
+    assert len(LINK_PROMPT) > 2000
+    tools = browser
+    tools.goto(f"{server}/explorer?{urllib.parse.urlencode({'prompt': URL_PROMPT})}")
+    short = tiny.trace(URL_PROMPT)
+    wait_for_skip_map(tools, short.n_routed * short.n_tokens)
+    submit_prompt(tools, LINK_PROMPT)
+    tools.wait_for("(() => { const p = new URLSearchParams(location.search); "
+                   "return p.has('prompt_id') && !p.has('prompt'); })()", timeout=180,
+                   what="the id in the URL")
+    tools.wait_for("document.body.innerText.includes('too long for the address bar')", what="the link note")
+    url = tools.eval("location.href")
+    fresh = open_tab(browser_endpoint)
+    try:
+        fresh.goto(url)
+        fresh.wait_for(f"document.querySelector('textarea')?.value === {json.dumps(LINK_PROMPT)}", timeout=120,
+                       what="the long prompt restored from its link")
+        assert fresh.eval(NO_EXCEPTION_JS)
+    finally:
+        fresh.close()
+
+
+@pytest.mark.parametrize("page, option, param", [("memory", "ratio to uniform", "memory_mode"),
+                                                 ("compare", "Custom", "compare_preset")])
+def test_page_controls_come_back_from_a_link(server, browser, browser_endpoint, page, option, param):
+    """Item 3: a page's own control (Memory's mode, Compare's preset) clicked, copied as a link, reopened."""
+    tools = browser
+    tools.goto(f"{server}/{page}")
+    tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=180, what=f"the {page} page")
+    click_label(tools, option)
+    tools.wait_for(f"new URLSearchParams(location.search).get({json.dumps(param)}) === {json.dumps(option)}",
+                   what=f"{param} in the URL")
+    url = tools.eval("location.href")
+    fresh = open_tab(browser_endpoint)
+    try:
+        fresh.goto(url)
+        fresh.wait_for(f"(() => {{ const l = {label_js(option)}; return !!(l && l.querySelector('input')?.checked); "
+                       "})()", timeout=180, what=f"{option!r} chosen again")
+        assert fresh.eval(NO_EXCEPTION_JS)
+    finally:
+        fresh.close()
+
+
+def test_compare_labels_ablations_and_gives_the_held_out_word(server, browser):
+    """Item 4: the runs say which is an inference-time ablation, and the page says what the held-out set measured
+    (on the tiny model: that it has no measurement of these runs)."""
+    tools = browser
+    tools.goto(f"{server}/compare")
+    tools.wait_for("document.body.innerText.includes('What the held-out set says')", timeout=300,
+                   what="the held-out box")
+    tools.wait_for("document.body.innerText.includes('inference-time ablations')", what="the ablation caption")
+    names = tools.wait_for("(() => { const d = [...document.querySelectorAll('.js-plotly-plot')].find(d => "
+                           "d._fullLayout && d._fullLayout.title.text.includes('Skip rate per routed layer')); "
+                           "return d ? d._fullData.map(t => t.name) : null; })()", timeout=180, what="the layer chart")
+    assert names == ["hero (as trained)", "no_history (ablation)", "no_memread (ablation)"], names
     assert tools.eval(NO_EXCEPTION_JS)
