@@ -129,9 +129,10 @@ def add_read_matters(names: list[str], out: Path) -> int:
     import torch
 
     torch.set_num_threads(1)
-    result = json.loads(out.read_text())
     with torch.no_grad():
-        result.setdefault("read_matters", {}).update(read_matters(load_models(names), limit=READ_TEXTS))
+        measured = read_matters(load_models(names), limit=READ_TEXTS)
+    result = json.loads(out.read_text())  # read now, not before the run: another job may have written it since
+    result.setdefault("read_matters", {}).update(measured)
     out.write_text(json.dumps(result, indent=1))
     return 0
 
