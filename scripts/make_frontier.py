@@ -106,15 +106,16 @@ def run_parts(limit: int, jobs: int, only: list[str] | None, sweep: bool = False
 
 def add_checkpoints(names: list[str], limit: int, jobs: int, out: Path, sweep: bool = False) -> int:
     """Evaluate checkpoints that landed after ``out`` was written and merge them into it (same texts and cut)."""
-    result = json.loads(out.read_text())
     part = run_parts(limit, jobs, names, sweep)
-    result["frontier"]["curves"].update(part["curves"])
     models = load_models(names)
     import torch
 
     with torch.no_grad():
-        result.setdefault("memory_entropy", {}).update(memory_entropy(models, limit=10))
-        result.setdefault("read_matters", {}).update(read_matters(models, limit=READ_TEXTS))
+        entropy, read = memory_entropy(models, limit=10), read_matters(models, limit=READ_TEXTS)
+    result = json.loads(out.read_text())  # read now, not before the run: another job may have written it since
+    result["frontier"]["curves"].update(part["curves"])
+    result.setdefault("memory_entropy", {}).update(entropy)
+    result.setdefault("read_matters", {}).update(read)
     for n, m in models.items():
         result["checkpoints"][n] = {"variant": m.config.variant, "tau": m.config.tau,
                                     "branch_scaling": m.config.branch_scaling,
