@@ -291,11 +291,11 @@ def matched_ablation_table(frontier: dict, names: list[str]) -> list[str]:
     return lines
 
 
-def ablation_tables(frontier: dict, checkpoints: dict) -> list[str]:
+def ablation_tables(frontier: dict, checkpoints: dict, stages: tuple = ABLATION_STAGES) -> list[str]:
     """One table per training stage, holding the checkpoints that saw as many tokens as its hero row; the rest are
     named, with their tokens, so an under-trained ablation is never read against a fully trained hero."""
     lines = []
-    for stage in ABLATION_STAGES:
+    for stage in stages:
         present = [n for n in stage if n in frontier["curves"]]
         if len(present) < 2 or stage[0] not in present:
             continue
@@ -381,10 +381,29 @@ def render(result: dict, figure: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def read_summary_lines(read: dict) -> list[str]:
+    """One row per memory-reading checkpoint: read entropy and the decisions a uniform read flips, per domain."""
+    lines = ["| checkpoint | read entropy / uniform (chat / code / reasoning) | "
+             "decisions flipped by a uniform read % |", "|---|---|---|"]
+    for name, per in read.items():
+        entropy = " / ".join(f"{per[d]['read_entropy']:.3f}" for d in DOMAINS)
+        flips = " / ".join(f"{100 * per[d]['flip_share']:.2f}" for d in DOMAINS)
+        lines.append(f"| {name} | {entropy} | {flips} |")
+    return lines
+
+
 def readme_lines(result: dict) -> list[str]:
     fr = result["frontier"]
     names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
-    return [*own_tau_table(fr, names), "", *target_lines(fr, result.get("generations")), "", BELOW_ONE_NOTE]
+    lines = [*own_tau_table(fr, names), "", *target_lines(fr, result.get("generations"))]
+    memory = ablation_tables(fr, result.get("checkpoints", {}), ABLATION_STAGES[2:])  # recipe 2 at equal compute
+    if memory:
+        lines += ["", "**The selective memory (recipe 2) against recipe 1, its no_memread twin and the local router** "
+                      "(perplexity ratio, 95 % CI; rows as in docs/results.md):", "", *memory]
+    if result.get("read_matters"):
+        lines += ["**Does the read matter?** Each read replaced by the uniform average of the same values:", "",
+                  *read_summary_lines(result["read_matters"])]
+    return [*lines, "", BELOW_ONE_NOTE]
 
 
 def main() -> int:
