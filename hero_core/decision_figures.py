@@ -52,7 +52,7 @@ def decision_bars(split: dict, trace: RoutingTrace | None = None) -> go.Figure:
     values = [split["local_logit"], split["history_logit"], split["gate_logit"]]
     verdict = "✓ executed" if split["executed"] else "✗ skipped"  # in words on the bar, not by colour alone
     colours = [LOCAL_COLOUR, HISTORY_COLOUR, EXECUTED_COLOUR if split["executed"] else SKIPPED_COLOUR]
-    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", marker={"color": colours},
+    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", marker={"color": colours}, showlegend=False,
                            text=[f"{values[0]:+.3f}", f"{values[1]:+.3f}", f"{values[2]:+.3f} → {verdict}"],
                            textposition="auto", hovertemplate="%{y} = %{x:.4f}<extra></extra>"))
     # The threshold is a dashed line named in the legend, not an annotation: a label on the line sat over the bars
@@ -135,9 +135,11 @@ def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: i
               "legend": {"orientation": "h", "x": 0, "y": -0.25, "yanchor": "top"},
               "margin": {"l": 60, "r": 60, "t": 70, "b": 80}}
     if perplexity_ratio is not None:
-        finite = [v for v in perplexity_ratio if math.isfinite(v)]
-        top = max([1.05, *finite]) * 1.05
-        layout["yaxis2"] = {"title": {"text": "perplexity ratio to dense"}, "overlaying": "y", "side": "right",
-                            "range": [min([0.95, *finite]) * 0.95, top], "showgrid": False}
+        # log scale: at a high tau the ratio reaches the hundreds, which flattened every other point onto 1
+        finite = [v for v in perplexity_ratio if math.isfinite(v) and v > 0]
+        low, high = min([0.95, *finite]) * 0.95, max([1.05, *finite]) * 1.1
+        layout["yaxis2"] = {"title": {"text": "perplexity ratio to dense (log)"}, "overlaying": "y",
+                            "side": "right", "type": "log", "range": [math.log10(low), math.log10(high)],
+                            "showgrid": False}
     fig.update_layout(**layout)
     return fig

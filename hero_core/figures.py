@@ -71,6 +71,7 @@ from .palette import (
     MARK_COLOUR,
     SKIPPED_COLOUR,
     run_colour,
+    title_room,
     titled,
 )
 from .trace import RoutingTrace
@@ -224,7 +225,7 @@ def skip_heatmaps(traces: Sequence[RoutingTrace], labels: Sequence[str],
     fig.update_layout(height=int(min(2400, per_row * len(traces) + 120)),
                       title=titled("Skip maps (synchronised axes)", traces, labels),
                       legend={"orientation": "h", "y": 1.0, "x": 1, "xanchor": "right", "yanchor": "bottom"},
-                      margin={"l": 60, "r": 20, "t": 100, "b": 60})
+                      margin={"l": 60, "r": 20, "t": title_room(traces, 100), "b": 60})
     return fig
 
 
@@ -319,8 +320,8 @@ def layer_skip_bars(traces: Sequence[RoutingTrace], labels: Sequence[str] | None
                              + "</extra>"))
     fig.update_layout(title=titled("Skip rate per routed layer", traces, labels), barmode="group",
                       yaxis={"title": {"text": "tokens skipping the FFN"}, "tickformat": ".0%", "range": [0, 1]},
-                      xaxis={"title": {"text": "routed layer"}}, height=340, showlegend=len(labels) > 1,
-                      margin={"l": 60, "r": 20, "t": 70, "b": 50})
+                      xaxis={"title": {"text": "routed layer"}}, height=340 + title_room(traces, 0),
+                      showlegend=len(labels) > 1, margin={"l": 60, "r": 20, "t": title_room(traces, 70), "b": 50})
     return fig
 
 
@@ -338,7 +339,8 @@ def compute_bars(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> go.Fi
                              name=plotly_text(label), marker={"color": run_colour(i)},
                              hovertemplate="%{x}: %{y:.2%}<extra>" + plotly_text(label) + "</extra>"))
     fig.update_layout(title=titled("Compute", traces, labels), barmode="group", yaxis={"tickformat": ".0%"},
-                      height=340, margin={"l": 60, "r": 20, "t": 70, "b": 40})
+                      height=340 + title_room(traces, 0),
+                      margin={"l": 60, "r": 20, "t": title_room(traces, 70), "b": 40})
     return fig
 
 
@@ -400,7 +402,7 @@ def flip_map(trace_a: RoutingTrace, trace_b: RoutingTrace, labels: tuple[str, st
                                    f"({n_flips / max(R * T, 1):.1%})", [trace_a, trace_b], labels),
                       xaxis=_token_axis(trace_a.tokens, window), yaxis=_block_axis(trace_a),
                       height=int(max(280, min(900, R * (visible_cell_size(trace_a, window) + 3) + 190))),
-                      margin={"l": 60, "r": 20, "t": 80, "b": 60})
+                      margin={"l": 60, "r": 20, "t": title_room([trace_a, trace_b], 80), "b": 60})
     return fig
 
 
@@ -422,8 +424,8 @@ def layer_divergence(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> g
                                  line=style, marker=style, hovertemplate="%{x}: %{y:.4f}<extra>" + name + "</extra>"),
                       row=1, col=2)
     fig.update_yaxes(tickformat=".0%", row=1, col=1)
-    fig.update_layout(title=titled("Per-layer divergence", traces, labels), height=360,
-                      margin={"l": 60, "r": 20, "t": 90, "b": 50})
+    fig.update_layout(title=titled("Per-layer divergence", traces, labels), height=360 + title_room(traces, 0),
+                      margin={"l": 60, "r": 20, "t": title_room(traces, 90), "b": 50})
     return fig
 
 
@@ -467,7 +469,8 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=[plotly_text(s) for s in labels],
                      row=3, col=1)
     fig.update_layout(title=titled("Quality against the dense model, per token", traces or [], labels),
-                      height=620 + 20 * len(labels), margin={"l": 90, "r": 20, "t": 90, "b": 60})
+                      height=620 + 20 * len(labels) + title_room(traces or [], 0),
+                      margin={"l": 90, "r": 20, "t": title_room(traces or [], 90), "b": 60})
     return fig
 
 

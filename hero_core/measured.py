@@ -123,19 +123,24 @@ def matched_between(measured: dict | None, reference: str, other: str) -> list[d
     return [r for r in rows if {r["reference"], r["other"]} == {reference, other}]
 
 
-def matched_words(rows: list[dict], measured: dict | None = None) -> str:
+def matched_words(rows: list[dict]) -> str:
     """One sentence per pair: where each checkpoint was better, at the hero checkpoint's own param skip."""
     if not rows:
         return "No matched-compute measurement of these checkpoints is shipped."
-    reference, other = rows[0]["reference"], rows[0]["other"]
     parts = []
     for row in rows:
         who = f"**{row['better']}** better" if row["better"] else "no clear difference"
         parts.append(f"{who} on {row['domain']}")
+    return f"{rows[0]['reference']} against {rows[0]['other']}: {'; '.join(parts)}."
+
+
+def matched_method(measured: dict | None) -> str:
+    """How the matched rows were measured, said once above them."""
     n = (measured or {}).get("texts_per_domain")
-    texts = f"{n} held-out texts per domain" if n else "held-out texts"
-    return (f"{reference} against {other} at {reference}'s own param skip ({texts}, perplexity ratio to dense with "
-            f"95 % bootstrap intervals; \"better\" only when the intervals are apart): {'; '.join(parts)}.")
+    return (f"Measured on {(measured or {}).get('backbone') or 'this backbone'}, {n or '?'} held-out texts per domain "
+            "the routers never saw; perplexity ratio to the dense model at the hero checkpoint's own param skip (the "
+            "other curve interpolated there); \"better\" only where the 95 % bootstrap intervals are apart. From "
+            "docs/results.json via hero_core/checkpoints/measured.json.")
 
 
 def _mean(values: list[float]) -> float | None:

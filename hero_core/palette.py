@@ -47,7 +47,19 @@ def titled(text: str, traces: Sequence, labels: Sequence[str] | None = None) -> 
     if not traces:  # a figure drawn without its runs (e.g. quality dicts alone) has no provenance to add
         return {"text": text}
     if labels is None or len(traces) == 1:
-        runs = " | ".join(provenance(t) for t in traces)
+        runs = [provenance(t) for t in traces]
     else:
-        runs = " | ".join(f"{plotly_text(label)}: {provenance(t)}" for t, label in zip(traces, labels, strict=True))
-    return {"text": f"{text}<br><sup>{runs}</sup>" if runs else text}
+        runs = [f"{plotly_text(label)}: {provenance(t)}" for t, label in zip(traces, labels, strict=True)]
+    # One line per run: on one line, three runs' provenance ran past the figure's right edge. A figure of several
+    # runs leaves room for the extra lines with title_room().
+    if len(runs) == 1:
+        return {"text": f"{text}<br><sup>{runs[0]}</sup>"}
+    # from the top down (a centred title would grow into the plot as lines are added)
+    return {"text": text + "".join(f"<br><sup>{run}</sup>" for run in runs), "yref": "container", "y": 1,
+            "yanchor": "top", "pad": {"t": 22}}
+
+
+def title_room(traces: Sequence, top: int) -> int:
+    """The top margin (px) for a figure whose title is :func:`titled` over ``traces``: ``top`` for one run, plus a
+    line for each further run."""
+    return top + 22 * max(0, len(traces) - 1)  # a <sup> line is ~22 px tall

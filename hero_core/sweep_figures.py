@@ -110,7 +110,7 @@ def sweep_matched_bars(result: SweepResult) -> go.Figure:
                                              "%{customdata[0]:.1%} param skip (%{customdata[1]:.1%} without each "
                                              "item's first token)<extra></extra>"))
     fig.add_hline(y=1.0, line={"dash": "dot", "color": "grey"}, annotation_text="dense = 1",
-                  annotation_position="bottom right")
+                  annotation_position="bottom left")  # left: the last run's marker sits at the right end
     values = [1.0, *table.ratio_low.dropna(), *table.ratio_high.dropna()]
     span = max(values) - min(values)
     pad = max(0.02, 0.15 * span)

@@ -41,6 +41,6 @@ def tau_sweep_words(taus: Sequence[float], ffn_per_token: Sequence[float], n_rou
         trend += (" A higher τ makes every gate stricter, but a skip at one block changes the hidden state each later "
                   "block sees, so later gates can open: on one short text compute need not fall steadily.")
     if math.isfinite(q_lo) and math.isfinite(q_hi):
-        trend += (f" The quality paid: the perplexity ratio to the dense model goes from {q_lo:.3f} at τ = {t_lo:g} "
-                  f"to {q_hi:.3f} at τ = {t_hi:g} (1 = the dense model's own).")
+        trend += (f" The quality paid: the perplexity ratio to the dense model goes from {q_lo:.3g} at τ = {t_lo:g} "
+                  f"to {q_hi:.3g} at τ = {t_hi:g} (1 = the dense model's own).")
     return trend

@@ -320,7 +320,7 @@ def test_compare_variants(app, tiny):
     assert table["variant"].tolist() == variants
     # the labels say which run is the router as trained and which an inference-time ablation of it
     assert table["run"].tolist() == ["hero (as trained)", "no_history (ablation)", "no_memread (ablation)"]
-    assert table["what it is"][1].startswith("inference-time ablation: tiny-random was trained as hero")
+    assert table["what it is"][1] == "inference-time ablation: tiny-random (trained as hero) run as no_history"
     np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
     quality = chart(at, "Quality against the dense model")["data"]
     from hero_core.eval.quality import compare_to_dense

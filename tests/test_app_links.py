@@ -126,8 +126,8 @@ def test_generate_answers_inside_the_chat_template_and_measures_the_answer(app, 
     assert metrics["Param skip"] == f"{answer.param_skip:.1%}" and metrics["Answer tokens"] == str(answer.n_tokens)
     assert answer.n_tokens == expected.n_tokens - expected.n_prompt_tokens
     table = at.dataframe[0].value
-    assert table["tokens"].tolist() == ["answer (generated)", "prompt (chat template included)", "all tokens"]
-    assert table["count"].tolist() == [answer.n_tokens, prompt.n_tokens, expected.n_tokens]
+    assert table["span"].tolist() == ["answer (generated)", "prompt (chat template included)", "all tokens"]
+    assert table["tokens"].tolist() == [answer.n_tokens, prompt.n_tokens, expected.n_tokens]
     assert table["param skip"][1] == f"{prompt.param_skip:.1%}"  # the prompt's figures beside the answer's
 
 
@@ -183,7 +183,8 @@ def test_compare_states_the_held_out_verdict_and_formats_its_numbers(app, monkey
     assert_clean(at)
     text = " ".join(m.value for m in at.markdown)
     rows = measured.matched_between(measured.load(), "hero-10", "local-10")
-    assert rows and measured.matched_words(rows, measured.load()) in text
+    assert rows and measured.matched_words(rows) in text
+    assert any(c.value == measured.matched_method(measured.load()) for c in at.caption)
     assert any("inference-time ablation of hero-10" in c.value and "local-10" in c.value for c in at.caption)
     frame = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
     first = rows[0]
@@ -206,8 +207,10 @@ def test_verdict_pairs_for_runs():
     assert pairs_for(["hero-10"] * 3, ["hero", "no_history", "no_memread"], ["hero"] * 3) == \
         [Pair("hero-10", "local-10", "no_history"), Pair("hero-10", "no_memread-10", "no_memread")]
     assert pairs_for(["tiny-random"] * 2, ["hero", "no_history"], ["hero"] * 2) == []
-    assert run_kind("hero-10", "hero", "no_history").startswith("inference-time ablation")
-    assert "trained local router" in run_kind("local-10", "no_history", "no_history")
+    assert run_kind("hero-10", "hero", "no_history") == \
+        "inference-time ablation: hero-10 (trained as hero) run as no_history"
+    assert run_kind("local-10", "no_history", "no_history") == \
+        "trained router: local-10 as trained (local router, no history)"
 
 
 # -- Why, Explorer, Data set, Learn ----------------------------------------------------------------------------
@@ -246,5 +249,6 @@ def test_data_set_tables_have_human_headers_and_percentages(app):
     config = json.loads(table.proto.columns)
     assert config["param_skip"]["label"] == "param skip" and config["param_skip"]["type_config"]["format"] == "percent"
     assert config["ratio_low"]["label"] == "95 % CI low"
-    chips = [m for m in at.metric if "without the first token" in m.proto.delta]
+    chips = [m for m in at.metric if m.proto.delta.startswith("ppl ratio")]
     assert chips and all(m.proto.direction == m.proto.NONE for m in chips)  # no stray "↑" on a chip of text
+    assert any("without each item's first token" in c.value and "95 % CI [" in c.value for c in at.caption)

@@ -62,7 +62,7 @@ def test_a_sweep_that_rises_somewhere_says_where():
     assert rises(taus, ffn) == [(0.2, 0.3, 18.0, 18.6)]
     words = tau_sweep_words(taus, ffn, 30, [1.0, 1.01, 1.02, 1.1])
     assert "not at every step: from τ = 0.2 to 0.3 it rises from 18.0 to 18.6" in words
-    assert "later gates can open" in words and "from 1.000 at τ = 0.1 to 1.100 at τ = 0.4" in words
+    assert "later gates can open" in words and "from 1 at τ = 0.1 to 1.1 at τ = 0.4" in words
 
 
 def test_a_monotone_and_a_flat_sweep():
@@ -103,10 +103,9 @@ def test_matched_rows_pair_every_checkpoint_with_the_hero_of_its_budget():
     assert [(r["reference"], r["other"], r["better"]) for r in rows] == \
         [("hero-10", "local-10", "hero-10"), ("hero-10", "no_memread-10", "")]
     assert rows[0]["other_perplexity_ratio"] == pytest.approx(np.exp((np.log(1.1) + np.log(1.3)) / 2))
-    summary = {"matched": rows, "texts_per_domain": 40}
+    summary = {"matched": rows, "texts_per_domain": 40, "backbone": "B"}
     assert measured.matched_between(summary, "local-10", "hero-10") == [rows[0]]
-    words = measured.matched_words([rows[0]], summary)
-    assert "hero-10 against local-10 at hero-10's own param skip (40 held-out texts per domain" in words
-    assert "**hero-10** better on d" in words
-    assert "no clear difference on d" in measured.matched_words([rows[1]], summary)
+    assert measured.matched_words([rows[0]]) == "hero-10 against local-10: **hero-10** better on d."
+    assert measured.matched_words([rows[1]]) == "hero-10 against no_memread-10: no clear difference on d."
+    assert "Measured on B, 40 held-out texts per domain" in measured.matched_method(summary)
     assert measured.matched_words([]).startswith("No matched-compute measurement")

@@ -15,7 +15,7 @@ from hero_core.spans import first_token_lift
 
 from .runtime import RunSpec, load_model, matched_tau
 from .settings import PRECISIONS, Settings, checkpoint_options
-from .verdict import TRAINED_AS, run_kind
+from .verdict import run_kind
 from .widgets import BIND
 
 PRESETS = ("variants", "checkpoints", "precision", "custom")
@@ -118,7 +118,7 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
             # each at its own trained tau (the sidebar's tau belongs to the sidebar's checkpoint)
             runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model, variant=trained,
                                                          tau=load_model(model).config.tau,
-                                                         label=f"{name} ({TRAINED_AS.get(trained, trained)})"),
+                                                         label=f"{name} (trained router)"),
                                    checkpoint, trained))
     elif preset == "precision":
         checkpoint, trained = _trained(settings.model)

@@ -95,16 +95,16 @@ def _ratio(value: float) -> str:
 
 
 def span_table(spans: dict[str, SpanFigures | None]) -> pd.DataFrame:
-    """One row per span (answer, prompt, all), formatted as the metric chips are: percentages and 3 decimals."""
+    """One row per span (answer, prompt, all), formatted as the metric chips are: percentages and 3 decimals
+    (short headers: the table fits the page without a scroll bar)."""
     rows = []
     for name, f in spans.items():
         if f is None:
-            rows.append({"tokens": name, "count": 0})
+            rows.append({"span": name, "tokens": 0})
             continue
-        rows.append({"tokens": name, "count": f.n_tokens, "param skip": _percent(f.param_skip),
+        rows.append({"span": name, "tokens": f.n_tokens, "param skip": _percent(f.param_skip),
                      "net param skip": _percent(f.net_param_skip), "FLOPs saved": _percent(f.flop_share_saved),
-                     "FFNs per token": f"{f.ffn_executed_per_token:.1f}",
-                     "perplexity ratio": _ratio(f.perplexity_ratio),
-                     "top-1 agreement": _percent(f.top1_agreement),
-                     "KL to dense": "—" if math.isnan(f.mean_kl_to_dense) else f"{f.mean_kl_to_dense:.4f}"})
+                     "FFNs / token": f"{f.ffn_executed_per_token:.1f}", "ppl ratio": _ratio(f.perplexity_ratio),
+                     "top-1 agree": _percent(f.top1_agreement),
+                     "KL": "—" if math.isnan(f.mean_kl_to_dense) else f"{f.mean_kl_to_dense:.4f}"})
     return pd.DataFrame(rows).fillna("—")

@@ -18,9 +18,9 @@ import streamlit as st
 from hero_core import measured as measured_results
 
 # what a trained checkpoint's variant means, in words a label can carry
-TRAINED_AS = {"hero": "trained with history", "no_history": "trained local router",
-              "no_memread": "trained without the memory read", "no_aux": "trained without the auxiliary loss",
-              "no_pos": "trained without position"}
+TRAINED_AS = {"hero": "with history", "no_history": "local router, no history",
+              "no_memread": "without the memory read", "no_aux": "without the auxiliary loss",
+              "no_pos": "without position"}
 # the trained checkpoint that stands for an inference-time ablation of hero-N (same part switched off, but trained so)
 TRAINED_COUNTERPART = {"no_history": "local", "no_memread": "no_memread", "no_aux": "no_aux", "no_pos": "no_pos"}
 
@@ -37,8 +37,8 @@ def run_kind(checkpoint: str, trained: str, variant: str) -> str:
     if variant == "dense":
         return "dense model (every FFN, no router)"
     if variant == trained:
-        return f"{checkpoint}: {TRAINED_AS.get(trained, f'trained as {trained}')}, run as trained"
-    return f"inference-time ablation: {checkpoint} was trained as {trained} and runs here as {variant}"
+        return f"trained router: {checkpoint} as trained ({TRAINED_AS.get(trained, trained)})"
+    return f"inference-time ablation: {checkpoint} (trained as {trained}) run as {variant}"
 
 
 def _budget(name: str) -> str | None:
@@ -82,6 +82,8 @@ def render_verdict(pairs: list[Pair], measured: dict | None, *, what: str) -> No
     """The held-out verdict of every pair (or why there is none), in a bordered box beside the prompt's table."""
     box = st.container(border=True)
     box.markdown("**What the held-out set says** (matched compute, 95 % bootstrap intervals)")
+    if measured is not None:
+        box.caption(measured_results.matched_method(measured))
     if measured is None:
         box.caption("No measured results ship with this install (hero_core/checkpoints/measured.json; "
                     "`make results` writes it).")
@@ -95,12 +97,9 @@ def render_verdict(pairs: list[Pair], measured: dict | None, *, what: str) -> No
         if pair.stands_for:
             box.caption(f"{pair.stands_for} here is an inference-time ablation of {pair.reference}: the held-out set "
                         f"measures the router **trained** that way, {pair.other}, which stands in for it below.")
-        box.markdown(measured_results.matched_words(rows, measured))
+        box.markdown(measured_results.matched_words(rows))
         box.dataframe(verdict_table(rows), hide_index=True)
     if not shown:
         box.caption(f"The held-out set has no matched-compute measurement of {what}: it measures the bundled "
                     "checkpoints against hero-N of the same budget (docs/results.md). This page's figures are one "
                     "prompt: a small sample.")
-    elif measured.get("backbone"):
-        box.caption(f"Measured on {measured['backbone']} over held-out text the routers never saw, at the hero "
-                    "checkpoint's own param skip; from docs/results.json via hero_core/checkpoints/measured.json.")
