@@ -1,6 +1,7 @@
 """The bundled router checkpoints: small, reproducible by their recorded recipe, and a default that keeps the
 embedded model working (the held-out quality figures themselves are in docs/results.md)."""
 
+import numpy as np
 import pytest
 
 from hero_core import checkpoint as ckpt
@@ -41,3 +42,26 @@ def test_the_default_checkpoint_keeps_the_model_working():
         trace = hero.trace(text, quality=True, max_tokens=256)
         assert 0.04 <= trace.param_skip <= 0.25, domain  # it skips, near its 10 % budget
         assert trace.quality_summary()["perplexity_ratio"] < 1.8, domain  # and the model still works
+
+
+def test_recipe_2_is_bundled_with_its_twin_and_a_softmax_memory():
+    for name, variant in (("hero-10-r2", "hero"), ("hero-10-r2-s1", "hero"), ("no_memread-10-r2-s1", "no_memread")):
+        found = ckpt.read_checkpoint(name)
+        assert found.config.variant == variant and found.config.memory_kernel == "softmax", name
+        assert found.training["train_config"]["memory_lr_scale"] == 30.0, name
+    assert ckpt.read_checkpoint("hero-10").config.memory_kernel == "elu1"  # the paper's kernel, recorded as such
+
+
+@pytest.mark.slow
+def test_recipe_2_reads_its_memory_selectively_on_held_out_text():
+    from hero_core import load_hero
+    from hero_core.data import domain_texts
+    from hero_core.memory_stats import memory_row_stats
+
+    hero = load_hero("hero-10-r2")
+    entropies = []
+    for domain in ("chat", "code", "reasoning"):
+        for text in domain_texts(domain, "eval", 2, hero=hero):
+            values = memory_row_stats(hero.trace(text, max_tokens=128))["normalised_entropy"]
+            entropies.append(float(values[~np.isnan(values)].mean()))
+    assert max(entropies) < 0.85  # the elu1 checkpoints read at 0.997-0.998 of uniform
