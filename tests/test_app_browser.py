@@ -292,8 +292,6 @@ DATASET_CHARTS = ("Skip rate per routed layer (data set)", "Skip rate by token c
                   "Skip rate by position in the prompt", "Quality against dense per item")
 
 
-@pytest.mark.xfail(reason="since this session's Data set changes, Open -> no longer lands on Route explorer in the "
-                   "browser (open regression, named in the closing note)", strict=False)
 def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browser_endpoint, tiny):
     """Issue 13's workflow end to end: a bundled 20-item set (chosen by the URL), Run with a progress bar, the
     figures and tables of the result, one item opened in Route explorer, and that URL reloaded in a fresh tab

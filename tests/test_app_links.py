@@ -252,3 +252,16 @@ def test_data_set_tables_have_human_headers_and_percentages(app):
     chips = [m for m in at.metric if m.proto.delta.startswith("ppl ratio")]
     assert chips and all(m.proto.direction == m.proto.NONE for m in chips)  # no stray "↑" on a chip of text
     assert any("without each item's first token" in c.value and "95 % CI [" in c.value for c in at.caption)
+
+
+def test_the_data_set_settings_come_back_from_a_link(open_page):
+    """The run settings are written by hand, not bound: a bound parameter made Open → (st.switch_page) fail."""
+    at = open_page("dataset", set="reasoning", n="2", runs="no_history", max_tokens="64", set_chat="1",
+                   match="0")
+    assert_clean(at)
+    assert at.multiselect(key="dataset_variants").value == ["no_history"]
+    assert at.number_input(key="dataset_max_tokens").value == 64
+    assert at.toggle(key="dataset_chat").value is True and at.toggle(key="dataset_match").value is False
+    assert param(at, "runs") == "no_history" and param(at, "max_tokens") == "64" and param(at, "set_chat") == "1"
+    at.number_input(key="dataset_max_tokens").set_value(256).run()  # back to its default: out of the link
+    assert "max_tokens" not in at.query_params

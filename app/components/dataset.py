@@ -20,13 +20,15 @@ from hero_core.sweep import Item, SweepResult, SweepRun, bundled_items, read_pro
 
 from .compare import default_checkpoints
 from .runtime import _model, load_model
-from .settings import ModelSpec, Settings
+from .settings import ModelSpec, Settings, tiny_mode
 from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
 
 SET_LABELS = {"reasoning": "Reasoning (generated problems, held out)", "code": "Code (Python source, held out)",
               "chat": "Chat (the dense model's own replies, held out)", "humaneval": "HumanEval prompts"}
 OPEN_FLAG = "dataset_open_explorer"
-BIND = "query-params"  # the page's run settings live in the URL (widgets.BIND)
+# The run settings live in the URL, written by hand (like ?set= and ?n=) and not bound to the widgets: a bound
+# parameter makes st.switch_page raise ("cannot clear query parameters … bound to widgets"), and Open → switches.
+URL_SETTINGS = ("runs", "max_tokens", "set_chat", "match")  # set_chat: ?chat= is the pages' shared toggle
 _PERCENT = "percent"
 # Human headers and percentages, as on the other pages (the tables once showed snake_case and fractions).
 QUALITY_COLUMNS = MappingProxyType({
@@ -94,15 +96,63 @@ def uploaded(files) -> list[Item]:
     return items
 
 
+def restore_settings(prefix: str, run_options: list[str]) -> None:
+    """Seed the run settings from a link, once per session (values the page cannot use are left out)."""
+    if st.session_state.get(f"{prefix}_url_read"):
+        return
+    st.session_state[f"{prefix}_url_read"] = True
+    params = st.query_params
+    runs = [r for r in params.get("runs", "").split(",") if r in run_options][:4]
+    if runs:
+        st.session_state[runs_key(prefix)] = list(dict.fromkeys(runs))
+    if params.get("max_tokens", "").isdigit() and 16 <= int(params["max_tokens"]) <= 2048:
+        st.session_state[f"{prefix}_max_tokens"] = int(params["max_tokens"])
+    if params.get("set_chat") in ("0", "1"):
+        st.session_state[f"{prefix}_chat"] = params["set_chat"] == "1"
+    if params.get("match") in ("0", "1"):
+        st.session_state[f"{prefix}_match"] = params["match"] == "1"
+
+
+def write_settings(values: dict[str, str], defaults: dict[str, str]) -> None:
+    """Keep the run settings in the address bar: a value differing from its default is written, else removed."""
+    for name in URL_SETTINGS:
+        if values.get(name, defaults.get(name)) != defaults.get(name):
+            if st.query_params.get(name) != values[name]:
+                st.query_params[name] = values[name]
+        elif name in st.query_params:
+            del st.query_params[name]
+
+
+def initial(key: str, value) -> dict:
+    """A widget's starting value, unless the session (or a link) already holds one: both would make Streamlit warn."""
+    return {} if key in st.session_state else {"value": value}
+
+
+def runs_key(prefix: str) -> str:
+    return f"{prefix}_variants" if _variants_only() else f"{prefix}_checkpoints"
+
+
+def _variants_only() -> bool:
+    return tiny_mode() or len(bundled_names()) < 2
+
+
+def run_options() -> tuple[list[str], list[str]]:
+    """(what can be chosen, the default choice): variants of the one model in test mode, else bundled checkpoints."""
+    if _variants_only():
+        return list(INFERENCE_VARIANTS), ["hero", "no_history"]
+    return bundled_names(), default_checkpoints()
+
+
 def pick_runs(settings: Settings, *, prefix: str) -> list[AppRun]:
     """Checkpoints to run (each as its trained variant at its own tau); variants of the one model in test mode."""
-    if settings.model.tiny or len(bundled_names()) < 2:
-        variants = st.multiselect("Runs (variants of the sidebar's checkpoint)", INFERENCE_VARIANTS,
-                                  default=["hero", "no_history"], key=f"{prefix}_variants", max_selections=4,
-                                  bind=BIND)
+    options, default = run_options()
+    key = runs_key(prefix)
+    start = {} if key in st.session_state else {"default": default}
+    if _variants_only():
+        variants = st.multiselect("Runs (variants of the sidebar's checkpoint)", options, key=key, max_selections=4,
+                                  **start)
         return [AppRun(v, settings.model, v, settings.tau) for v in variants]
-    chosen = st.multiselect("Checkpoints", bundled_names(), default=default_checkpoints(), key=f"{prefix}_checkpoints",
-                            max_selections=4, bind=BIND,
+    chosen = st.multiselect("Checkpoints", options, key=key, max_selections=4, **start,
                             help="Each runs as the variant it was trained as, at its own τ. The first is the "
                                  "reference for matched compute.")
     runs = []

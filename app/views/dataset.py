@@ -53,18 +53,25 @@ else:
     items = ds.uploaded(files)
 st.caption(f"{len(items)} prompts · first: “{items[0].text[:100]}”")
 
+options, default_runs = ds.run_options()
+ds.restore_settings(P, options)
 runs = ds.pick_runs(settings, prefix=P)
 if not runs:
     st.info("Choose at least one run.")
     st.stop()
 cols = st.columns(3)
-max_tokens = int(cols[0].number_input("Max tokens per prompt", 16, 2048, 256, 16, key=f"{P}_max_tokens",
-                                      bind=ds.BIND))
-chat = cols[1].toggle("Chat template", key=f"{P}_chat", bind=ds.BIND)
-matched = cols[2].toggle("Match compute", value=len(runs) > 1, key=f"{P}_match", disabled=len(runs) < 2, bind=ds.BIND,
+max_tokens = int(cols[0].number_input("Max tokens per prompt", 16, 2048, step=16, key=f"{P}_max_tokens",
+                                      **ds.initial(f"{P}_max_tokens", 256)))
+chat = cols[1].toggle("Chat template", key=f"{P}_chat")
+matched = cols[2].toggle("Match compute", key=f"{P}_match", disabled=len(runs) < 2,
+                         **ds.initial(f"{P}_match", len(runs) > 1),
                          help=f"Also run every other run at the param skip **{runs[0].label}** realised on each item "
                               "(τ bisected per item), so quality compares at equal compute. Slower: about 12 "
                               "extra passes per item and run.")
+ds.write_settings({"runs": ",".join(r.label for r in runs), "max_tokens": str(max_tokens),
+                   "set_chat": str(int(chat)), "match": str(int(matched))},
+                  {"runs": ",".join(default_runs), "max_tokens": "256", "set_chat": "0",
+                   "match": str(int(len(runs) > 1))})
 result = ds.run_dataset(runs, items, max_tokens=max_tokens, chat=chat, matched=matched and len(runs) > 1, prefix=P)
 if result is None:
     st.stop()
