@@ -1,6 +1,8 @@
 """Driving the app headless (streamlit.testing AppTest) on the tiny model: shared by the app test files."""
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[1] / "app"
@@ -12,6 +14,7 @@ def starter(monkeypatch, timeout: float):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
+    private_cache(monkeypatch)
 
     def start(page: str | None = None, **query):
         at = AppTest.from_file(MAIN, default_timeout=timeout)
@@ -31,6 +34,7 @@ def opener(monkeypatch, timeout: float):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
+    private_cache(monkeypatch)
 
     def open_page(page: str, **query):
         at = AppTest.from_file(MAIN, default_timeout=timeout)
@@ -39,6 +43,13 @@ def opener(monkeypatch, timeout: float):
         return at.run()
 
     return open_page
+
+
+def private_cache(monkeypatch) -> None:
+    """A cache dir of this test's own: a long prompt typed into a page is stored for its link (the prompt store),
+    and a test must not write into the user's cache. The tiny model needs nothing else from it."""
+    if "HERO_LENS_CACHE" not in os.environ or not os.environ["HERO_LENS_CACHE"].startswith(tempfile.gettempdir()):
+        monkeypatch.setenv("HERO_LENS_CACHE", tempfile.mkdtemp(prefix="hero-lens-test-cache-"))
 
 
 def assert_clean(at) -> None:
