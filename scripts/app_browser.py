@@ -116,7 +116,13 @@ class DevTools:
                       what=f"navigation to {url}")
 
     def screenshot(self, path: Path) -> None:
-        data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
+        # On a loaded two-core machine the compositor can take over a minute to produce a frame after plotly
+        # draws; bring the tab to the front (a background tab may not paint at all) and allow one retry.
+        self.send("Page.bringToFront")
+        try:
+            data = self.send("Page.captureScreenshot", {"format": "png"}, timeout=150.0)["data"]
+        except TimeoutError:
+            data = self.send("Page.captureScreenshot", {"format": "png", "fromSurface": True}, timeout=150.0)["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b64decode(data))
 
