@@ -31,12 +31,16 @@ The task-selection rule (:func:`select_tasks`) lives here too: a pure function o
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
 import logging
 import random
+import re
 import subprocess
 import sys
 import tarfile
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -49,6 +53,7 @@ log = logging.getLogger(__name__)
 
 BIGBENCH_VERSION = "1.0.0"
 ARCHIVE_NAME = f"bigbench-{BIGBENCH_VERSION}.tar.gz"
+SIMPLE_INDEX = "https://pypi.org/simple/bigbench/"
 TASKS_PREFIX = "bigbench/benchmark_tasks"
 PERMUTATION_SEED = 42  # BIG-bench's default random_seed for the order of appended choices
 DEFAULTS = {"example_input_prefix": "\nQ: ", "example_output_prefix": "\nA: ", "choice_prefix": "\n  choice: ",
@@ -248,11 +253,42 @@ def ensure_archive(download: bool = True) -> Path:
            f"bigbench=={BIGBENCH_VERSION}", "-d", str(path.parent)]
     log.warning("downloading BIG-bench %s (358 MB, once) into %s", BIGBENCH_VERSION, path.parent)
     result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0 or not path.is_file():
-        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise BigBenchError(f"could not download bigbench=={BIGBENCH_VERSION} with pip: {' | '.join(tail)}; "
-                            f"place {ARCHIVE_NAME} in {path.parent} by hand")
+    if result.returncode == 0 and path.is_file():
+        return path
+    # pip prepares an sdist's metadata even with --no-deps, and bigbench's declares a local-file dependency that
+    # recent pips refuse; the archive itself is fine, so fetch it from the index directly (hash-checked).
+    tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+    try:
+        download_from_index(path)
+    except (OSError, ValueError) as exc:
+        raise BigBenchError(f"could not download bigbench=={BIGBENCH_VERSION} with pip ({' | '.join(tail)}) "
+                            f"nor from {SIMPLE_INDEX} ({exc}); place {ARCHIVE_NAME} in {path.parent} by hand") from None
     return path
+
+
+def archive_link(index_html: str) -> tuple[str, str]:
+    """The archive's URL and sha256 in a PEP 503 simple-index page."""
+    for url in re.findall(r'href="([^"]+)"', index_html):
+        base, _, fragment = html.unescape(url).partition("#sha256=")
+        if base.rsplit("/", 1)[-1] == ARCHIVE_NAME and fragment:
+            return base, fragment
+    raise ValueError(f"{ARCHIVE_NAME} with a sha256 is not listed")
+
+
+def download_from_index(path: Path) -> None:
+    """Stream the archive from PyPI's simple index into ``path``, checking the hash the index gives."""
+    with urllib.request.urlopen(SIMPLE_INDEX, timeout=60) as page:
+        url, sha256 = archive_link(page.read().decode("utf-8"))
+    partial = path.with_suffix(".part")
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(url, timeout=60) as source, open(partial, "wb") as fh:
+        while chunk := source.read(1 << 20):
+            digest.update(chunk)
+            fh.write(chunk)
+    if digest.hexdigest() != sha256:
+        partial.unlink()
+        raise ValueError(f"sha256 mismatch for {url}")
+    partial.replace(path)
 
 
 def _copy_stream(source, path: str) -> None:
