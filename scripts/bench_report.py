@@ -242,17 +242,19 @@ def decode_table(block: dict) -> list[str]:
     rows = []
     for row in block["decode"]:
         label = f"{row['batch']} ({row['prompt_tokens']}+{row['new_tokens']})"
-        rows.append([label, "dense", _spread(row["tokens_per_s"]["dense"], 1), "1", "1", "—", "1", "—", "100 %"])
+        rows.append([label, "dense", _spread(row["tokens_per_s"]["dense"], 1), "1", "1", "—", "1", "—", "100 %",
+                     "0 %"])
         for name, f in row["routed"].items():
             rows.append([label, name, _spread(row["tokens_per_s"][name], 1), _num(f["speedup"]["median"]),
                          _num(f["ideal_speedup"]), _pct(f["efficiency"], 0), _num(f.get("weight_read_ideal")),
-                         _num(f.get("overhead_bound")), _pct(f["ffn_executed_share"], 0)])
+                         _num(f.get("overhead_bound")), _pct(f["ffn_executed_share"], 0),
+                         _pct(f.get("param_skip"))])
         only = next((k for k in row["tokens_per_s"] if k.startswith("router only")), None)
         if only is not None:
             rows.append([label, only, _spread(row["tokens_per_s"][only], 1),
-                         _num(1.0 / (1.0 + row["router_overhead"])), "1", "—", "—", "—", "100 %"])
+                         _num(1.0 / (1.0 + row["router_overhead"])), "1", "—", "—", "—", "100 %", "0 %"])
     return _table(["batch (prompt+new)", "config", "tokens/s", "speed-up", "ideal", "of ideal", "weight-read ideal",
-                   "bound", "FFNs run"], rows)
+                   "bound", "FFNs run", "param skip (decoded tokens)"], rows)
 
 
 def recording_table(block: dict) -> list[str]:

@@ -17,7 +17,11 @@ import torch
 
 from ..accounting import bisect_increasing, ffn_share_for_param_skip
 from ..call_state import RoutingCall
+from ..model import DEFAULT_CHECKPOINT
 from ..precision import check_dtype
+
+
+DEFAULT_BENCH_CHECKPOINTS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -36,7 +40,9 @@ class BenchConfig:
     sizes: list[tuple[int, int]] = field(default_factory=lambda: [(4, 128), (4, 512), (1, 2048)])  # prefill
     reps: int = 5  # timed repetitions per configuration (after warm-up)
     warmup: int = 1
-    checkpoints: list[str] = field(default_factory=lambda: ["hero-25", "hero-40"])
+    # The checkpoint people run first (its speed-up decides whether routing pays where it is used), then the
+    # bigger budgets.
+    checkpoints: list[str] = field(default_factory=lambda: list(DEFAULT_BENCH_CHECKPOINTS))
     decode_batches: list[int] = field(default_factory=lambda: [1, 8])
     decode_prompt: int = 64  # prompt tokens before decoding (equal for every row: no padding)
     decode_tokens: int = 32  # greedy tokens decoded per row (no early stop: equal work)

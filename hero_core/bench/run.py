@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .inputs import BenchConfig, batch_of, load_routed_configs, parse_shape, token_pool
+from .inputs import DEFAULT_BENCH_CHECKPOINTS, BenchConfig, batch_of, load_routed_configs, parse_shape, token_pool
 from .sections import bench_decode, bench_memory, bench_overhead, bench_prefill, bench_recording, bench_training
 from .targets import SCHEMA, evaluate_targets
 from .timing import available_cores, load_average, machine_info, resolve_threads
@@ -197,9 +197,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="prefill shapes BATCHxTOKENS, comma-separated (default 4x128,4x512,1x2048)")
     p.add_argument("--reps", type=int, default=None, help="timed repetitions per configuration (default 5, quick 3)")
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up runs per configuration (default 1)")
-    p.add_argument("--checkpoints", default="hero-25,hero-40",
-                   help="routed configurations (bundled names or directories); a missing one is replaced by a "
-                        "synthetic router calibrated to its name's param skip")
+    p.add_argument("--checkpoints", default=",".join(DEFAULT_BENCH_CHECKPOINTS),
+                   help="routed configurations (bundled names or directories; default: the default checkpoint, "
+                        "then hero-25 and hero-40); a missing one is replaced by a synthetic router calibrated to "
+                        "its name's param skip")
     p.add_argument("--decode-batches", default=None, help="comma-separated decode batch sizes (default 1,8)")
     p.add_argument("--decode-tokens", type=int, default=None, help="tokens decoded per row (default 32)")
     p.add_argument("--decode-prompt", type=int, default=None, help="prompt tokens before decoding (default 64)")
@@ -217,7 +218,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quantization", choices=["nf4"], default=None,
                    help="time the backbone in 4-bit NF4 (one precision: --dtypes is ignored)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic routers")
 
 
 def config_from_args(args) -> BenchConfig:

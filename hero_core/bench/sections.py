@@ -147,7 +147,8 @@ def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Benc
         rows.append(row)
         say(f"decode batch {batch}: dense {row['tokens_per_s']['dense']['median']:.1f} tok/s · " + " · ".join(
             f"{nm} {row['tokens_per_s'][nm]['median']:.1f} tok/s (x{f['speedup']['median']:.2f}, "
-            f"ideal x{f['ideal_speedup']:.2f})" for nm, f in row["routed"].items()))
+            f"ideal x{f['ideal_speedup']:.2f}, param skip {100 * f['param_skip']:.1f} %)"
+            for nm, f in row["routed"].items()))
     return rows
 
 
