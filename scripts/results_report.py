@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hero_core.eval.answers_figure import plot_answers_kept  # noqa: E402
 from hero_core.eval.headline import headline_lines, load_json  # noqa: E402
 from hero_core.eval.twins import is_headline  # noqa: E402
 from scripts.readme_block import replace_block  # noqa: E402
@@ -233,9 +234,12 @@ def main() -> int:
     parser.add_argument("--answers", type=Path, default=ROOT / "docs" / "answers.json")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bigbench.md")
     parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "bigbench_retain_vs_skip.png")
+    parser.add_argument("--answers-figure", type=Path, default=ROOT / "docs" / "figures" / "answers_kept_vs_skip.png")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     args = parser.parse_args()
     result, answers = load_json(args.results), load_json(args.answers)
+    if answers is not None and plot_answers_kept(answers, args.answers_figure):
+        print(f"wrote {args.answers_figure}")
     if result is not None:
         plot(result, main_methods(result), args.figure)
         args.out.write_text(render(result, args.figure))

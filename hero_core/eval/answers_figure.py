@@ -1,0 +1,65 @@
+"""The "answers kept vs param skip" figure: one point per routed run of an answers report, with its 95 % interval.
+
+Answers kept is the share of the prompts dense answers correctly that a run also answers correctly
+(:func:`hero_core.eval.answers.answers_kept`); the x axis is param skip on the **answer tokens** (what the run saved
+while writing its answer, the system prompt aside). A trained router and its local twin at matched compute
+(``local-10@hero-10``) share a colour family, so a reader compares points at equal x. The dashed line at 100 % is
+dense itself. References the answers suite did not run (the oracle, random skip) are named in the caption as not
+measured rather than drawn from another suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+NOT_RUN_NOTE = "Oracle and random-skip references: not run on the answers suite (see docs/results.md for them)"
+
+
+def kept_points(answers: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One point per run with a defined answers kept: method, x (answer param skip %), y and its interval (%)."""
+    points = []
+    for method, report in (answers.get("kept") or {}).items():
+        overall = report["overall"]
+        if overall.get("kept") is None or overall.get("answer_param_skip") is None:
+            continue  # dense answered none of the prompts this run saw: nothing to keep
+        points.append({"method": method, "x": 100 * overall["answer_param_skip"], "y": 100 * overall["kept"],
+                       "low": 100 * overall["kept_low"], "high": 100 * overall["kept_high"],
+                       "n": overall["dense_correct"]})
+    return points
+
+
+def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
+    """Draw the figure into ``out`` (PNG); False (and no file) when no run has a defined answers kept."""
+    points = kept_points(answers)
+    if not points:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    for p in points:
+        twin = "@" in p["method"] or p["method"].startswith("local")
+        ax.errorbar(p["x"], p["y"], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]], fmt="s" if twin else "o",
+                    capsize=3, ms=6, alpha=0.85, label=p["method"])
+    ax.axhline(100, color="grey", ls="--", lw=1)
+    ax.annotate("dense (the reference)", (0.01, 100), xycoords=("axes fraction", "data"), fontsize=7,
+                color="grey", xytext=(0, 3), textcoords="offset points")
+    n = max(p["n"] for p in points)
+    ax.set_xlabel("param skip % on the answer tokens")
+    ax.set_ylabel("answers kept % (95 % bootstrap interval)")
+    ax.set_title(f"Answers kept vs param skip: greedy chat answers, {n} prompts dense answers correctly", fontsize=9)
+    fig.text(0.01, 0.01, f"Squares: local routers (twins at matched compute). {NOT_RUN_NOTE}.", fontsize=7,
+             color="dimgrey")
+    ax.set_ylim(min(0.0, min(p["low"] for p in points) - 5), 105)
+    ax.set_xlim(0, max(p["x"] for p in points) * 1.25 + 1)  # from 0: a 1-point skip gap is not drawn as a chasm
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return True

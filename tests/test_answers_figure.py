@@ -1,0 +1,26 @@
+"""The answers-kept figure draws every run with a defined answers kept, and nothing from a report without one."""
+
+from hero_core.eval.answers_figure import kept_points, plot_answers_kept
+
+
+def _report(kept, skip=0.08, dense_correct=10):
+    low = None if kept is None else max(0.0, kept - 0.2)
+    high = None if kept is None else min(1.0, kept + 0.1)
+    return {"overall": {"kept": kept, "kept_low": low, "kept_high": high, "answer_param_skip": skip,
+                        "dense_correct": dense_correct}}
+
+
+def test_points_are_percent_and_leave_out_runs_without_a_defined_answers_kept():
+    answers = {"kept": {"hero-10": _report(0.9, 0.081), "local-10@hero-10": _report(0.5, 0.079),
+                        "hero-40": _report(None, 0.4, dense_correct=0)}}
+    points = {p["method"]: p for p in kept_points(answers)}
+    assert set(points) == {"hero-10", "local-10@hero-10"}
+    assert abs(points["hero-10"]["x"] - 8.1) < 1e-9 and points["hero-10"]["y"] == 90.0
+    assert points["local-10@hero-10"]["low"] == 30.0
+
+
+def test_the_figure_is_written_only_when_there_is_something_to_draw(tmp_path):
+    assert not plot_answers_kept({"kept": {"hero-40": _report(None, dense_correct=0)}}, tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()
+    assert plot_answers_kept({"kept": {"hero-10": _report(0.9)}}, tmp_path / "one.png")
+    assert (tmp_path / "one.png").stat().st_size > 10_000
