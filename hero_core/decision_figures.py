@@ -140,6 +140,8 @@ def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: i
         low, high = min([0.95, *finite]) * 0.95, max([1.05, *finite]) * 1.1
         layout["yaxis2"] = {"title": {"text": "perplexity ratio to dense (log)"}, "overlaying": "y",
                             "side": "right", "type": "log", "range": [math.log10(low), math.log10(high)],
-                            "showgrid": False}
+                            # an overlaying axis defaults to ticks synced to the left axis' grid, which on a log
+                            # axis printed labels like 9, 7, 5, 4 from the bottom up: its own ticks instead
+                            "tickmode": "auto", "showgrid": False}
     fig.update_layout(**layout)
     return fig

@@ -226,6 +226,22 @@ def test_explorer_shows_the_first_tokens_share_and_a_net_loss(app, tiny, monkeyp
     assert warned == (net < 0)
 
 
+def test_explorer_shows_skip_by_absolute_position_on_a_long_prompt(app, tiny):
+    """A long prompt's routing fades past the trained 128-token span and token 0 skips most FFNs: the page shows the
+    skip of each absolute-position bin beside its skip figures, and says what the bins show."""
+    from hero_core.prompt_positions import position_table, position_words
+
+    at = app("explorer", prompt=LONG_PROMPT)
+    assert_clean(at)
+    trace = tiny.trace(LONG_PROMPT, max_tokens=512)
+    assert trace.n_tokens > 128
+    chart = next(c for t, c in charts(at).items() if t.startswith("Skip by absolute position"))
+    table = position_table(trace)
+    assert list(chart["data"][0]["x"]) == list(table.label)
+    np.testing.assert_allclose(np.asarray(chart["data"][0]["y"], dtype=float), table.ffn_skipped_per_token)
+    assert position_words(table, trace.n_routed) in " ".join(m.value for m in at.markdown)
+
+
 def test_learn_draws_quality_beside_compute_and_says_what_its_curve_does(app, tiny):
     from hero_core.tau_words import tau_sweep_words
 

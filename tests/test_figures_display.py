@@ -383,6 +383,8 @@ def test_tau_curve_draws_quality_beside_compute(trace):
     assert title(fig).startswith("Compute and quality as the threshold moves")
     quality = next(d for d in fig["data"] if d.get("yaxis") == "y2")
     assert list(quality["y"]) == [1.0, 1.1, 1.4] and fig["layout"]["yaxis2"]["overlaying"] == "y"
+    # its own ticks: synced to the left axis' grid, the log axis was labelled 9, 7, 5, 4 from the bottom up
+    assert fig["layout"]["yaxis2"]["tickmode"] == "auto"
 
 
 def test_compared_skip_maps_keep_their_titles_clear_of_the_legend(traces):

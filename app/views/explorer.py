@@ -6,6 +6,7 @@ import streamlit as st
 from components import settings as app_settings
 from components import widgets
 from components.exports import export_panel
+from components.positions import show_position_skip
 from components.runtime import RunSpec
 from components.saved import trace_for
 
@@ -30,9 +31,10 @@ prompt, chat = widgets.prompt_input(P)
 trace = trace_for(RunSpec.from_settings(settings, prompt, chat))
 widgets.show_notices(trace)
 widgets.show_metrics(trace)
+by_position = show_position_skip(trace, key=f"{P}_positions")  # token 0's share; long prompts fade
 
 token, block = widgets.current_cell(trace)
-figures = {"skip map": widgets.clickable_skip_map(trace, prefix=P, selected=(token, block))}
+figures = {"skip map": widgets.clickable_skip_map(trace, prefix=P, selected=(token, block)), **by_position}
 window = widgets.shown_window(trace, P)  # a long prompt's charts along the tokens share the skip map's window
 split = decision_split(trace, token, block)
 verdict = "executed" if split["executed"] else "skipped"

@@ -7,6 +7,7 @@ import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
 from components.generation import agreement, generate, span_table
+from components.positions import show_position_skip
 from components.runtime import load_model
 from components.widgets import BIND, prompt_input, show_net_cost, show_notices, windowed
 
@@ -103,12 +104,14 @@ spans = {"answer (generated)": answer,
          "prompt" + (" (chat template included)" if result["params"]["chat"] else ""): prompt_figures,
          "all tokens": span_figures(trace, 0)}
 st.dataframe(span_table(spans), hide_index=True, key=f"{P}_spans")
+by_position = show_position_skip(trace, key=f"{P}_positions")  # over prompt + answer, by absolute position
 st.caption("Quality is the routed model's next-token prediction against dense on the same tokens (teacher-forced): "
            "for the answer, the predictions of its tokens. One generation is a small sample.")
 
 st.subheader("Routing over prompt + generated tokens")
 window = windowed(trace, prefix=P)  # a long prompt + continuation: a token window and an overview strip
-figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generated tokens", window=window)}
+figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generated tokens", window=window),
+           **by_position}
 st.plotly_chart(figures["skip map"], key=f"{P}_map")
 if trace.quality is not None:
     figures["quality per token"] = token_quality_bars(trace, window)
