@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from .families import ffn_width
+
 log = logging.getLogger(__name__)
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
@@ -66,7 +68,7 @@ class Backbone:
     def fingerprint(self) -> Fingerprint:
         cfg = self.model.config
         return Fingerprint(model_type=cfg.model_type, n_layers=cfg.num_hidden_layers, hidden_size=cfg.hidden_size,
-                           intermediate_size=cfg.intermediate_size, vocab_size=cfg.vocab_size,
+                           intermediate_size=ffn_width(cfg), vocab_size=cfg.vocab_size,
                            n_params=count_parameters(self.model))
 
 
@@ -139,7 +141,8 @@ def embedded_model_dir() -> Path:
     return target
 
 
-def _check_model_dir(path: Path) -> None:
+def check_model_dir(path: Path) -> None:
+    """Refuse a path that is not a local HF model directory with safetensors weights; the message says what to do."""
     if not path.exists():
         raise BackboneError(f"model path {str(path)!r} does not exist; give a local Hugging Face model directory "
                             "(with config.json and *.safetensors) or leave it empty for the embedded model")
@@ -179,7 +182,7 @@ def load_backbone(path: str | os.PathLike | None = None, *, quantization: str | 
         model_dir, name = embedded_model_dir(), EMBEDDED_NAME
     else:
         model_dir = Path(path).expanduser()
-        _check_model_dir(model_dir)
+        check_model_dir(model_dir)
         name = model_dir.name
     kwargs: dict = {"trust_remote_code": False}
     if quantization == "nf4":

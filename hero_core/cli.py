@@ -31,7 +31,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"],
                    help="backbone precision without --quantization (auto: bf16 where a probe shows it faster)")
-    p.add_argument("--variant", default="hero", choices=INFERENCE_VARIANTS)
+    p.add_argument("--variant", default="hero", choices=INFERENCE_VARIANTS,
+                   help="router variant at inference (dense: every FFN, routers bypassed)")
     p.add_argument("--tau", type=float, default=None, help="gate threshold (default: the checkpoint's, 0.5)")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     p.add_argument("--out", type=Path, default=None, help="write the trace as JSON here")
@@ -78,25 +79,26 @@ def cmd_generate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m hero_core", description=__doc__)
+    # allow_abbrev off everywhere: a prefix such as --data must never be taken for another flag (--data-blocks).
+    parser = argparse.ArgumentParser(prog="python -m hero_core", description=__doc__, allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("trace", help="route a prompt and print/save its routing trace")
-    p.add_argument("prompt")
+    p = sub.add_parser("trace", help="route a prompt and print/save its routing trace", allow_abbrev=False)
+    p.add_argument("prompt", help="the text to route")
     p.add_argument("--record-states", action="store_true", help="also keep s_j, c_j and ||S|| in the trace")
     _add_model_args(p)
     p.set_defaults(func=cmd_trace)
 
-    p = sub.add_parser("generate", help="routed generation with a trace over prompt + new tokens")
-    p.add_argument("prompt")
-    p.add_argument("--max-new-tokens", type=int, default=64)
+    p = sub.add_parser("generate", help="routed generation with a trace over prompt + new tokens", allow_abbrev=False)
+    p.add_argument("prompt", help="the text to continue")
+    p.add_argument("--max-new-tokens", type=int, default=64, help="tokens to generate (default: %(default)s)")
     p.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature with --sample")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed with --sample")
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 
-    for name, module in (("train", "train"), ("eval", "eval"), ("bench", "bench"), ("data", "data"),
+    for name, module in (("train", "train_cli"), ("eval", "eval"), ("bench", "bench"), ("data", "data"),
                          ("frontier", "frontier"), ("sweep", "sweep")):
         try:
             mod = __import__(f"hero_core.{module}", fromlist=["add_arguments"])
@@ -104,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
             if err.name != f"hero_core.{module}":
                 raise
             continue
-        p = sub.add_parser(name, help=mod.__doc__.strip().splitlines()[0] if mod.__doc__ else None)
+        p = sub.add_parser(name, help=mod.__doc__.strip().splitlines()[0] if mod.__doc__ else None,
+                           description=mod.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                           allow_abbrev=False)
         mod.add_arguments(p)
         p.set_defaults(func=mod.run_cli)
     return parser

@@ -187,11 +187,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", action="append", required=True, help="bundled name or directory (repeatable)")
     p.add_argument("--oracle", action="store_true", help="add the oracle reference (not deployable)")
     p.add_argument("--random", action="store_true", help="add random skipping with the first checkpoint's adapters")
-    p.add_argument("--taus", default=",".join(f"{t:g}" for t in DEFAULT_TAUS))
+    p.add_argument("--taus", default=",".join(f"{t:g}" for t in DEFAULT_TAUS),
+                   help="gate thresholds to sweep, comma-separated (default: %(default)s)")
     p.add_argument("--limit", type=int, default=40, help="held-out texts per domain")
     p.add_argument("--max-tokens", type=int, default=256, help="tokens per text")
-    p.add_argument("--domains", default="chat,code,reasoning")
-    p.add_argument("--backbone", default=None)
+    p.add_argument("--domains", default="chat,code,reasoning", help="held-out domains, comma-separated")
+    p.add_argument("--backbone", default=None, help="local HF model directory (default: the embedded model)")
     p.add_argument("--out", required=True, help="JSON file to write")
 
 

@@ -1,12 +1,14 @@
-"""Wrap a Llama-family model's blocks for routing, PEFT-style, without touching its weights.
+"""Wrap a causal LM's blocks for routing, PEFT-style, without touching its weights.
 
-The only module that knows transformers' module names. For each routed block:
+The only module that works on transformers' modules; where each family keeps its parts is the table in
+:mod:`hero_core.families`, which only this module reads. For each routed block:
 
-* ``post_attention_layernorm`` is wrapped by :class:`HiddenStateTap`, which hands its input hbar_j
-  (the post-attention residual) to the current call;
-* ``mlp`` is wrapped by :class:`RoutedFFN`, which receives u_j = LN_ffn(hbar_j), asks the router for
-  the gate and runs the hard branch on gathered tokens:
-  ``g >= tau: g * FFN(u)``; else ``(1 - g) * Adapter(u)``. The block adds hbar itself.
+* the norm that feeds the FFN (``post_attention_layernorm`` in Llama) is wrapped by :class:`HiddenStateTap`,
+  which hands its input hbar_j (the residual the FFN branch starts from) to the current call; a family whose
+  FFN reads the residual directly (OLMo 2) has no tap, and its FFN takes hbar_j = u_j itself;
+* the FFN (``mlp``), together with a post-FFN norm where the family has one (Gemma 2/3, OLMo 2), is wrapped by
+  :class:`RoutedFFN`, which receives u_j = LN_ffn(hbar_j), asks the router for the gate and runs the hard
+  branch on gathered tokens: ``g >= tau: g * FFN(u)``; else ``(1 - g) * Adapter(u)``. The block adds hbar itself.
 
 A forward pre-hook on the decoder stack starts a new :class:`~hero_core.call_state.ForwardPass` with the
 call's padding mask. With no routing call active, or in the ``dense`` variant, every wrapper calls its
@@ -22,17 +24,32 @@ import torch
 import torch.nn as nn
 
 from .call_state import current_call
+from .families import Family, family_of
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+def decoder_stack(model: nn.Module) -> nn.Module:
+    """The module that runs the decoder blocks (its forward receives the call's input ids and mask)."""
+    return getattr(model, family_of(model.config).stack)
 
 
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
-    model_type = getattr(model.config, "model_type", None)
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise ValueError(f"model type {model_type!r} is not supported; HeRo Lens wraps "
-                         f"{', '.join(SUPPORTED_MODEL_TYPES)} (Llama-style blocks with 'mlp' and "
-                         f"'post_attention_layernorm')")
-    return model.model.layers
+    return getattr(decoder_stack(model), family_of(model.config).layers)
+
+
+def final_norm(model: nn.Module) -> nn.Module:
+    return getattr(decoder_stack(model), family_of(model.config).final_norm)
+
+
+class FFNWithOutputNorm(nn.Module):
+    """A family's FFN followed by its post-FFN norm: the addend a skip replaces (see hero_core.families)."""
+
+    def __init__(self, ffn: nn.Module, norm: nn.Module) -> None:
+        super().__init__()
+        self.ffn = ffn
+        self.norm = norm
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.ffn(u))
 
 
 class HiddenStateTap(nn.Module):
@@ -53,17 +70,18 @@ class RoutedFFN(nn.Module):
     """Wraps a block's FFN; ``block`` is the routed-block index j (1-based). Holds no parameters of its own:
     the router and adapters come from the current call, so one backbone can serve several routers."""
 
-    def __init__(self, base_layer: nn.Module, block: int) -> None:
+    def __init__(self, base_layer: nn.Module, block: int, *, reads_hbar: bool = False) -> None:
         super().__init__()
         self.base_layer = base_layer
         self.block = block
+        self.reads_hbar = reads_hbar  # no norm before the FFN: its input u is hbar itself
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         call = current_call()
         if call is None or call.variant == "dense":
             return self.base_layer(u)
         fwd = call.current
-        hbar, fwd.pending_hbar = fwd.pending_hbar, None
+        hbar, fwd.pending_hbar = (u, None) if self.reads_hbar else (fwd.pending_hbar, None)
         if hbar is None:
             raise RuntimeError("routed FFN reached without its post-attention state; is the model wrapped twice?")
         router = call.router
@@ -167,6 +185,7 @@ def inject(model: nn.Module, routed_layers: list[int]) -> None:
     """Wrap the routed blocks of ``model`` in place and freeze every backbone parameter."""
     if wrapped_layers(model) is not None:
         raise ValueError("this model is already wrapped for routing; load a fresh backbone")
+    family = family_of(model.config)
     layers = decoder_layers(model)
     if routed_layers[-1] >= len(layers):
         raise ValueError(f"routed layer {routed_layers[-1]} does not exist: the backbone has {len(layers)} blocks")
@@ -174,35 +193,101 @@ def inject(model: nn.Module, routed_layers: list[int]) -> None:
         p.requires_grad_(False)
     for j, index in enumerate(routed_layers, start=1):
         layer = layers[index]
-        layer.post_attention_layernorm = HiddenStateTap(layer.post_attention_layernorm)
-        layer.mlp = RoutedFFN(layer.mlp, block=j)
-    model.model.register_forward_pre_hook(_begin_pass_hook, with_kwargs=True)
+        ffn = getattr(layer, family.ffn)
+        if family.ffn_output_norm is not None:  # the norm moves inside the routed unit; its slot runs nothing
+            ffn = FFNWithOutputNorm(ffn, getattr(layer, family.ffn_output_norm))
+            setattr(layer, family.ffn_output_norm, nn.Identity())
+        if family.ffn_input_norm is not None:
+            setattr(layer, family.ffn_input_norm, HiddenStateTap(getattr(layer, family.ffn_input_norm)))
+        setattr(layer, family.ffn, RoutedFFN(ffn, block=j, reads_hbar=family.ffn_input_norm is None))
+    decoder_stack(model).register_forward_pre_hook(_begin_pass_hook, with_kwargs=True)
     model._hero_routed_layers = list(routed_layers)
 
 
+def _routed_unit_base(family: Family, layer: nn.Module) -> nn.Module:
+    unit = getattr(layer, family.ffn)
+    if isinstance(unit, RoutedFFN):
+        return unit.base_layer
+    if family.ffn_output_norm is not None:  # a bare block: the same unit, built around its own modules
+        return FFNWithOutputNorm(unit, getattr(layer, family.ffn_output_norm))
+    return unit
+
+
 def ffn_modules(model: nn.Module) -> list[nn.Module]:
-    """The (unwrapped) FFN of every block, for accounting and baselines."""
-    return [layer.mlp.base_layer if isinstance(layer.mlp, RoutedFFN) else layer.mlp for layer in decoder_layers(model)]
+    """Per block, the unit a skip replaces, unwrapped: the FFN, followed by the family's post-FFN norm where it
+    has one. Called on u it gives the block's FFN addend, which the adapter stands in for (warm start, oracle)."""
+    family = family_of(model.config)
+    return [_routed_unit_base(family, layer) for layer in decoder_layers(model)]
+
+
+def ffn_parameter_count(model: nn.Module) -> int:
+    """Parameters of one block's FFN proper (its post-FFN norm left out; 4-bit weights at their real shape):
+    what the paper's param skip counts per skipped block."""
+    from .backbones import count_parameters
+
+    unit = ffn_modules(model)[0]
+    return count_parameters(unit.ffn if isinstance(unit, FFNWithOutputNorm) else unit)
+
+
+def matmul_parameter_count(model: nn.Module) -> int:
+    """Weights of every matrix product in a dense token's forward (blocks and LM head; 4-bit at real shape).
+    GPT-2 keeps its projections as transformers' ``Conv1D`` (a transposed linear layer), so they count too."""
+    total = 0
+    for module in model.modules():
+        if isinstance(module, nn.Linear) or type(module).__name__ == "Conv1D":
+            w = module.weight
+            quant_state = getattr(w, "quant_state", None)
+            total += int(quant_state.shape.numel()) if quant_state is not None else w.numel()
+    return total
+
+
+def routed_unit(model: nn.Module, index: int) -> nn.Module:
+    """What routing runs or skips in block ``index`` of a wrapped model (:class:`RoutedFFN`): a forward hook on it
+    sees u as input and the block's FFN addend as output, post-FFN norm included."""
+    unit = getattr(decoder_layers(model)[index], family_of(model.config).ffn)
+    if not isinstance(unit, RoutedFFN):
+        raise ValueError(f"block {index} is not wrapped for routing")
+    return unit
+
+
+def hbar_site(model: nn.Module, index: int) -> nn.Module:
+    """The module of block ``index`` whose first input is hbar: the FFN's norm, or the routed FFN where the
+    family has no norm before it (a forward pre-hook on it sees hbar)."""
+    family = family_of(model.config)
+    layer = decoder_layers(model)[index]
+    return getattr(layer, family.ffn_input_norm) if family.ffn_input_norm is not None else getattr(layer, family.ffn)
 
 
 @contextlib.contextmanager
 def unwrapped(model: nn.Module) -> Iterator[nn.Module]:
     """Temporarily take the routing wrappers and the pass hook off ``model``: inside, it *is* the bare
     backbone (same weight tensors). For benchmarks and exports; not for a model shared across threads."""
-    layers = decoder_layers(model)
+    family = family_of(model.config)
     swapped = []
-    for layer in layers:
-        if isinstance(layer.mlp, RoutedFFN):
-            swapped.append((layer, layer.mlp, layer.post_attention_layernorm))
-            layer.mlp = layer.mlp.base_layer
-            layer.post_attention_layernorm = layer.post_attention_layernorm.base_layer
-    ours = [k for k, hook in model.model._forward_pre_hooks.items() if hook is _begin_pass_hook]
-    hooks = {store: {k: getattr(model.model, store).pop(k) for k in ours if k in getattr(model.model, store)}
+    for layer in decoder_layers(model):
+        routed = getattr(layer, family.ffn)
+        if not isinstance(routed, RoutedFFN):
+            continue
+        slots = {family.ffn: routed}
+        ffn = routed.base_layer
+        if isinstance(ffn, FFNWithOutputNorm):
+            slots[family.ffn_output_norm] = getattr(layer, family.ffn_output_norm)
+            setattr(layer, family.ffn_output_norm, ffn.norm)
+            ffn = ffn.ffn
+        setattr(layer, family.ffn, ffn)
+        if family.ffn_input_norm is not None:
+            tap = slots[family.ffn_input_norm] = getattr(layer, family.ffn_input_norm)
+            setattr(layer, family.ffn_input_norm, tap.base_layer)
+        swapped.append((layer, slots))
+    stack = decoder_stack(model)
+    ours = [k for k, hook in stack._forward_pre_hooks.items() if hook is _begin_pass_hook]
+    hooks = {store: {k: getattr(stack, store).pop(k) for k in ours if k in getattr(stack, store)}
              for store in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs")}
     try:
         yield model
     finally:
-        for layer, ffn, tap in swapped:
-            layer.mlp, layer.post_attention_layernorm = ffn, tap
+        for layer, slots in swapped:
+            for name, module in slots.items():
+                setattr(layer, name, module)
         for store, popped in hooks.items():
-            getattr(model.model, store).update(popped)
+            getattr(stack, store).update(popped)

@@ -18,7 +18,8 @@ from .backbones import Backbone, count_parameters, load_backbone
 from .call_state import RoutingCall, routing_call
 from .config import HeroConfig, check_tau, check_variant
 from .decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
-from .inject import decoder_layers, inject, wrapped_layers
+from .families import ffn_width
+from .inject import decoder_layers, ffn_parameter_count, inject, matmul_parameter_count, wrapped_layers
 from .labels import piece_texts
 from .memory import check_memory_read
 from .router import HeroRouter
@@ -56,17 +57,11 @@ def clean_prompt(prompt: object) -> str:
 
 def compute_profile(model: nn.Module, router: HeroRouter) -> ComputeProfile:
     cfg = model.config
-    linear = 0
-    for module in model.modules():
-        if isinstance(module, nn.Linear) and not isinstance(module, HeroRouter):
-            w = module.weight
-            qs = getattr(w, "quant_state", None)
-            linear += int(qs.shape.numel()) if qs is not None else w.numel()
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     counts = router.parameter_counts()
-    return ComputeProfile(total_params=count_parameters(model), ffn_params=3 * cfg.hidden_size * cfg.intermediate_size,
+    return ComputeProfile(total_params=count_parameters(model), ffn_params=ffn_parameter_count(model),
                           adapter_params=counts["adapter_per_block"], router_params=counts["router_per_block"],
-                          linear_params=linear, n_layers=cfg.num_hidden_layers,
+                          linear_params=matmul_parameter_count(model), n_layers=cfg.num_hidden_layers,
                           attention_width=cfg.num_attention_heads * head_dim, d_memory=router.config.d_memory)
 
 
@@ -384,7 +379,7 @@ def fresh_router(backbone: Backbone, variant: str = "hero", routed_layers: list[
                  **overrides) -> HeroRouter:
     cfg = backbone.model.config
     layers = routed_layers if routed_layers is not None else default_routed_layers(len(decoder_layers(backbone.model)))
-    config = HeroConfig(routed_layers=layers, d_model=cfg.hidden_size, d_ffn=cfg.intermediate_size,
+    config = HeroConfig(routed_layers=layers, d_model=cfg.hidden_size, d_ffn=ffn_width(cfg),
                         variant=variant, **overrides)
     return HeroRouter(config)
 

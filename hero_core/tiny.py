@@ -48,3 +48,39 @@ def tiny_hero(*, seed: int = 0, variant: str = "hero", gate_bias_init: float = 0
         for adapter in router.adapters:
             torch.nn.init.normal_(adapter.w2.weight, std=0.05)
     return HeroModel(backbone, router, "tiny-random")
+
+
+# Config keywords a tiny model of each family needs beyond the shared ones (GPT-2 names its widths its own way).
+_TINY_FAMILY_KWARGS = {
+    "qwen3": {"head_dim": 16},
+    "gemma2": {"head_dim": 16, "query_pre_attn_scalar": 16},
+    "gemma3_text": {"head_dim": 16, "query_pre_attn_scalar": 16},
+    "gpt2": {"n_inner": 128, "n_positions": 2048},
+    "gpt_neox": {"use_parallel_residual": True, "intermediate_size": 128, "max_position_embeddings": 2048},
+}
+_SHARED_KWARGS = {"intermediate_size": 128, "num_key_value_heads": 2, "max_position_embeddings": 2048}
+
+
+def tiny_model_dir(model_type: str, path, *, seed: int = 0, n_layers: int = 3, chat_template: bool = True):
+    """Save a tiny random model of any supported family, with the embedded tokenizer, as a local HF directory
+    (safetensors): a stand-in for "your own model" in tests. ``chat_template=False`` gives a base-model tokenizer."""
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
+    if not chat_template:
+        tokenizer.chat_template = None
+    own = _TINY_FAMILY_KWARGS.get(model_type, {})
+    shared = {} if model_type in ("gpt2", "gpt_neox") else _SHARED_KWARGS
+    config = CONFIG_MAPPING[model_type](
+        vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=n_layers, num_attention_heads=4,
+        tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.eos_token_id, **shared, **own)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    path = Path(path)
+    model.save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path

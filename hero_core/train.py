@@ -26,20 +26,19 @@ rerun of the same command resumes from it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
 import random
 import time
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from . import checkpoint as ckpt
-from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, check_variant
+from .config import BRANCH_SCALINGS, check_variant
 from .files import atomic_write, atomic_write_text
 from .inject import wrapped_layers
 from .losses import (  # noqa: F401  (re-exported: the names tests and scripts import from train)
@@ -51,7 +50,7 @@ from .losses import (  # noqa: F401  (re-exported: the names tests and scripts i
     usage_penalty,
 )
 from .model import HeroModel, fresh_router, load_hero
-from .precision import DTYPES, check_dtype, resolve_dtype
+from .precision import check_dtype, resolve_dtype
 from .train_data import (  # noqa: F401  (re-exported, like the losses)
     adapter_cache_path,
     block_order,
@@ -59,6 +58,7 @@ from .train_data import (  # noqa: F401  (re-exported, like the losses)
     teacher_dtype,
     teacher_targets,
     training_blocks,
+    training_set,
 )
 from .train_memory import memory_log_row, param_groups
 
@@ -108,6 +108,7 @@ class TrainConfig:
     rho_init: float = 0.98
     memory_lr_scale: float = 1.0
     data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})
+    data: str | None = None  # your own text (hero_core.corpus); None: the built-in mix of data_mix
     seed: int = 0
     # None: the steps read the training blocks in their cached order (every bundled run but one). A number
     # permutes that order with this seed and keeps the blocks themselves, so the dense teacher's cached targets
@@ -292,8 +293,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     hero = hero.with_router(router, out.name)
     router.train()  # with_router hands the router over in eval mode; a fresh module starts in train mode
 
-    n_blocks = cfg.data_blocks
-    blocks = training_blocks(hero, cfg, n_blocks)
+    blocks, data_card = training_set(hero, cfg)
+    n_blocks = len(blocks)
     targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
 
     optimizer = torch.optim.AdamW(param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -419,68 +420,8 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
                    "gate_warm_start": router.config.extra.get("gate_warm_start"),
                    "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {},
                    "earlier_stages": router.config.extra.get("earlier_stages", []),
+                   "data_card": data_card,
                    "timing": spent()}  # summed over the processes that ran it, when it was resumed
         ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
                              storage_dtype=cfg.storage_dtype)
     return out
-
-
-# The command line: these TrainConfig fields as --field-name, in this order, with their help. Defaults and types
-# come from the dataclass and choices from the tuples above, so none is written twice; a True flag is --no-field.
-CLI_FIELDS: dict[str, str | None] = {
-    "out": "checkpoint directory to write", "variant": None,
-    "target_skip": "param skip the budget controller steers to", "steps": None, "batch_size": None,
-    "seq_len": None, "lr": None, "alpha_init": None, "controller_gain": None, "target": None, "seed": None,
-    "order_seed": "permute the order the steps read the training blocks in (the blocks stay the same)",
-    "save_every": None, "routed_layers": "e.g. '0-29' or '1,3,5-9' (default: all blocks)",
-    "dtype": "autocast precision; auto = bf16 where a probe shows it faster",
-    "threads": "torch threads (0: every core)",
-    "branch_scaling": "scale executed/skipped branches by g / 1-g (paper) or not (unscaled)",
-    "budget_ramp": "share of steps over which the budget rises",
-    "warm_start": "start adapters cold instead of fitting them to their FFNs",
-    "separation": "weight of the gate-separation term",
-    "gate_warm_start": "start the local head at zero (every gate equal) instead of fitting it to adapter error",
-    "data_blocks": "training blocks (cycled through)", "init_from": "checkpoint to start from",
-    "budget": "how the target skip is reached (see TrainConfig)",
-    "budget_scope": "each sequence meets the budget, or only the batch mean (see TrainConfig)",
-    "hinge_alpha": None, "gate_gradient": "how the gate learns on skipped tokens (see TrainConfig)",
-    "distill_target": "top-k renormalised (sharper than the teacher) or top-k plus a tail bucket (see TrainConfig)",
-    "memory_kernel": "depth-memory kernel: elu1 (the paper's linear attention) or softmax (see HeroConfig)",
-    "memory_scale_init": "softmax kernel: initial temperature beta as a multiple of 1/sqrt(d_m)",
-    "rho_init": "initial forgetting factor rho of every routed block",
-    "memory_lr_scale": "learning-rate multiplier for the memory's q, k, v projections, eta and temperature",
-}
-CLI_CHOICES = {"variant": TRAINABLE_VARIANTS, "target": TRAIN_TARGETS, "dtype": DTYPES,
-               "branch_scaling": BRANCH_SCALINGS, "budget": BUDGETS, "budget_scope": BUDGET_SCOPES,
-               "gate_gradient": GATE_GRADIENTS, "distill_target": DISTILL_TARGETS,
-               "memory_kernel": MEMORY_KERNEL_CHOICES}
-CLI_TYPES = {"order_seed": int}  # fields whose default (None) does not tell the type
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    declared = {f.name: f for f in fields(TrainConfig)}
-    for name, help_text in CLI_FIELDS.items():
-        default, flag = declared[name].default, "--" + name.replace("_", "-")
-        if default is MISSING:
-            p.add_argument(flag, required=True, help=help_text)
-        elif isinstance(default, bool):
-            p.add_argument("--no-" + flag[2:] if default else flag, dest=name,
-                           action="store_false" if default else "store_true", help=help_text)
-        else:
-            p.add_argument(flag, type=CLI_TYPES.get(name, str if default is None else type(default)), default=default,
-                           choices=CLI_CHOICES.get(name), help=help_text)
-    p.add_argument("--backbone", default=None)
-    p.add_argument("--device", default="auto")
-
-
-def run_cli(args) -> int:
-    from .backbones import load_backbone
-    from .config import parse_layers
-
-    backbone = load_backbone(args.backbone, device=args.device)
-    layers = parse_layers(args.routed_layers, backbone.model.config.num_hidden_layers) if args.routed_layers else None
-    hero = HeroModel(backbone, fresh_router(backbone, routed_layers=layers), "training")
-    cfg = TrainConfig(**{name: getattr(args, name) for name in CLI_FIELDS} | {"routed_layers": layers})
-    out = train(cfg, hero)
-    print(f"checkpoint written to {out}")
-    return 0

@@ -17,11 +17,43 @@ if TYPE_CHECKING:
     from .train import TrainConfig
 
 
+def training_set(hero: HeroModel, cfg: TrainConfig) -> tuple[torch.Tensor, dict]:
+    """The run's (n_blocks, seq_len) training blocks and its data card: the text under ``cfg.data`` (at most
+    ``cfg.data_blocks`` of its blocks, drawn with ``cfg.seed``), or the built-in mix of ``cfg.data_mix``."""
+    if cfg.data is None:
+        mix = builtin_mix(hero, cfg)
+        card = {"source": "built-in mix (hero_core.data; python -m hero_core data --describe)", "mix": mix,
+                "blocks": cfg.data_blocks, "seq_len": cfg.seq_len,
+                "held_out": "each domain's eval split (sha256 of the item's key % 5 == 0), never trained on"}
+        if mix != cfg.data_mix:
+            card["note"] = "chat left out: the tokenizer has no chat template, so the base model trains on plain text"
+        return training_blocks(hero, cfg, cfg.data_blocks), card
+    from .corpus import load_corpus
+
+    corpus = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len, min_blocks=cfg.batch_size)
+    rows = corpus.blocks
+    if len(rows) > cfg.data_blocks:
+        rows = random.Random(cfg.seed).sample(rows, cfg.data_blocks)
+    corpus.card["blocks_used"] = len(rows)
+    return torch.tensor(rows, dtype=torch.long), corpus.card
+
+
+def builtin_mix(hero: HeroModel, cfg: TrainConfig) -> dict:
+    """``cfg.data_mix``, less the chat domain for a tokenizer without a chat template: the chat data is the
+    model's own replies to chat-formatted prompts, which a base model has no format for."""
+    if getattr(hero.tokenizer, "chat_template", None):
+        return dict(cfg.data_mix)
+    return {domain: weight for domain, weight in cfg.data_mix.items() if domain != "chat"}
+
+
 def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
-    """(n_blocks, seq_len) token ids drawn from the train split of every domain, mixed by cfg.data_mix."""
+    """(n_blocks, seq_len) token ids drawn from the train split of every built-in domain, mixed by cfg.data_mix
+    (chat left out for a tokenizer without a chat template, see :func:`builtin_mix`)."""
     from .data import domain_texts, token_blocks
 
-    weights = {d: w for d, w in cfg.data_mix.items() if w > 0}
+    weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0}
+    if not weights:
+        raise ValueError(f"the data mix {cfg.data_mix} leaves no domain to train on for this tokenizer")
     total = sum(weights.values())
     per_domain: list[list[int]] = []
     for domain, w in weights.items():
@@ -48,7 +80,12 @@ def block_order(cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
 def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path:
     from .backbones import cache_dir
 
-    mix = "-".join(f"{k}{v:g}" for k, v in sorted(cfg.data_mix.items()))
+    if cfg.data is not None:  # the corpus's digest: an edited text gets its own teacher and adapters
+        from .corpus import corpus_key
+
+        mix = f"data{corpus_key(cfg.data)}"
+    else:
+        mix = "-".join(f"{k}{v:g}" for k, v in sorted(builtin_mix(hero, cfg).items()))
     precision = "" if teacher_dtype(hero, cfg) == torch.float32 else "-bf16"
     name = f"{hero.backbone.name}-L{cfg.seq_len}-n{n_blocks}-k{cfg.topk}-s{cfg.seed}-{mix}{precision}.safetensors"
     return cache_dir() / "teacher" / name

@@ -23,26 +23,25 @@ log = logging.getLogger(__name__)
 
 
 def collect_ffn_pairs(model: torch.nn.Module, blocks: torch.Tensor, routed_layers: list[int],
-                      max_tokens: int, *, with_norms: bool = False) -> dict[int, tuple[torch.Tensor, ...]]:
-    """Run the dense model on ``blocks`` and keep, per routed layer, up to ``max_tokens`` FFN inputs/outputs
-    (and, with ``with_norms``, the norm ||hbar|| of each token's post-attention state)."""
-    from .inject import decoder_layers
+                      max_tokens: int, *, with_hbar: bool = False) -> dict[int, tuple[torch.Tensor, ...]]:
+    """Run the dense model on ``blocks`` and keep, per routed layer, up to ``max_tokens`` inputs u and outputs of
+    the unit a skip replaces (and, with ``with_hbar``, each token's residual point hbar, the router's input)."""
+    from .inject import hbar_site
 
     ffns = ffn_modules(model)
-    layers = decoder_layers(model)
     pairs: dict[int, list[tuple[torch.Tensor, ...]]] = {i: [] for i in routed_layers}
-    norms: dict[int, list[torch.Tensor]] = {i: [] for i in routed_layers}
+    hbars: dict[int, list[torch.Tensor]] = {i: [] for i in routed_layers}
     hooks = []
     for index in routed_layers:
         def keep(module, args, output, index=index):
             pairs[index].append((args[0].detach().flatten(0, 1).float().cpu(),
                                  output.detach().flatten(0, 1).float().cpu()))
 
-        def keep_norm(module, args, index=index):
-            norms[index].append(args[0].detach().flatten(0, 1).float().norm(dim=-1).cpu())
+        def keep_hbar(module, args, index=index):
+            hbars[index].append(args[0].detach().flatten(0, 1).float().cpu())
         hooks.append(ffns[index].register_forward_hook(keep))
-        if with_norms:
-            hooks.append(layers[index].post_attention_layernorm.register_forward_pre_hook(keep_norm))
+        if with_hbar:
+            hooks.append(hbar_site(model, index).register_forward_pre_hook(keep_hbar))
     seen = 0
     try:
         with torch.no_grad():
@@ -57,8 +56,8 @@ def collect_ffn_pairs(model: torch.nn.Module, blocks: torch.Tensor, routed_layer
             hook.remove()
     out = {i: (torch.cat([u for u, _ in p])[:max_tokens], torch.cat([y for _, y in p])[:max_tokens])
            for i, p in pairs.items()}
-    if with_norms:
-        out = {i: (*uy, torch.cat(norms[i])[:max_tokens]) for i, uy in out.items()}
+    if with_hbar:
+        out = {i: (*uy, torch.cat(hbars[i])[:max_tokens]) for i, uy in out.items()}
     return out
 
 
@@ -176,21 +175,18 @@ def fit_gate_to_adapter_error(model: torch.nn.Module, router, blocks: torch.Tens
 
     t0 = time.perf_counter()
     layers = router.config.routed_layers
-    pairs = collect_ffn_pairs(model, blocks, layers, max_tokens, with_norms=True)
+    pairs = collect_ffn_pairs(model, blocks, layers, max_tokens, with_hbar=True)
     inputs, errors = [], []
-    from .inject import decoder_layers
-
-    norms = decoder_layers(model)
     with torch.no_grad():
         for j, index in enumerate(layers):
-            u, y, hbar_norm = pairs.pop(index)
+            u, y, hbar = pairs.pop(index)
             adapter = router.adapters[j]
+            hbar_norm = hbar.norm(dim=-1)
             error = (y - adapter(u.to(adapter.w1.weight.dtype)).float()).norm(dim=-1) / hbar_norm.clamp_min(1e-6)
             errors.append(error.clamp_min(1e-8).log())
-            # RMSNorm is scale-invariant, so the local head's input hbar can be replaced by u / w_ln = hbar / rms
-            ln = norms[index].post_attention_layernorm
-            weight = getattr(ln, "base_layer", ln).weight.detach().float().cpu()
-            inputs.append(u / torch.where(weight.abs() > 1e-6, weight, torch.ones_like(weight)))
+            # The local head reads RMSNorm(hbar), which is scale-invariant: hbar / rms(hbar) is the same input at
+            # one scale for every block (and u / w_ln, what this fit read before, for a Llama block).
+            inputs.append(hbar / hbar.pow(2).mean(-1, keepdim=True).add(1e-12).sqrt())
     log_error = torch.cat(errors)
     sample = torch.randperm(len(log_error), generator=torch.Generator().manual_seed(0))[:200_000]
     threshold = torch.quantile(log_error[sample], skip_share)

@@ -121,7 +121,7 @@ def test_training_leaves_the_given_model_as_it_was(tmp_path):
 def test_the_training_command_line_takes_its_defaults_from_train_config():
     import argparse
 
-    from hero_core.train import CLI_FIELDS, add_arguments
+    from hero_core.train_cli import CLI_FIELDS, add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

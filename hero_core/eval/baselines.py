@@ -38,14 +38,12 @@ def block_influence(hero: HeroModel, texts: list[str]) -> list[float]:
     """ShortGPT's block influence of every routed FFN on calibration texts: 1 - cos(hbar, hbar + FFN(u))."""
     import torch.nn.functional as F
 
-    from ..inject import decoder_layers
+    from ..inject import hbar_site, routed_unit
 
-    layers = decoder_layers(hero.model)
     scores = [0.0] * hero.config.n_routed
     counts = [0] * hero.config.n_routed
     handles = []
     for j, index in enumerate(hero.config.routed_layers):
-        layer = layers[index]
         stash: dict = {}
 
         def grab_in(module, args, stash=stash):
@@ -57,8 +55,8 @@ def block_influence(hero: HeroModel, texts: list[str]) -> list[float]:
             scores[j] += float((1 - cos).sum())
             counts[j] += cos.numel()
 
-        handles.append(layer.post_attention_layernorm.register_forward_pre_hook(grab_in))
-        handles.append(layer.mlp.register_forward_hook(grab_out))
+        handles.append(hbar_site(hero.model, index).register_forward_pre_hook(grab_in))
+        handles.append(routed_unit(hero.model, index).register_forward_hook(grab_out))
     try:
         for text in texts:
             hero.logits(text, variant="dense")
