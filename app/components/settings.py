@@ -18,6 +18,7 @@ from hero_core.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
 from hero_core.checkpoint import bundled_names
 from hero_core.checkpoint import resolve as resolve_checkpoint
 from hero_core.config import INFERENCE_VARIANTS, VARIANTS
+from hero_core.families import FAMILIES
 from hero_core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 TINY_ENV = "HERO_LENS_TINY"
@@ -27,6 +28,7 @@ PRECISIONS = MappingProxyType({"full": "full precision (fp32)", "bf16": "bfloat1
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_TAU = 0.5
 APP_MAX_TOKENS = 512  # interactive prompt cap (the library cuts at model.DEFAULT_MAX_TOKENS), with a notice
+FAMILY_NAMES = ", ".join(family.name for family in FAMILIES)
 VARIANT_HELP = MappingProxyType({**{v: spec.description for v, spec in VARIANTS.items()},
                                  "dense": "every FFN runs, no router"})
 
@@ -101,6 +103,26 @@ def trained_tokens(name: str) -> int | None:
         return None
 
 
+def model_dir_notes(backbone: str, checkpoint: str) -> tuple[str | None, str | None]:
+    """What the typed model directory holds, and the library's refusal of the chosen checkpoint where it was trained
+    for another backbone; read without loading the model, so the picker answers before anything loads."""
+    from hero_core.backbones import BackboneError
+    from hero_core.checkpoint import check_backbone, read_checkpoint
+    from hero_core.model_dirs import describe_model_dir
+
+    try:
+        info = describe_model_dir(backbone)
+    except BackboneError:
+        return None, None  # loading the backbone reports it, with what to do
+    if checkpoint in (DEFAULT_CHOICE, ""):
+        return info.describe(), None
+    try:
+        check_backbone(read_checkpoint(checkpoint), info.fingerprint, os.path.basename(backbone.rstrip("/")))
+    except ValueError as err:
+        return info.describe(), str(err)
+    return info.describe(), None
+
+
 def checkpoint_label(choice: str) -> str:
     """The picker's text: a bundled checkpoint with how much it was trained, so an under-trained one shows."""
     tokens = None if choice in (DEFAULT_CHOICE, CUSTOM_CHECKPOINT) else trained_tokens(choice)
@@ -116,7 +138,8 @@ def render_sidebar() -> Settings:
         sb.caption(f"Test mode ({TINY_ENV}=1): a tiny random 4-layer Llama; its text is gibberish.")
     kind = sb.radio("Backbone", ["embedded", "local directory"], key="sb_backbone_kind", horizontal=True,
                     help="Embedded: SmolLM2-135M-Instruct shipped with HeRo Lens. Or any local Hugging Face "
-                         "model directory (Llama-style, safetensors).", disabled=tiny)
+                         f"model directory with safetensors weights of a supported family ({FAMILY_NAMES}).",
+                    disabled=tiny)
     backbone = ""
     if kind == "local directory" and not tiny:
         backbone = sb.text_input("Model directory", key="sb_backbone_path", placeholder="/path/to/hf_model").strip()
@@ -130,6 +153,12 @@ def render_sidebar() -> Settings:
         # An empty path stays empty: loading it fails with a message instead of quietly using the default.
         checkpoint = sb.text_input("Checkpoint directory", key="sb_checkpoint_path",
                                    placeholder="/path/to/checkpoint").strip()
+    if backbone:
+        caption, refusal = model_dir_notes(backbone, checkpoint)
+        if caption:
+            sb.caption(caption)
+        if refusal:
+            sb.error(refusal)
     sb.subheader("Routing")
     # A newly chosen checkpoint brings the variant it was trained as (local-* -> no_history) and its own tau.
     origin = (backbone, checkpoint)
