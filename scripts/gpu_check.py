@@ -73,9 +73,11 @@ def quantize_nf4(model: torch.nn.Module, device: torch.device) -> int:
     """Replace every decoder-block Linear by a bitsandbytes NF4 Linear4bit (bf16 compute), in place."""
     import bitsandbytes as bnb
 
+    from hero_core.inject import decoder_layers
+
     count = 0
-    for layer in model.model.layers:
-        for parent in (layer.self_attn, layer.mlp):
+    for layer in decoder_layers(model):
+        for parent in list(layer.modules()):  # attention and FFN projections, whatever the family calls them
             for name, child in list(parent.named_children()):
                 if not isinstance(child, torch.nn.Linear):
                     continue
