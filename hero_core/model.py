@@ -117,7 +117,8 @@ class HeroModel:
         if not chat_template:
             return prompt
         if not getattr(self.tokenizer, "chat_template", None):
-            raise PromptError("this tokenizer has no chat template; untick the chat-template option")
+            raise PromptError("this tokenizer has no chat template (a base model): run the prompt as plain text, "
+                              "without --chat on the command line or the app's chat-template option")
         return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                                   add_generation_prompt=True)
 

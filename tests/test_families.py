@@ -143,3 +143,12 @@ def test_unwrapped_restores_the_bare_blocks_and_rewraps(model_type, model_dirs):
         assert not any(isinstance(m, ours) for m in bare.modules())
     assert sum(isinstance(m, RoutedFFN) for m in hero.model.modules()) == 3
     assert (hero.trace(PROMPT).executed_per_token() == before).all()
+
+
+def test_a_base_model_refuses_chat_formatting_in_words_for_both_the_command_line_and_the_app(model_dirs):
+    from hero_core.model import PromptError
+
+    hero = _routed(model_dirs["gpt2"])
+    with pytest.raises(PromptError, match="no chat template .* without --chat on the command line"):
+        hero.trace(PROMPT, chat_template=True)
+    assert hero.trace(PROMPT).n_tokens > 0
