@@ -152,3 +152,15 @@ def test_a_base_model_refuses_chat_formatting_in_words_for_both_the_command_line
     with pytest.raises(PromptError, match="no chat template .* without --chat on the command line"):
         hero.trace(PROMPT, chat_template=True)
     assert hero.trace(PROMPT).n_tokens > 0
+
+
+def test_a_base_model_trains_on_the_plain_built_in_domains_without_data(model_dirs, tmp_path, monkeypatch):
+    from hero_core.cli import main
+
+    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    assert main(["train", "--backbone", str(model_dirs["gpt_neox"]), "--out", str(out), "--steps", "2",
+                 "--batch-size", "2", "--seq-len", "32", "--data-blocks", "4", "--dtype", "fp32"]) == 0
+    card = json.loads((out / "hero_config.json").read_text())["training"]["data_card"]
+    assert card["mix"] == {"code": 1.5, "reasoning": 1.0} and "no chat template" in card["note"]
+    assert not (tmp_path / "cache" / "data").exists()  # no chat text was self-distilled
