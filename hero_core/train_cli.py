@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS
 from .precision import DTYPES
+from .recipes import RUNS
 from .train import (
     BUDGET_SCOPES,
     BUDGETS,
@@ -78,11 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             shown = "" if default is None else " (default: %(default)s)"
             p.add_argument(flag, type=CLI_TYPES.get(name, str if default is None else type(default)), default=default,
                            choices=CLI_CHOICES.get(name), help=help_text + shown)
-    p.add_argument("--recipe", default=None,
-                   help="train a bundled checkpoint's recipe on this backbone: hero-10, local-10, hero-25, hero-40, "
-                        "... (hero_core.recipes; the stages it continues from train first, under OUT/stages); it "
-                        "sets variant, target skip, steps, budget scope, lr, order seed, data blocks and memory "
-                        "levers itself")
+    p.add_argument("--recipe", default=None, choices=tuple(RUNS), metavar="NAME",
+                   help="train a bundled checkpoint's recipe on this backbone (the stages it continues from train "
+                        "first, under OUT/stages); it sets variant, target skip, steps, budget scope, lr, order "
+                        "seed, data blocks and memory levers itself. NAME: " + ", ".join(RUNS))
     p.add_argument("--steps-scale", type=float, default=1.0,
                    help="--recipe: multiply every stage's steps (a quick trial of the recipe)")
     p.add_argument("--backbone", default=None,
