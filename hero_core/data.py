@@ -300,15 +300,26 @@ def describe(tokenizer=None) -> dict:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--describe", action="store_true", help="print the data card (sources, counts, tokens)")
     p.add_argument("--tokens", action="store_true", help="also count tokens (loads the tokenizer)")
+    p.add_argument("--data", default=None,
+                   help="your own text instead: print the card 'train --data PATH' would record (sources, tokens, "
+                        "held-out split), or its error")
+    p.add_argument("--backbone", default=None,
+                   help="local HF model directory whose tokenizer counts the tokens (default: the embedded model)")
+    p.add_argument("--seq-len", type=int, default=128, help="with --data: tokens per training block")
 
 
 def run_cli(args) -> int:
     tokenizer = None
-    if args.tokens:
+    if args.tokens or args.data:
         from transformers import AutoTokenizer
 
         from .backbones import embedded_model_dir
 
-        tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
+        tokenizer = AutoTokenizer.from_pretrained(args.backbone or embedded_model_dir(), trust_remote_code=False)
+    if args.data:
+        from .corpus import load_corpus
+
+        print(json.dumps(load_corpus(args.data, tokenizer, args.seq_len).card, indent=2))
+        return 0
     print(json.dumps(describe(tokenizer), indent=2))
     return 0

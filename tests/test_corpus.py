@@ -114,3 +114,15 @@ def test_every_flag_of_every_subcommand_has_help():
         assert not sub.allow_abbrev, name
         silent = [a.dest for a in sub._actions if not a.help]
         assert not silent, (name, silent)
+
+
+def test_the_data_command_previews_the_card_of_your_text(tmp_path, capsys):
+    from hero_core.cli import main
+
+    (tmp_path / "my.txt").write_text("\n\n".join(_paragraphs(6)))
+    assert main(["data", "--describe", "--data", str(tmp_path / "my.txt"), "--seq-len", "64"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["seq_len"] == 64 and card["sources"][0]["items"] >= 2 and card["blocks"] > 0
+    (tmp_path / "empty.txt").write_text("")
+    assert main(["data", "--data", str(tmp_path / "empty.txt")]) == 2
+    assert "holds no text" in capsys.readouterr().err
