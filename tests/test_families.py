@@ -164,3 +164,14 @@ def test_a_base_model_trains_on_the_plain_built_in_domains_without_data(model_di
     card = json.loads((out / "hero_config.json").read_text())["training"]["data_card"]
     assert card["mix"] == {"code": 1.5, "reasoning": 1.0} and "no chat template" in card["note"]
     assert not (tmp_path / "cache" / "data").exists()  # no chat text was self-distilled
+
+
+def test_transformers_block_names_live_in_the_family_table_only():
+    from pathlib import Path
+
+    core = Path(__file__).resolve().parents[1] / "hero_core"
+    names = ("post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm", "ln_2",
+             "model.model.", ".gpt_neox", "transformer.h", "embed_tokens")
+    offenders = {str(path.relative_to(core)): [n for n in names if n in path.read_text()]
+                 for path in core.rglob("*.py") if path.name not in ("families.py", "inject.py")}
+    assert not {path: found for path, found in offenders.items() if found}
