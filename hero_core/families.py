@@ -12,7 +12,7 @@ Adapter(u). Three shapes occur:
 
 * **pre-norm** (Llama, Mistral, Qwen2/3, Phi-3, OLMo, GPT-2): ``h = hbar + FFN(LN(hbar))`` with hbar the
   residual after attention. hbar is the input of the FFN's norm.
-* **sandwich norms** (Gemma 2/3: ``pre_feedforward_layernorm`` / ``post_feedforward_layernorm``; OLMo 2:
+* **sandwich norms** (Gemma 2/3: ``pre_feedforward_layernorm`` / ``post_feedforward_layernorm``; OLMo 2/3:
   no norm before the FFN, ``post_feedforward_layernorm`` after it): ``h = hbar + LN_post(FFN(u))``. The FFN
   unit that runs or is skipped is LN_post ∘ FFN, so the adapter stands in for the normed addend; skipping the
   FFN alone would leave LN_post to rescale the adapter's small output to unit RMS.
@@ -52,7 +52,8 @@ FAMILIES = (
     Family("Qwen3", ("qwen3",)),
     Family("Phi-3", ("phi3",)),
     Family("OLMo", ("olmo",)),  # parameter-free LayerNorm before the FFN
-    Family("OLMo 2", ("olmo2",), ffn_input_norm=None, ffn_output_norm="post_feedforward_layernorm"),
+    # OLMo 3's block is OLMo 2's (norms after attention and after the FFN, none before it).
+    Family("OLMo 2", ("olmo2", "olmo3"), ffn_input_norm=None, ffn_output_norm="post_feedforward_layernorm"),
     Family("Gemma 2", ("gemma2",), ffn_input_norm="pre_feedforward_layernorm",
            ffn_output_norm="post_feedforward_layernorm"),
     # Gemma 3's text model; the multimodal "gemma3" checkpoints nest it under a vision tower and are not wrapped.
