@@ -93,6 +93,9 @@ def parse_layers(spec: str | list[int] | tuple[int, ...] | range, n_layers: int)
     return layers
 
 
+LEGACY_BRANCH_SCALING = "paper"  # checkpoints saved without a branch_scaling field
+
+
 @dataclass
 class HeroConfig:
     routed_layers: list[int]
@@ -116,11 +119,13 @@ class HeroConfig:
     # softmax kernel only: beta at init, as a multiple of 1 / sqrt(d_m) (1 = the usual attention scaling).
     memory_scale_init: float = 1.0
     # Local-head output bias at init: sigmoid(4) = 0.982, so training starts close to the dense model
-    # (every FFN executed, scaled by ~0.98) while the gate still has gradient (g(1-g) ~ 0.018).
+    # (every FFN executed; under the paper's branch scaling also multiplied by g ~ 0.98) while the gate still
+    # has gradient (g(1-g) ~ 0.018).
     gate_bias_init: float = 4.0
     eps: float = 1e-6
-    # Checkpoints written before this field existed were all trained with the paper's scaling.
-    branch_scaling: str = "paper"
+    # What every bundled checkpoint uses (hero_core.inject). Files written before this field existed were all
+    # trained with the paper's scaling: from_dict reads a missing field as LEGACY_BRANCH_SCALING.
+    branch_scaling: str = "unscaled"
     extra: dict[str, Any] = field(default_factory=dict)  # free-form provenance (training recipe, notes)
 
     def __post_init__(self) -> None:
@@ -172,7 +177,7 @@ class HeroConfig:
         if unknown:
             raise ValueError(f"router config has unknown fields {unknown}; known: {sorted(known)}")
         try:
-            return cls(**data)
+            return cls(**{"branch_scaling": LEGACY_BRANCH_SCALING, **data})
         except TypeError as err:
             raise ValueError(f"router config is incomplete or malformed: {err}") from None
 

@@ -39,8 +39,9 @@ def tiny_hero(*, seed: int = 0, variant: str = "hero", gate_bias_init: float = 0
     are exercised (a trained-looking mix of executed and skipped FFNs)."""
     backbone = tiny_backbone(seed=seed, **kwargs)
     torch.manual_seed(seed + 1)
+    # The paper's branch scaling, so a test's gate multiplies both branches and every path of the maths runs.
     router = fresh_router(backbone, variant=variant, gate_bias_init=gate_bias_init, memory_kernel=memory_kernel,
-                          memory_scale_init=memory_scale_init)
+                          memory_scale_init=memory_scale_init, branch_scaling="paper")
     # Randomise the zero-initialised parts so history, memory and adapters all matter in tests.
     with torch.no_grad():
         for module in (router.history_head[2], router.local_head.mlp[2]):

@@ -32,7 +32,10 @@ def _tiny(branch_scaling="paper", gate_bias_init=0.0, seed=0, spread=True):
 def test_branch_scaling_is_validated_and_recorded():
     with pytest.raises(ValueError, match="branch_scaling"):
         HeroConfig(routed_layers=[0], d_model=8, d_ffn=16, branch_scaling="half")
-    assert HeroConfig(routed_layers=[0], d_model=8, d_ffn=16).branch_scaling == "paper"  # old checkpoints
+    assert HeroConfig(routed_layers=[0], d_model=8, d_ffn=16).branch_scaling == "unscaled"  # what bundled ones use
+    old_file = HeroConfig(routed_layers=[0], d_model=8, d_ffn=16).to_dict()
+    del old_file["branch_scaling"]
+    assert HeroConfig.from_dict(old_file).branch_scaling == "paper"  # checkpoints saved before the field
 
 
 def test_unscaled_branch_with_every_ffn_executed_is_the_dense_model():
