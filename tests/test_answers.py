@@ -254,3 +254,20 @@ def test_cli_answers_on_the_tiny_model(tmp_path, monkeypatch):
     assert list(report["kept"]) == ["tiny-random"] and report["config"]["rows"] == 2
     assert {i["category"] for i in report["items"]} == {"facts", "arithmetic"} and len(report["items"]) == 4
     assert cli.main(["eval", "--answers", "--limit", "0", "--quiet"]) == 2
+
+
+def test_a_stopped_run_resumes_from_its_stored_answers(tiny, rows, tmp_path, monkeypatch):
+    picked = answers.select_rows(rows, 3)
+    first = answers.run_answers(tiny, ["hero"], picked, max_new_tokens=4, resume_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.jsonl"))) == 2  # dense and hero, one file each
+    # A torn last line (a run killed mid-write) is ignored, not fatal.
+    with open(next(tmp_path.glob("dense*.jsonl")), "a", encoding="utf-8") as fh:
+        fh.write('{"max_new_tokens": 4, "rec')
+    calls = []
+    monkeypatch.setattr(answers, "_generate", lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError))
+    again = answers.run_answers(tiny, ["hero"], picked, max_new_tokens=4, resume_dir=tmp_path)
+    assert not calls
+    assert again[["id", "method", "correct", "text"]].equals(first[["id", "method", "correct", "text"]])
+    # Another token cap is another answer: generated again, not read back.
+    with pytest.raises(AssertionError):
+        answers.run_answers(tiny, ["hero"], picked, max_new_tokens=5, resume_dir=tmp_path)

@@ -230,12 +230,16 @@ def _generate(model, row: Mapping[str, Any], variant: str, tau: float | None, n:
 
 
 def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping[str, Any]], *,
-                max_new_tokens: int | None = None, progress: bool = False) -> pd.DataFrame:
+                max_new_tokens: int | None = None, progress: bool = False,
+                resume_dir: Path | None = None) -> pd.DataFrame:
     """Greedy chat-template answers of the dense model and of each routed method to every row.
 
     ``methods_or_variants``: variant names (run on ``hero``) and/or HeroMethods (name, model, variant, tau);
     dense always runs as the reference, once. ``max_new_tokens`` caps each row's own ``max_new_tokens``
-    (None: no cap). One frame row per (prompt, method), columns :data:`COLUMNS`."""
+    (None: no cap). One frame row per (prompt, method), columns :data:`COLUMNS`. With ``resume_dir``, every
+    answer is appended to a JSONL file per run there as soon as it is checked, and answers already there
+    (same run, checkpoint, variant, tau, prompt and token cap) are read back instead of generated again: a
+    run of several hours that is stopped loses at most one answer."""
     check_rows(rows)
     if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
                                        or max_new_tokens < 1):
@@ -244,14 +248,48 @@ def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping
 
     records = []
     for name, model, variant, tau in _runs(hero, methods_or_variants):
+        store = AnswerStore(resume_dir, name, model.checkpoint_name, variant, tau) if resume_dir else None
         for row in tqdm(rows, desc=f"{name} · answers", disable=not progress, leave=False):
             n = int(row["max_new_tokens"]) if max_new_tokens is None else min(int(row["max_new_tokens"]),
                                                                                max_new_tokens)
-            text, trace = _generate(model, row, variant, tau, n)
-            records.append({"id": row["id"], "category": row["category"], "method": name,
-                            "checkpoint": model.checkpoint_name, "variant": variant, "tau": float(trace.tau),
-                            "correct": check_answer(row, text), "text": text, **answer_cost(trace)})
+            record = store.get(row["id"], n) if store else None
+            if record is None:
+                text, trace = _generate(model, row, variant, tau, n)
+                record = {"id": row["id"], "category": row["category"], "method": name,
+                          "checkpoint": model.checkpoint_name, "variant": variant, "tau": float(trace.tau),
+                          "correct": check_answer(row, text), "text": text, **answer_cost(trace)}
+                if store:
+                    store.add(record, n)
+            records.append(record)
     return pd.DataFrame.from_records(records, columns=list(COLUMNS))
+
+
+class AnswerStore:
+    """The answers of one run (method name, checkpoint, variant, requested tau) in ``<dir>/<key>.jsonl``, one
+    line per answer with the token cap it was generated under. Lines that do not parse (a write cut short) are
+    ignored and that answer is generated again."""
+
+    def __init__(self, directory: Path, name: str, checkpoint: str, variant: str, tau: float | None) -> None:
+        key = f"{name}__{checkpoint}__{variant}__{'own' if tau is None else f'{tau:.6g}'}"
+        self.path = Path(directory) / (re.sub(r"[^A-Za-z0-9._@=-]+", "_", key) + ".jsonl")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.done: dict[tuple[str, int], dict[str, Any]] = {}
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    item = json.loads(line)
+                    self.done[(item["record"]["id"], int(item["max_new_tokens"]))] = item["record"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    def get(self, prompt_id: str, max_new_tokens: int) -> dict[str, Any] | None:
+        return self.done.get((prompt_id, max_new_tokens))
+
+    def add(self, record: Mapping[str, Any], max_new_tokens: int) -> None:
+        line = json.dumps({"max_new_tokens": max_new_tokens, "record": dict(record)}, default=float)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+        self.done[(record["id"], max_new_tokens)] = dict(record)
 
 
 # == what a method keeps ==========================================================================

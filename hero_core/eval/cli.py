@@ -77,6 +77,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answers-file", type=Path, default=None,
                    help="with --answers: a JSONL of prompts in the answers format "
                         "(default: hero_core/eval/answers.jsonl)")
+    p.add_argument("--resume-dir", type=Path, default=None,
+                   help="with --answers: keep every answer in a JSONL file per run in this folder as it is checked, "
+                        "and reuse the answers already there (a stopped run resumes where it stopped)")
     p.add_argument("--answers-tokens", type=int, default=None,
                    help="with --answers: cap on new tokens per answer (default: each prompt's own max_new_tokens)")
     p.add_argument("--twins", action="store_true",
@@ -174,7 +177,8 @@ def _run_answers(args, load, progress: bool) -> int:
     methods += [HeroMethod(m.twin_model, m.twin_model.config.variant, m.match.tau, name=m.match.method)
                 for m in matched.values()]
     rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
-    frame = answers.run_answers(hero, methods, rows, max_new_tokens=args.answers_tokens, progress=progress)
+    frame = answers.run_answers(hero, methods, rows, max_new_tokens=args.answers_tokens, progress=progress,
+                                resume_dir=args.resume_dir)
     report = answers.answers_report(frame, keep_texts=not args.no_samples)
     report["config"] = {"backbone": hero.backbone.name, "checkpoints": [m.checkpoint_name for m in models],
                         "methods": [m.name for m in methods], "tau": args.tau, "limit": args.limit,
