@@ -7,6 +7,7 @@ answer to a question, the held-out verdict, a local checkpoint in Learn and a lo
 """
 
 import json
+import re
 import time
 import urllib.parse
 
@@ -15,7 +16,7 @@ import pytest
 import test_app_browser as shared
 from test_app_browser import URL_PROMPT, submit_prompt, wait_for_skip_map
 
-from scripts.app_browser import NO_EXCEPTION_JS, DevTools, open_tab
+from scripts.app_browser import NO_EXCEPTION_JS, AppDidNotStart, DevTools, embedded_env, open_tab, served_app
 
 # the fixtures of the other browser tests: the tiny model's server, one Chromium, one tab, the screenshot folder
 server, browser_endpoint, browser, shots = shared.server, shared.browser_endpoint, shared.browser, shared.shots
@@ -85,7 +86,7 @@ def test_generate_answers_at_its_defaults(server, browser, shots):
     tools = browser
     tools.goto(f"{server}/generate")
     tools.wait_for("[...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Generate')",
-                   what="the Generate button")
+                   timeout=300, what="the Generate button")  # a cold server loads the model first
     tools.wait_for(f"{label_js('Chat template')} !== undefined", what="the chat toggle")
     assert checked(tools, "Chat template")  # on by default: this backbone has a chat template
     click_label(tools, "sampled")
@@ -246,3 +247,125 @@ def test_a_long_prompt_shows_skip_by_absolute_position(server, browser, tiny):
     assert f"{first_token_lift(trace)[0]:.1%} without token 0" in text
     assert ("Routing cost more than it saved" in text) == (trace.summary()["net_param_skip"] < 0)
     assert tools.eval(NO_EXCEPTION_JS)
+
+
+# -- the same stories on the embedded SmolLM2 with the bundled checkpoints: trained routers, measured results -----
+QUESTION = "What is the capital of France?"
+# ~650 words of plain prose: past the 512 tokens a prompt keeps, far past the 128-token blocks the routers trained on
+LONG_STORY = " ".join(f"Day {i}: the team measured the routers on a new batch of held-out texts, wrote down what each "
+                      "checkpoint skipped, and compared it with the dense model before lunch." for i in range(25))
+
+
+@pytest.fixture(scope="module")
+def embedded_server(tmp_path_factory):
+    """The app on the embedded model, with a cache dir of its own for the prompts a link names; the converted model
+    and the other caches are linked in from the user's cache (converting the model again would take minutes)."""
+    from hero_core.backbones import cache_dir
+
+    cache = tmp_path_factory.mktemp("embedded-cache")
+    if cache_dir().is_dir():
+        for entry in cache_dir().iterdir():
+            if entry.name != "prompts":
+                (cache / entry.name).symlink_to(entry)
+    try:
+        with served_app({**embedded_env(), "HERO_LENS_CACHE": str(cache)}, start_timeout=180) as base:
+            yield base
+    except AppDidNotStart as error:
+        pytest.fail(str(error))
+
+
+@pytest.fixture
+def tab(browser_endpoint):
+    tools = open_tab(browser_endpoint)
+    yield tools
+    tools.close()
+
+
+@pytest.mark.slow
+def test_generate_answers_a_question_at_its_defaults(embedded_server, tab, shots):
+    """Item 1 as the user met it: the capital of France, typed and generated at the defaults, gets an answer from
+    the dense model (not an end-of-turn token), and the figures are the answer's, with the prompt's beside them."""
+    tab.goto(f"{embedded_server}/generate")
+    tab.wait_for(f"{label_js('Chat template')} !== undefined", timeout=400, what="the page, model loaded")
+    assert checked(tab, "Chat template")
+    submit_prompt(tab, QUESTION)
+    tab.wait_for(f"document.querySelector('textarea')?.value === {json.dumps(QUESTION)}", what="the question")
+    time.sleep(2.0)  # let the rerun the typing started land before the click
+    click_button(tab, "Generate")
+    tab.wait_for("document.body.innerText.includes(\"The answer's routing\")", timeout=600, what="the answer")
+    text = page_text(tab)
+    assert "Paris" in text and "agree on all 0" not in text
+    assert "answer (generated)" in text and "prompt (chat template included)" in text
+    assert "Answer tokens" in text
+    tab.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=300, what="the charts")
+    assert tab.eval(NO_EXCEPTION_JS)
+    tab.screenshot(shots / "generate-embedded.png")
+
+
+@pytest.mark.slow
+def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab):
+    """Item 4 at the defaults (hero-10 against its inference-time ablations): beside the one prompt, the held-out
+    verdict at matched compute with 95 % intervals, read through the routers trained without each part, and labels
+    that say which run is an ablation."""
+    from hero_core import measured
+
+    tab.goto(f"{embedded_server}/compare")
+    tab.wait_for("document.body.innerText.includes('hero-10 against local-10:')", timeout=600, what="the verdict")
+    text = page_text(tab).replace("\n", " ")
+    for other in ("local-10", "no_memread-10"):
+        rows = measured.matched_between(measured.load(), "hero-10", other)
+        assert rows, other
+        assert measured.matched_words(rows).replace("**", "") in text
+        assert f"{other} ppl ratio [95 % CI]" in text
+    assert "inference-time ablation of hero-10" in text
+    names = tab.wait_for(f"(() => {{ const d = {chart_js('Skip rate per routed layer')}; "
+                         "return d ? d._fullData.map(t => t.name) : null; })()", timeout=300, what="the layer chart")
+    assert names == ["hero (as trained)", "no_history (ablation)", "no_memread (ablation)"]
+    assert tab.eval(NO_EXCEPTION_JS)
+
+
+@pytest.mark.slow
+def test_learn_on_a_local_checkpoint_says_what_it_leaves_out(embedded_server, tab):
+    """Item 5 as the user met it: with local-10 chosen in the sidebar, Learn runs it as it was trained and says why
+    the memory and history lessons are left out, instead of teaching "turning the history off flips 0 of 600"."""
+    tab.goto(f"{embedded_server}/explorer")
+    tab.wait_for(f"{chart_js('Skip map')} !== undefined", timeout=400, what="the skip map")
+    pick(tab, "Checkpoint", "local-10")
+    tab.wait_for("document.body.innerText.includes('checkpoint local-10')", timeout=400, what="local-10 loaded")
+    click_at(tab, "[...document.querySelectorAll('a')].find(a => a.innerText.includes('Learn: dynamic depth'))",
+             "the Learn link")
+    tab.wait_for("document.body.innerText.includes('is itself the local router')", timeout=600,
+                 what="the history lesson left out, with why")
+    text = page_text(tab)
+    assert "Turning the history off flips" not in text and "trained as the local router" in text
+    assert tab.eval(f"{chart_js('Skip map · no_history')} !== undefined")  # run as trained, not as hero
+    assert tab.eval(NO_EXCEPTION_JS)
+
+
+@pytest.mark.slow
+def test_a_long_prompt_says_where_routing_fades(embedded_server, tab):
+    """Item 6 as the user met it: a ~650-word prompt on hero-10. The skip of each absolute-position bin is shown and
+    said from those bins, and a net param skip below zero is said plainly."""
+    import pandas as pd
+
+    from hero_core.prompt_positions import position_words
+
+    tab.goto(f"{embedded_server}/explorer")
+    tab.wait_for(f"{chart_js('Skip map')} !== undefined", timeout=400, what="the skip map")
+    submit_prompt(tab, LONG_STORY)
+    bins = chart_js("Skip by absolute position")
+    shown = tab.wait_for(f"(() => {{ const d = {bins}; if (!d || d.offsetParent === null) return null; "
+                         "const t = d._fullData[0]; return [Array.from(t.x), Array.from(t.y), "
+                         "Array.from(t.customdata)]; })()", timeout=600, what="the position chart, open")
+    labels, skipped, extra = shown
+    assert "128-511" in labels
+    table = pd.DataFrame({"label": labels, "start": [int(re.match(r"\d+", x).group()) for x in labels],
+                          "n_tokens": [int(e[0]) for e in extra], "ffn_skipped_per_token": skipped,
+                          "param_skip": [e[1] for e in extra], "net_param_skip": [e[2] for e in extra]})
+    text = page_text(tab).replace("\n", " ")
+    assert position_words(table, 30) in text  # the words are the shown bins' (SmolLM2: 30 routed layers)
+    net = tab.eval("(() => { const m = [...document.querySelectorAll('[data-testid=stMetric]')].find(e => "
+                   "e.innerText.startsWith('Net param skip')); return m.querySelector("
+                   "'[data-testid=stMetricValue]').innerText; })()")
+    assert ("Routing cost more than it saved" in text) == net.replace("\u2212", "-").startswith("-"), net
+    assert tab.eval(NO_EXCEPTION_JS)
