@@ -82,7 +82,7 @@ results-bigbench: results-headline
 
 bench: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core bench --out docs/bench.json
-	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md --readme README.md
+	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md
 
 clean:
 	rm -rf $(VENV)

@@ -392,16 +392,17 @@ def read_summary_lines(read: dict) -> list[str]:
     return lines
 
 
+README_CHECKPOINTS = ("hero-10", "local-10", "hero-10-r2", "hero-25", "local-25", "hero-40", "local-40")
+
+
 def readme_lines(result: dict) -> list[str]:
+    """The README's compact block: each bundled budget at its own tau and the read-matters summary. The targets,
+    the equal-compute ablation tables and the generations stay in docs/results.md."""
     fr = result["frontier"]
-    names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
-    lines = [*own_tau_table(fr, names), "", *target_lines(fr, result.get("generations"))]
-    memory = ablation_tables(fr, result.get("checkpoints", {}), ABLATION_STAGES[2:])  # recipe 2 at equal compute
-    if memory:
-        lines += ["", "**The selective memory (recipe 2) against recipe 1, its no_memread twin and the local router** "
-                      "(perplexity ratio, 95 % CI; rows as in docs/results.md):", "", *memory]
+    names = [n for n in README_CHECKPOINTS if n in fr["curves"]]
+    lines = [*own_tau_table(fr, names)]
     if result.get("read_matters"):
-        lines += ["**Does the read matter?** Each read replaced by the uniform average of the same values:", "",
+        lines += ["", "**Does the read matter?** Each read replaced by the uniform average of the same values:", "",
                   *read_summary_lines(result["read_matters"])]
     return [*lines, "", BELOW_ONE_NOTE]
 
