@@ -71,7 +71,9 @@ def pick(tools: DevTools, label: str, option: str) -> None:
 
 
 def page_text(tools: DevTools) -> str:
-    return tools.eval("document.body.innerText")
+    """The page's text, and its tables' (a data frame is drawn on a canvas: its cells are in a hidden table)."""
+    return tools.eval("document.body.innerText + ' ' + [...document.querySelectorAll('[data-testid=stDataFrame]')]"
+                      ".map(e => e.textContent).join(' ')")
 
 
 def chart_js(title: str) -> str:
@@ -223,6 +225,10 @@ def test_learn_draws_the_trade_and_says_what_its_curve_does(server, browser, tin
     assert tools.eval(NO_EXCEPTION_JS)
 
 
+# the position chart `d` bins tokens past 128 and sits in an open expander (the previous prompt's may still show)
+OPEN_PAST_128 = "(d.closest('details')?.open && Array.from(d._fullData[0].x).includes('128-511'))"
+
+
 def test_a_long_prompt_shows_skip_by_absolute_position(server, browser, tiny):
     """Item 6: a prompt typed past the 128 tokens the routers were trained on shows, beside its skip figures, the
     skip of each absolute-position bin (token 0 alone), the first token's share, and what the bins show."""
@@ -236,9 +242,9 @@ def test_a_long_prompt_shows_skip_by_absolute_position(server, browser, tiny):
     trace = tiny.trace(LINK_PROMPT, max_tokens=512)
     assert trace.n_tokens > 128
     bins = chart_js("Skip by absolute position")
-    shown = tools.wait_for(f"(() => {{ const d = {bins}; return d && d.offsetParent !== null ? "
+    shown = tools.wait_for(f"(() => {{ const d = {bins}; return d && {OPEN_PAST_128} ? "
                            "[Array.from(d._fullData[0].x), Array.from(d._fullData[0].y)] : null; })()", timeout=180,
-                           what="the position chart, open")
+                           what="the position chart of the long prompt, open")
     table = position_table(trace)
     assert shown[0] == list(table.label) and "128-511" in shown[0]
     np.testing.assert_allclose(shown[1], table.ffn_skipped_per_token, rtol=1e-6)
@@ -293,6 +299,8 @@ def test_generate_answers_a_question_at_its_defaults(embedded_server, tab, shots
     time.sleep(2.0)  # let the rerun the typing started land before the click
     click_button(tab, "Generate")
     tab.wait_for("document.body.innerText.includes(\"The answer's routing\")", timeout=600, what="the answer")
+    tab.wait_for("[...document.querySelectorAll('[data-testid=stDataFrame]')].some(e => "
+                 "e.textContent.includes('answer (generated)'))", timeout=120, what="the span table")
     text = page_text(tab)
     assert "Paris" in text and "agree on all 0" not in text
     assert "answer (generated)" in text and "prompt (chat template included)" in text
@@ -311,6 +319,8 @@ def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab)
 
     tab.goto(f"{embedded_server}/compare")
     tab.wait_for("document.body.innerText.includes('hero-10 against local-10:')", timeout=600, what="the verdict")
+    tab.wait_for("[...document.querySelectorAll('[data-testid=stDataFrame]')].filter(e => "
+                 "e.textContent.includes('ppl ratio [95 % CI]')).length === 2", timeout=120, what="the verdict tables")
     text = page_text(tab).replace("\n", " ")
     for other in ("local-10", "no_memread-10"):
         rows = measured.matched_between(measured.load(), "hero-10", other)
@@ -354,9 +364,10 @@ def test_a_long_prompt_says_where_routing_fades(embedded_server, tab):
     tab.wait_for(f"{chart_js('Skip map')} !== undefined", timeout=400, what="the skip map")
     submit_prompt(tab, LONG_STORY)
     bins = chart_js("Skip by absolute position")
-    shown = tab.wait_for(f"(() => {{ const d = {bins}; if (!d || d.offsetParent === null) return null; "
+    shown = tab.wait_for(f"(() => {{ const d = {bins}; if (!d || !{OPEN_PAST_128}) return null; "
                          "const t = d._fullData[0]; return [Array.from(t.x), Array.from(t.y), "
-                         "Array.from(t.customdata)]; })()", timeout=600, what="the position chart, open")
+                         "Array.from(t.customdata).map(row => Array.from(row))]; })()", timeout=600,
+                         what="the position chart of the long prompt, open")
     labels, skipped, extra = shown
     assert "128-511" in labels
     table = pd.DataFrame({"label": labels, "start": [int(re.match(r"\d+", x).group()) for x in labels],
