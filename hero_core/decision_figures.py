@@ -101,6 +101,16 @@ def attribution_html(tokens: Sequence[str], scores: Sequence[float]) -> str:
             + "".join(spans) + "</div>")
 
 
+def log_ticks(low: float, high: float) -> dict:
+    """Ticks of a log axis over [low, high]: 1, 2, 5, 10, 20, ... written in full where three or more fit, else
+    plotly's own. Why: an overlaying axis defaults to ticks synced to the left axis' grid, which on this log axis
+    printed 9, 7, 5, 4 from the bottom up; plotly's own log ticks abbreviate 20 and 50 to "2" and "5"."""
+    ticks = [m * 10.0**e for e in range(-3, 7) for m in (1, 2, 5) if low <= m * 10.0**e <= high]
+    if len(ticks) < 3:
+        return {"tickmode": "auto"}
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}
+
+
 def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: int,
               current: float | None = None, trace: RoutingTrace | None = None, note: str = "",
               perplexity_ratio: Sequence[float] | None = None) -> go.Figure:
@@ -140,8 +150,6 @@ def tau_curve(taus: Sequence[float], ffn_per_token: Sequence[float], n_routed: i
         low, high = min([0.95, *finite]) * 0.95, max([1.05, *finite]) * 1.1
         layout["yaxis2"] = {"title": {"text": "perplexity ratio to dense (log)"}, "overlaying": "y",
                             "side": "right", "type": "log", "range": [math.log10(low), math.log10(high)],
-                            # an overlaying axis defaults to ticks synced to the left axis' grid, which on a log
-                            # axis printed labels like 9, 7, 5, 4 from the bottom up: its own ticks instead
-                            "tickmode": "auto", "showgrid": False}
+                            "showgrid": False, **log_ticks(low, high)}
     fig.update_layout(**layout)
     return fig

@@ -385,6 +385,10 @@ def test_tau_curve_draws_quality_beside_compute(trace):
     assert list(quality["y"]) == [1.0, 1.1, 1.4] and fig["layout"]["yaxis2"]["overlaying"] == "y"
     # its own ticks: synced to the left axis' grid, the log axis was labelled 9, 7, 5, 4 from the bottom up
     assert fig["layout"]["yaxis2"]["tickmode"] == "auto"
+    wide = spec(F.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, perplexity_ratio=[0.97, 3.0, 399.0]))
+    axis = wide["layout"]["yaxis2"]
+    assert axis["tickmode"] == "array" and list(axis["ticktext"]) == ["1", "2", "5", "10", "20", "50", "100", "200"]
+    assert list(axis["tickvals"]) == sorted(axis["tickvals"])
 
 
 def test_compared_skip_maps_keep_their_titles_clear_of_the_legend(traces):
