@@ -242,6 +242,18 @@ def test_explorer_shows_skip_by_absolute_position_on_a_long_prompt(app, tiny):
     assert position_words(table, trace.n_routed) in " ".join(m.value for m in at.markdown)
 
 
+def test_learn_says_when_token_0_lifts_its_skip_figure(app, tiny, monkeypatch):
+    """Learn's first lesson gives the text's param skip "for a typical token"; where token 0 carries a large share of
+    the skipping (on SmolLM2 it skips ~24 of 30 FFNs), it says so, from the same trace."""
+    import hero_core.spans as spans
+
+    monkeypatch.setattr(spans, "FIRST_TOKEN_NOTE_SHARE", 0.0)  # the tiny model's token 0 is no sink: always say it
+    at = app("learn")
+    assert_clean(at)
+    base = tiny.trace("The cat sat on the mat. Then the cat saw a bird, and the bird flew away.", max_tokens=96)
+    assert spans.first_token_words(base) in [m.value for m in at.markdown]
+
+
 def test_learn_draws_quality_beside_compute_and_says_what_its_curve_does(app, tiny):
     from hero_core.tau_words import tau_sweep_words
 

@@ -104,9 +104,12 @@ spans = {"answer (generated)": answer,
          "prompt" + (" (chat template included)" if result["params"]["chat"] else ""): prompt_figures,
          "all tokens": span_figures(trace, 0)}
 st.dataframe(span_table(spans), hide_index=True, key=f"{P}_spans")
-by_position = show_position_skip(trace, key=f"{P}_positions")  # over prompt + answer, by absolute position
+# the answer is the routed model's own choice of tokens: scored on them, it is favoured over dense by construction
 st.caption("Quality is the routed model's next-token prediction against dense on the same tokens (teacher-forced): "
-           "for the answer, the predictions of its tokens. One generation is a small sample.")
+           "for the answer, the predictions of its tokens. The routed model chose those tokens itself, which favours "
+           "it: a ratio under 1 on the answer does not mean it answers better than dense; the two texts above say "
+           "that. One generation is a small sample.")
+by_position = show_position_skip(trace, key=f"{P}_positions")  # over prompt + answer, by absolute position
 
 st.subheader("Routing over prompt + generated tokens")
 window = windowed(trace, prefix=P)  # a long prompt + continuation: a token window and an overview strip

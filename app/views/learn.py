@@ -12,6 +12,7 @@ from components.widgets import BIND, SHARED_PROMPT, token_picker
 from hero_core import measured as measured_results
 from hero_core.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
 from hero_core.memory_words import describe_memory, describe_read, read_at, tour_plan
+from hero_core.spans import first_token_words
 from hero_core.tau_words import tau_sweep_words
 
 P = "learn"
@@ -51,6 +52,9 @@ st.plotly_chart(figures["skip map"], key=f"{P}_map")
 s = base.summary()
 st.markdown(f"This run executes **{s['ffn_executed_per_token']:.1f} of {base.n_routed}** FFNs per token on "
             f"average: **{s['param_skip']:.1%}** of the model's parameters sit idle for a typical token.")
+sink = first_token_words(base)  # on a short text token 0 alone lifts the average: said where it does
+if sink:
+    st.markdown(sink)
 
 st.header("2 · The threshold trades compute for quality")
 tau = st.slider("τ", 0.05, 0.95, float(settings.tau), 0.05, key=f"{P}_tau", bind=BIND,
