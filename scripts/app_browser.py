@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from base64 import b64decode
 from collections.abc import Iterator
@@ -111,9 +112,17 @@ class DevTools:
         raise AssertionError(f"timed out waiting for {what or expression}; page text:\n{body}")
 
     def goto(self, url: str) -> None:
+        # Streamlit rewrites the query string once the page runs (its URL-bound widgets), so the new document is
+        # recognised by its path and by not carrying the mark set on the old one, not by the whole address.
+        try:
+            self.eval("window.__heroLeaving = true")
+        except RuntimeError:
+            pass
         self.send("Page.navigate", {"url": url})
-        self.wait_for(f"location.href === {json.dumps(url)} && document.readyState === 'complete'",
-                      what=f"navigation to {url}")
+        parts = urllib.parse.urlsplit(url)
+        path = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
+        self.wait_for(f"!window.__heroLeaving && location.origin + location.pathname === {json.dumps(path)} && "
+                      "document.readyState === 'complete'", what=f"navigation to {url}")
 
     def screenshot(self, path: Path) -> None:
         # On a loaded two-core machine the compositor can take over a minute to produce a frame after plotly
