@@ -50,6 +50,7 @@ def test_dataset_runs_a_bundled_set_and_opens_an_item(app, tiny, monkeypatch):
     assert not charts(at)  # nothing runs before Run is pressed
     from components import dataset as dataset_component
 
+    dataset_component._item_rows.clear()  # items another test ran stay cached in this process
     routed = []  # every item the page routes (a cached item is not routed)
     real_run_item = dataset_component.run_item
     monkeypatch.setattr(dataset_component, "run_item", lambda *a, **k: routed.append(a) or real_run_item(*a, **k))
