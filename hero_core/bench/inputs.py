@@ -20,7 +20,6 @@ from ..call_state import RoutingCall
 from ..model import DEFAULT_CHECKPOINT
 from ..precision import check_dtype
 
-
 DEFAULT_BENCH_CHECKPOINTS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")
 
 
