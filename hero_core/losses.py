@@ -8,22 +8,32 @@ import torch.nn.functional as F
 
 
 def distill_loss(logits: torch.Tensor, indices: torch.Tensor, logprobs: torch.Tensor, *,
-                 tail: bool = False) -> torch.Tensor:
+                 tail: bool = False, weights: torch.Tensor | None = None) -> torch.Tensor:
     """Cross-entropy of the routed model against the dense model's top-k next-token distribution.
 
     ``tail=False``: the top-k probabilities renormalised to sum to 1 (a sharper target than the teacher).
     ``tail=True``: the top-k probabilities as they are, plus one bucket with the teacher's remaining mass
     1 - sum_k p, matched by the student's mass outside those k tokens: a (k+1)-way distribution whose optimum is
-    the teacher's own. Either equals KL(target || routed) up to the target's (constant) entropy."""
+    the teacher's own. Either equals KL(target || routed) up to the target's (constant) entropy.
+
+    ``weights`` (same shape as the token positions): a weighted mean over positions instead of the plain mean."""
     logq = F.log_softmax(logits.float(), -1).gather(-1, indices.long())
     if not tail:
         p = torch.softmax(logprobs.float(), -1)  # renormalise the top-k mass
-        return -(p * logq).sum(-1).mean()
+        return weighted_mean(-(p * logq).sum(-1), weights)
     p = logprobs.float().exp()
     p_tail = (1.0 - p.sum(-1)).clamp_min(0.0)  # the stored log-probs are fp16: the sum may round past 1
     q_topk = torch.logsumexp(logq, -1).clamp_max(-1e-6)  # log of the student's top-k mass, kept below 0
     logq_tail = torch.log(-torch.expm1(q_topk))  # log(1 - mass)
-    return -((p * logq).sum(-1) + p_tail * logq_tail).mean()
+    return weighted_mean(-((p * logq).sum(-1) + p_tail * logq_tail), weights)
+
+
+def weighted_mean(per_token: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean of a per-position loss, weighted when ``weights`` is given (sum(w * x) / sum(w))."""
+    if weights is None:
+        return per_token.mean()
+    weights = weights.to(per_token.dtype)
+    return (per_token * weights).sum() / weights.sum()
 
 
 def usage_penalty(gates: list[torch.Tensor]) -> torch.Tensor:

@@ -48,12 +48,14 @@ from .losses import (  # noqa: F401  (re-exported: the names tests and scripts i
     near_tau_share,
     separation_penalty,
     usage_penalty,
+    weighted_mean,
 )
 from .model import HeroModel, fresh_router, load_hero
 from .precision import check_dtype, resolve_dtype
 from .train_data import (  # noqa: F401  (re-exported, like the losses)
     adapter_cache_path,
     block_order,
+    loss_weights,
     teacher_cache_path,
     teacher_dtype,
     teacher_targets,
@@ -99,6 +101,9 @@ class TrainConfig:
     target: str = "distill"  # distill | lm
     topk: int = 32
     distill_target: str = "topk_renorm"  # see DISTILL_TARGETS
+    # Weight of assistant-reply tokens in the target loss (1: every token alike); hero_core.answer_tokens says
+    # which tokens those are. Leans the routers towards keeping what a user reads, at the prompt's expense.
+    answer_weight: float = 1.0
     # The depth memory (HeroConfig): its kernel, the softmax kernel's initial temperature (x 1/sqrt(d_m)) and
     # rho's initial value; memory_lr_scale multiplies the learning rate of the parameters that choose where the
     # memory reads (to_q, to_k, to_v, eta, the softmax temperature), whose gradients are 10-1000x smaller than
@@ -162,6 +167,8 @@ class TrainConfig:
             raise ValueError(f"memory_kernel must be one of {MEMORY_KERNEL_CHOICES}, got {self.memory_kernel!r}")
         if not self.memory_lr_scale > 0 or not self.memory_scale_init > 0 or not 0 < self.rho_init < 1:
             raise ValueError("memory_lr_scale and memory_scale_init must be positive, rho_init in (0, 1)")
+        if not self.answer_weight > 0:
+            raise ValueError(f"answer_weight must be positive, got {self.answer_weight}")
         if self.budget not in BUDGETS:
             raise ValueError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
         if self.budget_scope not in BUDGET_SCOPES:
@@ -296,6 +303,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     blocks, data_card = training_set(hero, cfg)
     n_blocks = len(blocks)
     targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
+    weights = loss_weights(hero, cfg, blocks)
 
     optimizer = torch.optim.AdamW(param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, alpha = 0, cfg.alpha_init
@@ -363,9 +371,11 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         if targets is not None:
             loss_target = distill_loss(logits[:, :-1], targets["indices"][rows][:, :-1].to(hero.device),
                                        targets["logprobs"][rows][:, :-1].to(hero.device),
-                                       tail=cfg.distill_target == "topk_tail")
+                                       tail=cfg.distill_target == "topk_tail",
+                                       weights=None if weights is None else weights[rows][:, 1:].to(hero.device))
         else:
-            loss_target = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch[:, 1:].flatten())
+            token_nll = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), batch[:, 1:], reduction="none")
+            loss_target = weighted_mean(token_nll, None if weights is None else weights[rows][:, 1:].to(hero.device))
         gates = call.passes[-1].gates
         l_skip = usage_penalty(gates)
         if cfg.budget in ("hinge", "hard"):

@@ -54,6 +54,8 @@ CLI_FIELDS: dict[str, str] = {
     "hinge_alpha": "weight of the budget hinge (--budget hinge / hard)",
     "gate_gradient": "how the gate learns on skipped tokens (see TrainConfig)",
     "distill_target": "top-k renormalised (sharper than the teacher) or top-k plus a tail bucket (see TrainConfig)",
+    "answer_weight": "weight of assistant-reply tokens in the target loss (1: all tokens alike; needs a chat "
+                     "template)",
     "memory_kernel": "depth-memory kernel: elu1 (the paper's linear attention) or softmax (see HeroConfig)",
     "memory_scale_init": "softmax kernel: initial temperature beta as a multiple of 1/sqrt(d_m)",
     "rho_init": "initial forgetting factor rho of every routed block",

@@ -77,6 +77,19 @@ def block_order(cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
     return torch.randperm(n_blocks, generator=torch.Generator().manual_seed(cfg.order_seed))
 
 
+def loss_weights(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor) -> torch.Tensor | None:
+    """Per-token weights of the target loss: None (a plain mean) unless ``cfg.answer_weight`` leans it towards
+    assistant replies; a chat template is needed to find them."""
+    if cfg.answer_weight == 1.0:
+        return None
+    from .answer_tokens import answer_mask, answer_weights, assistant_header, turn_end_ids
+
+    header = assistant_header(hero.tokenizer)
+    if not header:
+        raise ValueError("answer_weight needs a tokenizer with a chat template: without one no token is an answer")
+    return answer_weights(answer_mask(blocks, header, turn_end_ids(hero.tokenizer, header)), cfg.answer_weight)
+
+
 def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path:
     from .backbones import cache_dir
 

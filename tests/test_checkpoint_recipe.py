@@ -48,3 +48,11 @@ def test_the_r2_twin_differs_from_hero_10_r2_in_the_memory_read_only():
         assert (hero.target_skip, hero.budget_scope, hero.lr) == (base.target_skip, base.budget_scope, base.lr)
         assert hero.steps <= base.steps  # the second stage is shorter (R2_STAGE_TWO): never more training
         assert dict(hero.levers)["memory_kernel"] == "softmax"
+
+
+def test_r3_differs_from_hero_10_r2_in_the_answer_weight_only():
+    runs = load_script("make_checkpoints").RUNS
+    r2, r3 = runs["hero-10-r2"], runs["hero-10-r3"]
+    assert (r3.variant, r3.target_skip, r3.steps, r3.start, r3.budget_scope, r3.lr) == \
+           (r2.variant, r2.target_skip, r2.steps, r2.start, r2.budget_scope, r2.lr)
+    assert dict(r3.levers) == {**dict(r2.levers), "answer_weight": 3.0}
