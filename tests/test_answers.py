@@ -271,3 +271,19 @@ def test_a_stopped_run_resumes_from_its_stored_answers(tiny, rows, tmp_path, mon
     # Another token cap is another answer: generated again, not read back.
     with pytest.raises(AssertionError):
         answers.run_answers(tiny, ["hero"], picked, max_new_tokens=5, resume_dir=tmp_path)
+
+
+def test_an_earlier_reports_answers_are_reused_not_generated_again(tiny, rows, tmp_path, monkeypatch):
+    picked = answers.select_rows(rows, 3)
+    first = answers.run_answers(tiny, ["hero"], picked, max_new_tokens=4)
+    report = answers.answers_report(first)
+    report["config"] = {"backbone": tiny.backbone.name, "checkpoints": ["hero"], "tau": None, "answers_tokens": 4}
+    assert answers.seed_from_report(report, tmp_path, picked, tiny.backbone.name) == 6  # 3 prompts x dense, hero
+    assert answers.seed_from_report(report, tmp_path, picked, tiny.backbone.name) == 0  # already there
+    calls = []
+    monkeypatch.setattr(answers, "_generate", lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError))
+    again = answers.run_answers(tiny, ["hero"], picked, max_new_tokens=4, resume_dir=tmp_path)
+    assert not calls
+    assert again[["id", "method", "correct", "text"]].equals(first[["id", "method", "correct", "text"]])
+    with pytest.raises(ValueError, match="not on"):
+        answers.seed_from_report(report, tmp_path, picked, "another-backbone")

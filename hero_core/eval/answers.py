@@ -248,7 +248,7 @@ def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping
 
     records = []
     for name, model, variant, tau in _runs(hero, methods_or_variants):
-        store = AnswerStore(resume_dir, name, model.checkpoint_name, variant, tau) if resume_dir else None
+        store = AnswerStore(resume_dir, name, store_owner(model, variant), variant, tau) if resume_dir else None
         for row in tqdm(rows, desc=f"{name} · answers", disable=not progress, leave=False):
             n = int(row["max_new_tokens"]) if max_new_tokens is None else min(int(row["max_new_tokens"]),
                                                                                max_new_tokens)
@@ -262,6 +262,43 @@ def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping
                     store.add(record, n)
             records.append(record)
     return pd.DataFrame.from_records(records, columns=list(COLUMNS))
+
+
+def store_owner(model, variant: str) -> str:
+    """Whose answers a store holds: the backbone for dense (its answers do not depend on any router, so every
+    comparison on that backbone shares them), else the checkpoint."""
+    return f"backbone={model.backbone.name}" if variant == "dense" else model.checkpoint_name
+
+
+def seed_from_report(report: Mapping[str, Any], directory: Path, rows: Sequence[Mapping[str, Any]],
+                     backbone: str) -> int:
+    """Put the answers of an earlier report (its ``items``, with texts) into ``directory``'s stores, so a run
+    with ``resume_dir=directory`` reuses them instead of generating them again: dense's, and each checkpoint's at
+    its own tau (matched twins ran at a tau of that run's calibration and are generated anew). Only prompts among
+    ``rows`` are taken, under the token cap they were generated with. Returns how many answers were seeded."""
+    config = report.get("config", {})
+    if config.get("backbone") != backbone:
+        raise ValueError(f"the report was made on {config.get('backbone')!r}, not on {backbone!r}")
+    if config.get("tau") is not None:
+        raise ValueError("the report ran every checkpoint at one --tau; only own-tau reports can be reused")
+    own = set(config.get("checkpoints", ()))
+    cap = config.get("answers_tokens")
+    by_id = {row["id"]: row for row in rows}
+    stores: dict[tuple[str, str, str], AnswerStore] = {}
+    seeded = 0
+    for item in report.get("items", ()):
+        row = by_id.get(item.get("id"))
+        reusable = item.get("method") == REFERENCE or item.get("method") in own
+        if row is None or not reusable or item.get("text") is None:
+            continue
+        owner = f"backbone={backbone}" if item["variant"] == "dense" else item["checkpoint"]
+        key = (item["method"], owner, item["variant"])
+        store = stores.setdefault(key, AnswerStore(directory, *key, None))
+        n = int(row["max_new_tokens"]) if cap is None else min(int(row["max_new_tokens"]), int(cap))
+        if store.get(item["id"], n) is None:
+            store.add(item, n)
+            seeded += 1
+    return seeded
 
 
 class AnswerStore:

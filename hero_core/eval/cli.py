@@ -80,6 +80,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume-dir", type=Path, default=None,
                    help="with --answers: keep every answer in a JSONL file per run in this folder as it is checked, "
                         "and reuse the answers already there (a stopped run resumes where it stopped)")
+    p.add_argument("--reuse", type=Path, default=None,
+                   help="with --answers and --resume-dir: first copy into --resume-dir the answers of an earlier "
+                        "report (its JSON, with texts) for dense and each checkpoint it ran at its own tau, so only "
+                        "new checkpoints are generated")
     p.add_argument("--answers-tokens", type=int, default=None,
                    help="with --answers: cap on new tokens per answer (default: each prompt's own max_new_tokens)")
     p.add_argument("--twins", action="store_true",
@@ -177,6 +181,12 @@ def _run_answers(args, load, progress: bool) -> int:
     methods += [HeroMethod(m.twin_model, m.twin_model.config.variant, m.match.tau, name=m.match.method)
                 for m in matched.values()]
     rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
+    if args.reuse is not None:
+        if args.resume_dir is None:
+            raise ValueError("--reuse copies answers into --resume-dir: give both")
+        report = json.loads(args.reuse.read_text(encoding="utf-8"))
+        seeded = answers.seed_from_report(report, args.resume_dir, rows, hero.backbone.name)
+        print(f"reused {seeded} answers from {args.reuse}")
     frame = answers.run_answers(hero, methods, rows, max_new_tokens=args.answers_tokens, progress=progress,
                                 resume_dir=args.resume_dir)
     report = answers.answers_report(frame, keep_texts=not args.no_samples)
