@@ -81,8 +81,11 @@ RUNS.update({
 # tokens weighted 3x in the distillation loss (hero_core.answer_tokens): one lever against hero-10-r2, aimed at the
 # answers a user reads (docs/experiments/answer-weight).
 ANSWER_WEIGHT_R3 = (("answer_weight", 3.0),)
+# no_memread-10-r3 is its twin, continuing no_memread-10-r2-s1 the same way.
 RUNS["hero-10-r3"] = Run("hero", 0.10, R2_STAGE_TWO, "hero-10-r2-s1", budget_scope="batch", lr=5e-5,
                          levers=MEMORY_R2 + ANSWER_WEIGHT_R3)
+RUNS["no_memread-10-r3"] = Run("no_memread", 0.10, R2_STAGE_TWO, "no_memread-10-r2-s1", budget_scope="batch",
+                               lr=5e-5, levers=MEMORY_R2 + ANSWER_WEIGHT_R3)
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
 # The TrainConfig fields a recipe's stages set (a run of --recipe refuses a flag for any of them).
 RECIPE_FIELDS = ("variant", "target_skip", "steps", "budget_scope", "lr", "order_seed", "init_from", "data_blocks",

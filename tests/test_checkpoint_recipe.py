@@ -38,13 +38,13 @@ def test_the_ablations_repeat_hero_10s_stages():
 
 def test_the_r2_twin_differs_from_hero_10_r2_in_the_memory_read_only():
     runs = load_script("make_checkpoints").RUNS
-    for stage in ("-10-r2-s1", "-10-r2"):
+    for stage in ("-10-r2-s1", "-10-r2", "-10-r3"):
         hero, twin = runs[f"hero{stage}"], runs[f"no_memread{stage}"]
         assert (hero.variant, twin.variant) == ("hero", "no_memread")
         assert (twin.target_skip, twin.steps, twin.budget_scope, twin.lr, twin.levers) == \
                (hero.target_skip, hero.steps, hero.budget_scope, hero.lr, hero.levers), stage
         # and from hero-10 in the memory levers alone
-        base = runs[f"hero{stage.replace('-r2', '')}"]
+        base = runs[f"hero{stage.replace('-r2', '').replace('-r3', '')}"]
         assert (hero.target_skip, hero.budget_scope, hero.lr) == (base.target_skip, base.budget_scope, base.lr)
         assert hero.steps <= base.steps  # the second stage is shorter (R2_STAGE_TWO): never more training
         assert dict(hero.levers)["memory_kernel"] == "softmax"
