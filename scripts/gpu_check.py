@@ -10,19 +10,33 @@ build time, a trace, a short generate, routed vs dense prefill and decode (timed
 ``torch.cuda.synchronize``), 20 training steps of ``hero_core.train`` (LM target, no warm start, on the
 local code corpus) and the peak memory of each phase. ``--shape tiny`` runs the same on CPU in seconds
 (tests/test_gpu_check.py). NF4 needs bitsandbytes; without it the NF4 entry says so and the run goes on.
+
+    python scripts/gpu_check.py --model-dir DIR [--data PATH] [--device cuda|cpu] [--train-steps N] [--out F]
+
+runs instead the README's "Your own model" flow on a local Hugging Face directory: ``python -m hero_core train
+--backbone DIR --data PATH --out TMP --recipe hero-10`` (through the CLI's own ``main``, its stages scaled to
+``--train-steps`` steps in the last one), ``python -m hero_core trace … --backbone DIR --checkpoint TMP``, then the
+app headless (``streamlit.testing`` on app/main.py, sidebar: Backbone → local directory DIR, Checkpoint →
+directory… TMP). Each phase records its time, peak GPU memory and pass / fail with the error. Without ``--data`` a
+small text file of standard-library source is written to a temporary folder; the checkpoint, the training caches
+(``$HERO_LENS_CACHE``) and the app's prompt store live in that folder too and go with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import importlib.util
 import json
+import os
 import platform
 import statistics
 import sys
 import tempfile
 import time
 import traceback
+from pathlib import Path
 
 import torch
 
@@ -208,6 +222,247 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
     return out
 
 
+# --- the README's "Your own model" flow on a local directory: train -> trace -> app -----------------------------
+
+RECIPE = "hero-10"  # the README's command
+APP_MAIN = Path(__file__).resolve().parents[1] / "app" / "main.py"
+CORPUS_MODULES = ("textwrap", "string", "json", "argparse", "fractions", "calendar")  # ~0.4 MB of source
+CORPUS_CHARS = 60_000  # ~15k tokens: enough blocks for the default batch and sequence length, quick to tokenise
+
+
+def write_corpus(folder: Path) -> Path:
+    """A small ``.txt`` of standard-library source (paragraphs split at blank lines), standing in for --data."""
+    import importlib
+
+    texts, total = [], 0
+    for name in CORPUS_MODULES:
+        module = importlib.import_module(name)
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        texts.append(source[:CORPUS_CHARS - total])
+        total += len(texts[-1])
+        if total >= CORPUS_CHARS:
+            break
+    path = folder / "corpus.txt"
+    path.write_text("\n\n".join(texts), encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def _environ(**changes: str | None):
+    """Set (or with None remove) environment variables for the block, then put them back."""
+    before = {name: os.environ.get(name) for name in changes}
+    try:
+        for name, value in changes.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _free(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def _phase(report: dict, name: str, device: torch.device, fn) -> bool:
+    """Run one phase: its time, peak GPU memory and pass / fail (with the error) go to report['phases'][name]."""
+    _free(device)
+    _reset_peak(device)
+    entry: dict = {"ok": False}
+    report["phases"][name] = entry
+    t0 = time.perf_counter()
+    try:
+        entry.update(fn())
+        entry["ok"] = True
+    except Exception as err:  # the report must say which phase failed and why, and the run must end cleanly
+        report["errors"][name] = f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=8)}"
+        print(report["errors"][name], file=sys.stderr)
+    _sync(device)
+    entry["s"] = time.perf_counter() - t0
+    entry["peak_gib"] = _peak(device)
+    return entry["ok"]
+
+
+def _train_log(folder: Path) -> list[dict]:
+    path = folder / "train_log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def phase_train(model_dir: Path, data: Path, out: Path, device: torch.device, steps: int,
+                batch_size: int | None, seq_len: int | None) -> dict:
+    """``python -m hero_core train --backbone DIR --data PATH --out OUT --recipe hero-10``, a few steps."""
+    from hero_core.checkpoint import CONFIG_FILE
+    from hero_core.cli import main as hero_main
+    from hero_core.recipes import RUNS, stages
+
+    scale = steps / RUNS[RECIPE].steps  # the last stage runs `steps` steps, the earlier ones in proportion
+    argv = ["train", "--backbone", str(model_dir), "--data", str(data), "--out", str(out), "--recipe", RECIPE,
+            "--steps-scale", repr(scale), "--device", device.type]
+    if batch_size:
+        argv += ["--batch-size", str(batch_size)]
+    if seq_len:
+        argv += ["--seq-len", str(seq_len)]
+    code = hero_main(argv)
+    if code != 0:
+        raise RuntimeError(f"python -m hero_core {' '.join(argv)} exited with {code}")
+    if not (out / CONFIG_FILE).is_file():
+        raise RuntimeError(f"training wrote no {CONFIG_FILE} in {out}")
+    chain = stages(RECIPE)
+    logs = {name: _train_log(out if name == chain[-1] else out / "stages" / name) for name in chain}
+    losses = [r["loss"] for log in logs.values() for r in log]
+    if not losses or not all(map(lambda x: x == x and abs(x) != float("inf"), losses)):
+        raise RuntimeError(f"training losses are missing or not finite: {losses[:8]}")
+    meta = json.loads((out / CONFIG_FILE).read_text())
+    last = logs[chain[-1]]
+    return {"argv": argv, "stages": {name: len(log) for name, log in logs.items()},
+            "first_loss": losses[0], "last_loss": losses[-1], "tau": meta["router"].get("tau"),
+            "data_card_source": meta.get("training", {}).get("data_card", {}).get("source"),
+            "tokens_per_s_last": last[-1].get("tokens_per_s") if last else None}
+
+
+def phase_trace(model_dir: Path, checkpoint: Path, device: torch.device, out: Path) -> dict:
+    """``python -m hero_core trace PROMPT --backbone DIR --checkpoint OUT --out trace.json``, then its checks."""
+    from hero_core.cli import main as hero_main
+    from hero_core.trace import RoutingTrace
+
+    argv = ["trace", PROMPT, "--backbone", str(model_dir), "--checkpoint", str(checkpoint), "--device", device.type,
+            "--out", str(out)]
+    code = hero_main(argv)
+    if code != 0:
+        raise RuntimeError(f"python -m hero_core {' '.join(argv[:1])} … exited with {code}")
+    trace = RoutingTrace.load(out)
+    gates = torch.as_tensor(trace.gate)
+    result = {"argv": argv, "tokens": len(trace.tokens), "routed_layers": trace.n_routed,
+              "backbone": trace.backbone, "checkpoint": trace.checkpoint, "tau": trace.tau,
+              "executed_share": float(trace.executed.mean()), "finite_gates": bool(torch.isfinite(gates).all())}
+    problems = [text for ok, text in (
+        (result["tokens"] > 0, "no tokens"), (result["finite_gates"], "gates not finite"),
+        (trace.checkpoint == checkpoint.name, f"checkpoint recorded as {trace.checkpoint!r}, not {checkpoint.name!r}"),
+    ) if not ok]
+    if problems:
+        raise RuntimeError("trace: " + "; ".join(problems))
+    return result
+
+
+def _plotly_values(obj) -> list[float]:
+    """A plotly array as sent to the browser: a list, or base64 'bdata' with its dtype."""
+    if isinstance(obj, dict) and "bdata" in obj:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"])).tolist()
+    return list(obj)
+
+
+def phase_app(model_dir: Path, checkpoint: Path, device: torch.device, trace_file: Path, timeout: float) -> dict:
+    """app/main.py headless: sidebar Backbone -> local directory DIR, Checkpoint -> directory… OUT, the device;
+    the Route explorer must load that model and checkpoint and draw its skip map of the traced prompt."""
+    from streamlit.testing.v1 import AppTest
+
+    from hero_core.figures import CELLS_NAME
+    from hero_core.trace import RoutingTrace
+
+    if str(APP_MAIN.parent) not in sys.path:
+        sys.path.insert(0, str(APP_MAIN.parent))
+    from components.settings import CUSTOM_CHECKPOINT
+
+    at = AppTest.from_file(str(APP_MAIN), default_timeout=timeout)
+    at.session_state["sb_backbone_kind"] = "local directory"
+    at.session_state["sb_backbone_path"] = str(model_dir)
+    at.session_state["sb_checkpoint"] = CUSTOM_CHECKPOINT
+    at.session_state["sb_checkpoint_path"] = str(checkpoint)
+    at.session_state["sb_device"] = device.type
+    at.session_state["shared_prompt"] = PROMPT
+    at.run()
+    problems = [f"exception: {e.value}" for e in at.exception] + [f"error: {e.value}" for e in at.error]
+    captions = [c.value for c in at.sidebar.caption]
+    loaded = next((c for c in captions if c.startswith("Loaded ")), "")
+    charts = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        charts[spec["layout"].get("title", {}).get("text", "")] = spec
+    skip_map = next((spec for title, spec in charts.items() if title.startswith("Skip map")), None)
+    expected = RoutingTrace.load(trace_file)
+    result = {"sidebar": loaded, "charts": sorted(charts), "page_title": [t.value for t in at.title][:1]}
+    if f"checkpoint **{checkpoint.name}**" not in loaded or f"**{expected.backbone}**" not in loaded:
+        problems.append(f"the sidebar does not name {expected.backbone} with checkpoint {checkpoint.name}: "
+                        f"{loaded or captions}")
+    if skip_map is None:
+        problems.append(f"no skip map on the page (charts: {sorted(charts)})")
+    else:
+        cells = next(d for d in skip_map["data"] if d.get("name") == CELLS_NAME)
+        xs, ys = _plotly_values(cells["x"]), _plotly_values(cells["y"])
+        gates = _plotly_values(cells["marker"]["color"])
+        result |= {"skip_map_tokens": int(max(xs)) + 1, "skip_map_layers": int(max(ys))}
+        if (result["skip_map_tokens"], result["skip_map_layers"]) != (expected.n_tokens, expected.n_routed):
+            problems.append(f"skip map is {result['skip_map_tokens']} tokens x {result['skip_map_layers']} layers, "
+                            f"the trace {expected.n_tokens} x {expected.n_routed}")
+        elif len(gates) == expected.gate.size:
+            result["max_gate_diff_vs_trace"] = float(abs(torch.as_tensor(gates, dtype=torch.float64)
+                                                          - torch.as_tensor(expected.gate.reshape(-1),
+                                                                            dtype=torch.float64)).max())
+    import streamlit as st
+
+    st.cache_resource.clear()  # let the app's cached model go
+    st.cache_data.clear()
+    if problems:
+        raise RuntimeError("app: " + "; ".join(problems))
+    return result
+
+
+def check_model_dir(args, device: torch.device) -> int:
+    """train -> trace -> app on a local model directory; one JSON report and one summary line."""
+    model_dir = Path(args.model_dir).expanduser().resolve()
+    t_start = time.perf_counter()
+    report: dict = {"mode": "model-dir", "model_dir": str(model_dir), "recipe": RECIPE,
+                    "train_steps": args.train_steps, "device": str(device),
+                    "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
+                                    else platform.processor()),
+                    "torch": torch.__version__, "phases": {}, "errors": {}}
+    with tempfile.TemporaryDirectory(prefix="hero-gpu-check-") as tmp:
+        tmp = Path(tmp)
+        data = Path(args.data).expanduser().resolve() if args.data else write_corpus(tmp)
+        report["data"] = str(data) if args.data else f"(standard-library source, {data.stat().st_size:,} bytes)"
+        checkpoint = tmp / f"gpu-check-{RECIPE}"
+        trace_file = tmp / "trace.json"
+        # HERO_LENS_TINY=1 would swap the app's model for the tiny test one; the caches stay in the temp folder
+        with _environ(HERO_LENS_CACHE=str(tmp / "cache"), HERO_LENS_TINY=None):
+            steps = [("train", lambda: phase_train(model_dir, data, checkpoint, device, args.train_steps,
+                                                   args.batch_size, args.seq_len)),
+                     ("trace", lambda: phase_trace(model_dir, checkpoint, device, trace_file)),
+                     ("app", lambda: phase_app(model_dir, checkpoint, device, trace_file, args.app_timeout))]
+            for name, fn in steps:
+                if report["errors"]:
+                    report["phases"][name] = {"ok": False, "skipped": "an earlier phase failed"}
+                    continue
+                print(f"[{time.perf_counter() - t_start:6.1f} s] {name} on {model_dir.name} ({device}) ...",
+                      flush=True)
+                _phase(report, name, device, fn)
+    report["total_s"] = time.perf_counter() - t_start
+    report["ok"] = all(p.get("ok") for p in report["phases"].values())
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=2)
+
+    def said(name: str, p: dict) -> str:
+        if p.get("skipped"):
+            return f"{name} skipped"
+        peak = f", peak {p['peak_gib']:.1f} GiB" if p.get("peak_gib") is not None else ""
+        return f"{name} {'ok' if p['ok'] else 'FAILED'} {p['s']:.1f} s{peak}"
+
+    print(f"{model_dir.name} on {device}: " + " · ".join(said(n, p) for n, p in report["phases"].items())
+          + f" · {'PASS' if report['ok'] else 'FAIL'} ({report['total_s']:.0f} s, {args.out})")
+    return 0 if report["ok"] else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), default="llama-3.1-8b")
@@ -215,11 +470,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precisions", default="bf16,nf4")
     parser.add_argument("--train-steps", type=int, default=20)
     parser.add_argument("--out", default="gpu_check.json")
+    own = parser.add_argument_group("your own model (README): train -> trace -> app on a local directory")
+    own.add_argument("--model-dir", default=None, help="local Hugging Face model directory: run this flow instead "
+                                                       "of the random-shape check")
+    own.add_argument("--data", default=None, help="--data for training (default: standard-library source)")
+    own.add_argument("--batch-size", type=int, default=None, help="training batch (default: the trainer's)")
+    own.add_argument("--seq-len", type=int, default=None, help="training sequence length (default: the trainer's)")
+    own.add_argument("--app-timeout", type=float, default=600.0, help="seconds the app's run may take")
     args = parser.parse_args(argv)
     device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
         print("no CUDA device visible: run with --device cpu --shape tiny to check the script itself", file=sys.stderr)
         return 2
+    if args.model_dir is not None:
+        return check_model_dir(args, device)
     t_start = time.perf_counter()
     report: dict = {"shape": args.shape, "config": SHAPES[args.shape], "device": str(device),
                     "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
