@@ -276,13 +276,19 @@ def test_a_stopped_run_resumes_from_its_stored_answers(tiny, rows, tmp_path, mon
 def test_an_earlier_reports_answers_are_reused_not_generated_again(tiny, rows, tmp_path, monkeypatch):
     picked = answers.select_rows(rows, 3)
     first = answers.run_answers(tiny, ["hero"], picked, max_new_tokens=4)
+    from hero_core.eval.methods import HeroMethod
+
+    twin = HeroMethod(tiny, "no_history", 0.45, name="local@hero")  # a matched twin runs at its own tau
+    extra = answers.run_answers(tiny, [twin], picked, max_new_tokens=4).query("method != 'dense'")
+    first = pd.concat([first, extra], ignore_index=True)
     report = answers.answers_report(first)
-    report["config"] = {"backbone": tiny.backbone.name, "checkpoints": ["hero"], "tau": None, "answers_tokens": 4}
-    assert answers.seed_from_report(report, tmp_path, picked, tiny.backbone.name) == 6  # 3 prompts x dense, hero
+    report["config"] = {"backbone": tiny.backbone.name, "checkpoints": ["hero"], "tau": None, "answers_tokens": 4,
+                        "matched": {"hero": {"method": "local@hero", "tau": 0.45}}}
+    assert answers.seed_from_report(report, tmp_path, picked, tiny.backbone.name) == 9  # 3 prompts x 3 runs
     assert answers.seed_from_report(report, tmp_path, picked, tiny.backbone.name) == 0  # already there
     calls = []
     monkeypatch.setattr(answers, "_generate", lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError))
-    again = answers.run_answers(tiny, ["hero"], picked, max_new_tokens=4, resume_dir=tmp_path)
+    again = answers.run_answers(tiny, ["hero", twin], picked, max_new_tokens=4, resume_dir=tmp_path)
     assert not calls
     assert again[["id", "method", "correct", "text"]].equals(first[["id", "method", "correct", "text"]])
     with pytest.raises(ValueError, match="not on"):

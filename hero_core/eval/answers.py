@@ -274,26 +274,29 @@ def seed_from_report(report: Mapping[str, Any], directory: Path, rows: Sequence[
                      backbone: str) -> int:
     """Put the answers of an earlier report (its ``items``, with texts) into ``directory``'s stores, so a run
     with ``resume_dir=directory`` reuses them instead of generating them again: dense's, and each checkpoint's at
-    its own tau (matched twins ran at a tau of that run's calibration and are generated anew). Only prompts among
-    ``rows`` are taken, under the token cap they were generated with. Returns how many answers were seeded."""
+    its own tau, and each matched twin at the tau the report records for it (``config.matched``: a run whose
+    calibration gives another tau stores under another key and generates them anew). Only prompts among ``rows``
+    are taken, under the token cap they were generated with. Returns how many answers were seeded."""
     config = report.get("config", {})
     if config.get("backbone") != backbone:
         raise ValueError(f"the report was made on {config.get('backbone')!r}, not on {backbone!r}")
     if config.get("tau") is not None:
         raise ValueError("the report ran every checkpoint at one --tau; only own-tau reports can be reused")
     own = set(config.get("checkpoints", ()))
+    twin_tau = {m["method"]: m["tau"] for m in config.get("matched", {}).values()}
     cap = config.get("answers_tokens")
     by_id = {row["id"]: row for row in rows}
-    stores: dict[tuple[str, str, str], AnswerStore] = {}
+    stores: dict[tuple[str, str, str, float | None], AnswerStore] = {}
     seeded = 0
     for item in report.get("items", ()):
         row = by_id.get(item.get("id"))
-        reusable = item.get("method") == REFERENCE or item.get("method") in own
+        method = item.get("method")
+        reusable = method == REFERENCE or method in own or method in twin_tau
         if row is None or not reusable or item.get("text") is None:
             continue
         owner = f"backbone={backbone}" if item["variant"] == "dense" else item["checkpoint"]
-        key = (item["method"], owner, item["variant"])
-        store = stores.setdefault(key, AnswerStore(directory, *key, None))
+        key = (method, owner, item["variant"], twin_tau.get(method))
+        store = stores.setdefault(key, AnswerStore(directory, *key))
         n = int(row["max_new_tokens"]) if cap is None else min(int(row["max_new_tokens"]), int(cap))
         if store.get(item["id"], n) is None:
             store.add(item, n)
