@@ -52,6 +52,18 @@ def test_recipe_2_is_bundled_with_its_twin_and_a_softmax_memory():
     assert ckpt.read_checkpoint("hero-10").config.memory_kernel == "elu1"  # the paper's kernel, recorded as such
 
 
+def test_recipe_3_is_bundled_with_its_twin_and_weights_answers():
+    for name, variant, start in (("hero-10-r3", "hero", "hero-10-r2-s1"),
+                                 ("no_memread-10-r3", "no_memread", "no_memread-10-r2-s1")):
+        found = ckpt.read_checkpoint(name)
+        assert found.config.variant == variant and found.config.memory_kernel == "softmax", name
+        config = found.training["train_config"]
+        assert config["answer_weight"] == 3.0 and config["memory_lr_scale"] == 30.0, name
+        assert config["init_from"].rstrip("/").rsplit("/", 1)[-1] == start, name
+        # the same tokens as hero-10-r2: 384k in the first stage, 900 steps of 4 x 128 in the second
+        assert found.training["tokens_seen"] == ckpt.read_checkpoint("hero-10-r2").training["tokens_seen"], name
+
+
 @pytest.mark.slow
 def test_recipe_2_reads_its_memory_selectively_on_held_out_text():
     from hero_core import load_hero
