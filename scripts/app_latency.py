@@ -39,8 +39,8 @@ def held_out_prompts(n: int, tokens: int) -> list[str]:
     """``n`` distinct held-out code texts, each cut to its first ``tokens`` tokens of the embedded tokenizer."""
     from transformers import AutoTokenizer
 
-    from hero_core.backbones import embedded_model_dir
-    from hero_core.data import domain_texts
+    from hero_core.core.backbones import embedded_model_dir
+    from hero_core.core.data import domain_texts
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
     prompts = []

@@ -300,7 +300,7 @@ DECODE_TEXT = ("Greedy decoding with a KV cache from equal-length prompts; token
                "percent low).")
 OVERHEAD_TEXT = "*bare* is the same model with the routing wrappers and pass hook taken off."
 TRAINING_TEXT = ("*routed*: forward with a copy of the router, LM loss + alpha * usage penalty, backward, clip, "
-                 "AdamW step, as `hero_core/train.py` with its default straight-through gate gradient (both "
+                 "AdamW step, as `hero_core/train/train.py` with its default straight-through gate gradient (both "
                  "branches run on every token: training skips no compute); *routed_paper*: the same with the hard "
                  "branch (`--gate-gradient paper`). *dense*: forward + backward to the input embeddings (the "
                  "backbone is frozen).")
@@ -396,7 +396,7 @@ def render(result: dict) -> str:
               "* After warm-up, the configurations of a section run interleaved in rotating order; a ratio is "
               "the median of the per-repetition ratios of adjacent runs, so slow load drifts cancel.",
               "* *Ideal* speed-up = sum of the tokens' dense FLOPs / sum of (dense - saved) FLOPs, from the "
-              "executed matrix of the same inputs (`hero_core.accounting`: 2 FLOPs per weight of every matmul "
+              "executed matrix of the same inputs (`hero_core.core.accounting`: 2 FLOPs per weight of every matmul "
               "including the LM head, causal attention, router, adapter and memory-read costs).",
               "* Wall time is the headline; process CPU time is shown alongside because it is far less sensitive "
               "to other processes when torch runs one thread.",

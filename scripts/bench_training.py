@@ -32,9 +32,9 @@ SETTINGS = (("fp32, 1 process x 1 thread", "fp32", 1, 1), ("bf16, 1 process x 2 
 WORKER = """
 import json, sys
 sys.path.insert(0, {root!r})
-from hero_core.backbones import load_backbone
-from hero_core.model import HeroModel, fresh_router
-from hero_core.train import TrainConfig, train
+from hero_core.core.backbones import load_backbone
+from hero_core.core.model import HeroModel, fresh_router
+from hero_core.train.train import TrainConfig, train
 from scripts.make_checkpoints import DATA_BLOCKS
 backbone = load_backbone(device="cpu")
 hero = HeroModel(backbone, fresh_router(backbone), "bench")

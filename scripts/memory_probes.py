@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hero_core import checkpoint as ckpt  # noqa: E402
-from hero_core.backbones import load_backbone  # noqa: E402
-from hero_core.model import HeroModel, fresh_router  # noqa: E402
-from hero_core.train import TrainConfig, train  # noqa: E402
+from hero_core.core import checkpoint as ckpt  # noqa: E402
+from hero_core.core.backbones import load_backbone  # noqa: E402
+from hero_core.core.model import HeroModel, fresh_router  # noqa: E402
+from hero_core.train.train import TrainConfig, train  # noqa: E402
 
 OUT = ROOT / "docs" / "experiments" / "memory-probes"
 SOFTMAX = {"memory_kernel": "softmax"}
@@ -48,10 +48,10 @@ DOMAINS = ("chat", "code", "reasoning")
 
 
 def score(hero: HeroModel, limit: int) -> dict:
-    from hero_core.data import domain_texts
+    from hero_core.analysis.read_ablation import read_effect
+    from hero_core.core.data import domain_texts
     from hero_core.eval import HeroMethod
-    from hero_core.frontier import evaluate_points
-    from hero_core.read_ablation import read_effect
+    from hero_core.eval.frontier import evaluate_points
 
     texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
     variant = hero.config.variant
@@ -118,8 +118,8 @@ def report() -> int:
              "`python scripts/memory_probes.py --only NAME ... --steps N` (two lanes side by side, one thread each). "
              "Each probe trains a fresh hero router with hero-10-s1's recipe (10 % budget over the batch, lr 1e-4, "
              "the same cached training blocks in the same order) and changes one lever against `baseline`. Scored on "
-             "held-out text (the eval split of hero_core.data) at tau = 0.5: perplexity ratio routed / dense with a "
-             "95 % bootstrap interval over texts. Read entropy: mean normalised entropy of the memory-attention rows "
+             "held-out text (the eval split of hero_core.core.data) at tau = 0.5: perplexity ratio routed / dense with "
+             "a 95 % bootstrap interval over texts. Read entropy: mean normalised entropy of the memory-attention rows "
              "with two or more entries (1 = uniform). Flips: share of (token, block) decisions that change when the "
              "read is replaced by the uniform average of the same values. rho moved: max |rho_j - rho_init|.", "",
              "| probe | changes | steps | param skip chat / code / reasoning % | ppl ratio chat | ppl ratio code | "

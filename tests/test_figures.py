@@ -1,4 +1,4 @@
-"""hero_core.figures: every figure's data is the trace's own arrays, on the shared axes."""
+"""hero_core.viz.figures: every figure's data is the trace's own arrays, on the shared axes."""
 
 import json
 import math
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core import figures as F
+from hero_core.viz import figures as F
 
 PROMPT = "The cat sat on the mat because it was tired. <b>Tags</b> & \"quotes\"\n\tand a tab."
 
@@ -186,7 +186,7 @@ def test_skip_heatmaps_share_axes(traces):
 
 
 def test_quality_lines(tiny, trace):
-    from hero_core.eval.quality import compare_to_dense
+    from hero_core.core.quality import compare_to_dense
 
     ids = torch.tensor(trace.token_ids)
     q = compare_to_dense(tiny.logits(PROMPT, variant="dense"), tiny.logits(PROMPT, variant="hero"), ids)

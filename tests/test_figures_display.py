@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from hero_core import figures as F
-from hero_core import labels as L
-from hero_core import memory_figures as M
-from hero_core import palette
+from hero_core.core import labels as L
+from hero_core.viz import figures as F
+from hero_core.viz import memory_figures as M
+from hero_core.viz import palette
 
 PROMPT = "The cat sat on the mat because it was tired. \"\"\"quoted\"\"\" & <b>tags</b> 東京 🚀"
 LONG = " ".join(f"word{i % 37}" for i in range(400))
@@ -35,7 +35,7 @@ def title(fig_spec: dict) -> str:
 
 # -- #4 colours and provenance ---------------------------------------------------------------------
 def _quality(tiny, trace):
-    from hero_core.eval.quality import compare_to_dense
+    from hero_core.core.quality import compare_to_dense
 
     dense = tiny.logits(PROMPT, variant="dense").cpu()
     routed = tiny.logits(PROMPT, variant=trace.variant).cpu()
@@ -74,7 +74,7 @@ def test_comparison_figures_share_the_run_colours(traces):
 
 
 def test_colour_blind_safe_pairs(trace, tiny):
-    from hero_core.attribution import explain
+    from hero_core.analysis.attribution import explain
 
     a = explain(tiny, PROMPT, 8, 0, method="ablation")
     bars = spec(F.attribution_bars(a.tokens, a.scores, title="t", trace=trace))
@@ -219,7 +219,7 @@ def test_overview_strip_outlines_the_window(long_trace):
 def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
     """The charts drawn along the tokens beside a long prompt's skip map share its window: same range, labels
     that never collide, and every token's value still in the figure (a pan away)."""
-    from hero_core.eval.quality import compare_to_dense
+    from hero_core.core.quality import compare_to_dense
 
     window = (100, 163)
     quality = tiny.trace(LONG, max_tokens=512, quality=True)

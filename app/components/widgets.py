@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.figures import (
+from hero_core.analysis.spans import first_token_lift, net_cost_words
+from hero_core.viz.figures import (
     MAX_WINDOW,
     compute_legend_html,
     skip_heatmap,
@@ -25,7 +26,6 @@ from hero_core.figures import (
     token_compute_html,
     token_label,
 )
-from hero_core.spans import first_token_lift, net_cost_words
 
 from .links import link_note
 

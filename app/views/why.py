@@ -18,8 +18,15 @@ from components.widgets import (
     token_picker,
 )
 
-from hero_core.attribution import BASELINES
-from hero_core.figures import MAX_WINDOW, attribution_bars, attribution_html, decision_bars, decision_split, token_label
+from hero_core.analysis.attribution import BASELINES
+from hero_core.viz.figures import (
+    MAX_WINDOW,
+    attribution_bars,
+    attribution_html,
+    decision_bars,
+    decision_split,
+    token_label,
+)
 
 P = "why"
 # Token ablation first, the default: it always gives an exact answer (~4 s), where integrated gradients failed their

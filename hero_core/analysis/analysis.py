@@ -1,6 +1,6 @@
 """Aggregate analyses of routing traces: which tokens skip, at which depths, what the history changes.
 
-Everything here except :func:`run_items` is a pure function of :class:`~hero_core.trace.RoutingTrace`
+Everything here except :func:`run_items` is a pure function of :class:`~hero_core.core.trace.RoutingTrace`
 objects and logits, returning pandas DataFrames or dicts; notebooks and the app draw from these tables,
 so every number a notebook states is computed here, not typed in.
 
@@ -13,7 +13,7 @@ Conventions:
   whole texts, which is the honest unit of independence.
 * An :class:`ItemRun` holds one text run under several labelled configurations (``"hero"``,
   ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`run_items` builds them with the public API.
-* Quality follows :mod:`hero_core.eval.quality`: NLL of the next token at positions 0..T-2, KL(dense || routed)
+* Quality follows :mod:`hero_core.core.quality`: NLL of the next token at positions 0..T-2, KL(dense || routed)
   and top-1 agreement at every position.
 """
 
@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .eval.quality import compare_to_dense, next_token_nll
+from ..core.quality import compare_to_dense, next_token_nll
+from ..core.trace import RoutingTrace
 from .memory_stats import MEMORY_STATS, memory_depth_profile, memory_row_stats, memory_stats, memory_token_stats  # noqa: F401  (re-exported: notebooks read every analysis from this module)
 from .token_categories import CATEGORIES, CATEGORY_LABELS, CODE_DOMAINS, token_categories, token_category  # noqa: F401  (re-exported)
-from .trace import RoutingTrace
 from .trace_sets import TracesByDomain, check_domains, check_same_tokens
 
 

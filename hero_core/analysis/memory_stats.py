@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..core.trace import RoutingTrace
 from .token_categories import token_categories
-from .trace import RoutingTrace
 from .trace_sets import TracesByDomain, check_domains
 
 MEMORY_STATS = ("entropy", "normalised_entropy", "lookback", "previous_share")

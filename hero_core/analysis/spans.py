@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trace import RoutingTrace
+from ..core.trace import RoutingTrace
 
 FIRST_TOKEN_NOTE_SHARE = 0.2  # say how much token 0 lifts the figure when it carries at least this share of skips
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .trace import RoutingTrace
+from ..core.trace import RoutingTrace
 
 TracesByDomain = Mapping[str, Sequence[RoutingTrace]]
 

@@ -7,7 +7,7 @@ Threads start with an empty context, so concurrent calls never see each other's 
 
 A call spans one or more *forward passes* (one for a trace, one per decode step for generation).
 A pass starts at the first routed block and holds the depth memory of its tokens; records of every
-routed block are appended to the pass and turned into a :class:`~hero_core.trace.RoutingTrace` later.
+routed block are appended to the pass and turned into a :class:`~hero_core.core.trace.RoutingTrace` later.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ RECORDED_FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "
 @dataclass
 class BlockRecord:
     """What one routed block decided for the tokens of one pass (detached; (N,) unless noted). Every value
-    carries its name in the trace (:class:`~hero_core.trace.RoutingTrace`)."""
+    carries its name in the trace (:class:`~hero_core.core.trace.RoutingTrace`)."""
 
     executed: torch.Tensor  # bool
     fields: dict[str, torch.Tensor]  # RECORDED_FIELDS
@@ -107,7 +107,7 @@ class RoutingCall:
     # Baselines override the router's hard decision: policy(block, gate (N,), pass) -> (executed (N,), gate (N,)).
     # The returned gate scales the branches as usual (g * FFN, (1 - g) * Adapter).
     policy: Callable[[int, torch.Tensor, ForwardPass], tuple[torch.Tensor, torch.Tensor]] | None = None
-    # "uniform" replaces every memory read by the plain mean of the stored values (hero_core.memory.MEMORY_READS).
+    # "uniform" replaces every memory read by the plain mean of the stored values (hero_core.core.memory.MEMORY_READS).
     memory_read: str = "learned"
     passes: list[ForwardPass] = field(default_factory=list)
 

@@ -26,7 +26,7 @@ from .router import HeroRouter
 WEIGHTS_FILE = "hero_adapter.safetensors"
 CONFIG_FILE = "hero_config.json"
 FORMAT_VERSION = 1
-BUNDLED_DIR = Path(__file__).parent / "checkpoints"
+BUNDLED_DIR = Path(__file__).parents[1] / "checkpoints"
 SHARED_MODE = 0o644  # a checkpoint is meant to be shared (a temp file starts as 0600)
 STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

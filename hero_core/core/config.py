@@ -112,7 +112,7 @@ class HeroConfig:
     tau: float = 0.5
     t_hist: float = 0.9
     rho_init: float = 0.98
-    # How the depth memory weighs its entries (hero_core.memory): "elu1" is the paper's linear attention (reads
+    # How the depth memory weighs its entries (hero_core.core.memory): "elu1" is the paper's linear attention (reads
     # start, and in our runs stayed, within 0.3 % of uniform); "softmax" is an exact softmax over the <= R stored
     # keys with log rho as a decay bias and a learned temperature. Checkpoints without the field are "elu1".
     memory_kernel: str = "elu1"
@@ -123,7 +123,7 @@ class HeroConfig:
     # has gradient (g(1-g) ~ 0.018).
     gate_bias_init: float = 4.0
     eps: float = 1e-6
-    # What every bundled checkpoint uses (hero_core.inject). Files written before this field existed were all
+    # What every bundled checkpoint uses (hero_core.core.inject). Files written before this field existed were all
     # trained with the paper's scaling: from_dict reads a missing field as LEGACY_BRANCH_SCALING.
     branch_scaling: str = "unscaled"
     extra: dict[str, Any] = field(default_factory=dict)  # free-form provenance (training recipe, notes)

@@ -9,7 +9,7 @@ the tokenizer's chat template where it has one, and as ``prompt`` + a blank line
 (a base model), so no chat template is ever required.
 
 Every item goes to the training or the held-out split by a hash of its text, as the built-in data does
-(hero_core.data.split_of: one item in five is held out), so no item is in both.
+(hero_core.core.data.split_of: one item in five is held out), so no item is in both.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def load_corpus(path: str | Path, tokenizer, seq_len: int, *, min_blocks: int = 
             f"({min_blocks} block(s) of {seq_len} tokens); add text, or lower --seq-len / --batch-size")
     card = {"source": "your text (--data)", "path": str(path), "sources": card_sources,
             "train_tokens": train_tokens, "blocks": len(blocks), "seq_len": seq_len,
-            "held_out": {"rule": f"sha256(item text) % {EVAL_SHARE} == 0 (hero_core.data.split_of)",
+            "held_out": {"rule": f"sha256(item text) % {EVAL_SHARE} == 0 (hero_core.core.data.split_of)",
                          "items": eval_items, "tokens": eval_tokens, "digest": eval_digest.hexdigest()[:16]},
             "items": f"a .txt file's paragraphs joined up to {ITEM_CHARS} characters; a JSONL line or Parquet row"}
     return Corpus(blocks, card)

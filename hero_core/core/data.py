@@ -155,7 +155,7 @@ def code_texts(split: str = "train", max_chars: int = 4000, limit: int | None = 
 
 # -- chat ---------------------------------------------------------------------------------------------
 # The chat prompts' topics (data, kept beside the module): the first list, then the later additions.
-_TOPIC_LISTS = json.loads((Path(__file__).with_name("chat_topics.json")).read_text(encoding="utf-8"))
+_TOPIC_LISTS = json.loads((Path(__file__).parents[1] / "chat_topics.json").read_text(encoding="utf-8"))
 _TOPICS, _MORE_TOPICS = _TOPIC_LISTS["topics"], _TOPIC_LISTS["more_topics"]
 _ASKS = ["Explain {t} to a ten-year-old.", "Give me three interesting facts about {t}.",
          "Write a short paragraph about {t}.", "What are the most common misconceptions about {t}?",

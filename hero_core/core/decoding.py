@@ -1,6 +1,6 @@
 """The one decode loop (:func:`decode_steps`) and what it needs: pick rules, stop conditions, its result.
 
-:meth:`hero_core.model.HeroModel.decode` runs it with the KV cache (generation, evaluation, the benchmark);
+:meth:`hero_core.core.model.HeroModel.decode` runs it with the KV cache (generation, evaluation, the benchmark);
 a method that can only score whole sequences (``hero_core.eval.methods.CallableMethod``) runs it by
 re-feeding the whole sequence each step.
 """

@@ -1,7 +1,7 @@
 """The model families HeRo Lens wraps, each described once: where transformers keeps a family's decoder
 blocks, which module of a block is the FFN, which norm feeds it, and where the residual point hbar is.
 
-Only :mod:`hero_core.inject` reads this table (and hands out what other modules need through its own
+Only :mod:`hero_core.core.inject` reads this table (and hands out what other modules need through its own
 functions), so transformers' module names live here and nowhere else. Names checked against
 transformers 5.x's ``modeling_*.py`` of each family.
 

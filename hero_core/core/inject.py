@@ -1,7 +1,7 @@
 """Wrap a causal LM's blocks for routing, PEFT-style, without touching its weights.
 
 The only module that works on transformers' modules; where each family keeps its parts is the table in
-:mod:`hero_core.families`, which only this module reads. For each routed block:
+:mod:`hero_core.core.families`, which only this module reads. For each routed block:
 
 * the norm that feeds the FFN (``post_attention_layernorm`` in Llama) is wrapped by :class:`HiddenStateTap`,
   which hands its input hbar_j (the residual the FFN branch starts from) to the current call; a family whose
@@ -10,7 +10,7 @@ The only module that works on transformers' modules; where each family keeps its
   :class:`RoutedFFN`, which receives u_j = LN_ffn(hbar_j), asks the router for the gate and runs the hard
   branch on gathered tokens: ``g >= tau: g * FFN(u)``; else ``(1 - g) * Adapter(u)``. The block adds hbar itself.
 
-A forward pre-hook on the decoder stack starts a new :class:`~hero_core.call_state.ForwardPass` with the
+A forward pre-hook on the decoder stack starts a new :class:`~hero_core.core.call_state.ForwardPass` with the
 call's padding mask. With no routing call active, or in the ``dense`` variant, every wrapper calls its
 base layer unchanged, so the wrapped model computes exactly what the backbone does.
 """
@@ -41,7 +41,7 @@ def final_norm(model: nn.Module) -> nn.Module:
 
 
 class FFNWithOutputNorm(nn.Module):
-    """A family's FFN followed by its post-FFN norm: the addend a skip replaces (see hero_core.families)."""
+    """A family's FFN followed by its post-FFN norm: the addend a skip replaces (see hero_core.core.families)."""
 
     def __init__(self, ffn: nn.Module, norm: nn.Module) -> None:
         super().__init__()

@@ -364,7 +364,7 @@ class HeroModel:
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
     """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
-    from .eval.quality import token_quality
+    from .quality import token_quality
 
     q = {name: value.cpu().double().numpy() for name, value in token_quality(dense, routed, ids).items()}
     pad = np.array([np.nan])  # the last token has no next token
@@ -405,7 +405,7 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
     routers are used and a warning says so.
 
     ``dtype`` is the backbone's precision in full-precision mode: ``fp32`` (default, the reference), ``bf16``,
-    or ``auto`` (bf16 where a probe shows it faster, hero_core.precision). Routers always run in fp32.
+    or ``auto`` (bf16 where a probe shows it faster, hero_core.core.precision). Routers always run in fp32.
     """
     from .backbones import resolve_device
     from .precision import resolve_dtype

@@ -2,7 +2,7 @@
 bundled checkpoints trained for it (the app's backbone picker shows this before anything loads).
 
 The size comes from the safetensors headers (a length-prefixed JSON table of tensor shapes, read as JSON: no
-weights, no unpickling); the fingerprint is the one :class:`~hero_core.backbones.Backbone` computes once loaded,
+weights, no unpickling); the fingerprint is the one :class:`~hero_core.core.backbones.Backbone` computes once loaded,
 so the same check that refuses a mismatched checkpoint on load can refuse it here first.
 """
 
@@ -83,7 +83,7 @@ def bundled_fingerprints() -> dict[str, Fingerprint]:
 
 
 def describe_model_dir(path: str | Path) -> ModelDirInfo:
-    """What ``path`` holds. Raises :class:`~hero_core.backbones.BackboneError` (with what to do) for a directory
+    """What ``path`` holds. Raises :class:`~hero_core.core.backbones.BackboneError` (with what to do) for a directory
     that is missing, has no config.json or safetensors weights, or holds a family HeRo Lens does not wrap."""
     from transformers import AutoConfig
 

@@ -176,7 +176,7 @@ class PackedLayers:
 class PackedMemory:
     """Depth memory of the packed path: the stored keys (phi(k_i) for elu1, k_i for softmax) and [v_i, 1] of all R
     blocks in zero-filled buffers of fixed size, read with the constant decay matrix (unwritten slots have decay
-    0). The same read as :class:`~hero_core.memory.DepthMemory`; for elu1 the denominator comes from the ones
+    0). The same read as :class:`~hero_core.core.memory.DepthMemory`; for elu1 the denominator comes from the ones
     column; it also gives ``state_norm`` for record_states."""
 
     def __init__(self, n_tokens: int, capacity: int, d_memory: int, decay: torch.Tensor, *, device, dtype) -> None:

@@ -190,7 +190,7 @@ class RoutingTrace:
                   notices: list[str] | None = None, n_prompt_tokens: int | None = None,
                   tau_rule: str = "checkpoint", forgetting_init: float | None = None,
                   memory_kernel: str | None = None) -> RoutingTrace:
-        """The trace of batch row ``batch_index`` of a finished call (a :class:`~hero_core.call_state.RoutingCall`,
+        """The trace of batch row ``batch_index`` of a finished call (a :class:`~hero_core.core.call_state.RoutingCall`,
         whose passes turn their records into arrays): its passes concatenated over tokens, cut to ``token_ids``."""
         R, T = len(routed_layers), len(token_ids)
         per_pass = [p.arrays(batch_index, R, call.variant, call.record_states) for p in call.passes]

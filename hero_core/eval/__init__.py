@@ -3,7 +3,7 @@
 Modules, one concept each:
 
     methods    what gets evaluated (:class:`Method`, :class:`HeroMethod`, :class:`CallableMethod`), its
-               forwards and greedy decoding (through the one decode loop, :mod:`hero_core.decoding`)
+               forwards and greedy decoding (through the one decode loop, :mod:`hero_core.core.decoding`)
     scoring    log-likelihoods as lm-evaluation-harness splits them, multiple-choice accuracy, Retain
     suites     the registry :data:`~hero_core.eval.suites.SUITES`: one entry per suite (name, run, scores,
                headline) — main, extended, humaneval, reasoning, domains
@@ -20,7 +20,7 @@ Modules, one concept each:
     headline   the README's headline table (Retain and answers kept beside param skip) from the result files
 
 Compute figures (param skip, net param skip, FLOP share saved, token-weighted over every token a suite
-fed) come from :class:`hero_core.accounting.ComputeTally`.
+fed) come from :class:`hero_core.core.accounting.ComputeTally`.
 
 A *method* is anything with the small :class:`Method` interface: a forward over a right-padded batch that
 returns logits and which FFNs each token ran. :class:`HeroMethod` ``(hero, variant, tau)`` runs a HeRo
@@ -34,7 +34,7 @@ policy at matched skip::
     evaluate(hero, ["hero", "no_history"], ["main"], limit=50, methods=[static])
 
 Data hygiene: BIG-bench and HumanEval are evaluation-only (never read by training); reasoning and
-domain texts come from the ``eval`` split of :mod:`hero_core.data`, disjoint from ``train`` by a hash
+domain texts come from the ``eval`` split of :mod:`hero_core.core.data`, disjoint from ``train`` by a hash
 of each item. Few-shot exemplars of the reasoning suite come from the ``train`` split, so no
 evaluation question appears in a prompt other than its own.
 """

@@ -8,12 +8,12 @@ import random
 
 import torch
 
-from .model import HeroModel
+from ..core.model import HeroModel
 
 
 def calibration_blocks(hero: HeroModel, n_blocks: int = 8, seq_len: int = 128, seed: int = 1) -> torch.Tensor:
     """A few train-split blocks from every domain (never evaluation data) for calibrating tau."""
-    from .data import chat_texts, code_texts, reasoning_problems, token_blocks
+    from ..core.data import chat_texts, code_texts, reasoning_problems, token_blocks
 
     texts = [p.text for p in reasoning_problems(24, "train", seed=seed)]
     texts += code_texts("train", limit=8)
@@ -25,7 +25,7 @@ def calibration_blocks(hero: HeroModel, n_blocks: int = 8, seq_len: int = 128, s
 
 def realised_skip(hero: HeroModel, blocks: torch.Tensor, variant: str, tau: float) -> float:
     """Param skip (paper definition) of ``variant`` at threshold ``tau`` on token blocks."""
-    from .accounting import token_compute
+    from ..core.accounting import token_compute
 
     call = hero.new_call(variant, tau)
     with torch.no_grad():

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .accounting import token_compute
-from .eval.baselines import random_skipping
-from .inject import ffn_modules
+from ..core.accounting import token_compute
+from ..core.inject import ffn_modules
+from .baselines import random_skipping
 
 DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)
@@ -94,8 +94,8 @@ def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str
     """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
     from tqdm import tqdm
 
-    from .eval.methods import HeroMethod
-    from .eval.quality import log_probs, quality_of_log_probs
+    from ..core.quality import log_probs, quality_of_log_probs
+    from .methods import HeroMethod
 
     reference = HeroMethod(hero, "dense")
     out: dict[str, dict[str, dict]] = {m.name: {} for m in methods}
@@ -135,9 +135,9 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False,
              domains: Sequence[str] = ("chat", "code", "reasoning"), progress: bool = False) -> dict:
     """Sweep every model in ``models`` ({checkpoint name: HeroModel}) over ``taus`` (one list for all, or
     {name: list}), plus the references. The references use the first model's adapters."""
-    from .accounting import ffns_for_param_skip
-    from .data import domain_texts
-    from .eval.methods import HeroMethod
+    from ..core.accounting import ffns_for_param_skip
+    from ..core.data import domain_texts
+    from .methods import HeroMethod
 
     first = next(iter(models.values()))
     methods, curves = [], {}
@@ -167,7 +167,7 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False,
     for curve in curves.values():
         curve["points"] = [{"knob": knob, **{d: results[name][d] for d in domains}} for knob, name in curve["points"]]
     return {"backbone": first.backbone.name, "limit": limit, "max_tokens": max_tokens, "domains": list(domains),
-            "split": "eval (held out: see hero_core.data)", "curves": curves}
+            "split": "eval (held out: see hero_core.core.data)", "curves": curves}
 
 
 def at_skip(curve: dict, domain: str, skip: float) -> dict | None:
@@ -197,9 +197,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args) -> int:
-    from . import checkpoint as ckpt
-    from .backbones import load_backbone
-    from .model import HeroModel
+    from ..core import checkpoint as ckpt
+    from ..core.backbones import load_backbone
+    from ..core.model import HeroModel
 
     try:
         taus = [float(t) for t in args.taus.split(",")]

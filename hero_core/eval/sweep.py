@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .analysis import CATEGORIES, CATEGORY_LABELS, token_categories
+from ..analysis.analysis import CATEGORIES, CATEGORY_LABELS, token_categories
+from ..core.trace import RoutingTrace
 from .frontier import ratio_interval
 from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
-from .trace import RoutingTrace
 
 BUNDLED_SETS = ("reasoning", "code", "chat", "humaneval")
 PROMPT_KEYS = ("prompt", "text", "input", "question")  # first present key (JSONL) or column (CSV) is the prompt
@@ -115,16 +115,16 @@ def load_prompts(path: str | os.PathLike) -> list[Item]:
 
 def bundled_items(name: str, n: int, hero=None) -> list[Item]:
     """``n`` held-out prompts of a bundled set: ``reasoning``, ``code``, ``chat`` (needs ``hero``: the dense
-    model's own replies) from :func:`hero_core.data.domain_texts`, or ``humaneval`` (the problem prompts)."""
+    model's own replies) from :func:`hero_core.core.data.domain_texts`, or ``humaneval`` (the problem prompts)."""
     if name not in BUNDLED_SETS:
         raise ValueError(f"unknown bundled set {name!r}; choose one of {', '.join(BUNDLED_SETS)}")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of items must be a positive integer, got {n!r}")
     if name == "humaneval":
-        from .eval.humaneval import load_problems
+        from .humaneval import load_problems
 
         return [Item(p.task_id, p.prompt, "code") for p in load_problems(limit=n)]
-    from .data import domain_texts
+    from ..core.data import domain_texts
 
     return [Item(f"{name}-{i}", text, name) for i, text in enumerate(domain_texts(name, "eval", n, hero=hero))]
 
@@ -142,7 +142,7 @@ class SweepRun:
 
 def with_checkpoint(hero, name: str):
     """``hero``'s backbone with another checkpoint's router (the backbone is not loaded twice)."""
-    from . import checkpoint as ckpt
+    from ..core import checkpoint as ckpt
 
     if name == hero.checkpoint_name:
         return hero
@@ -305,7 +305,7 @@ class SweepResult:
         Bins are [edges[i], edges[i + 1]) of the token's index in its item; the default edges keep token 0 (the
         attention sink, which skips most FFNs) alone and split the rest at the routers' 128-token training
         blocks. Unlike :meth:`skip_by_position` this does not stretch a 20-token and a 2,000-token prompt onto
-        the same axis, so position effects stay visible. Columns: see :func:`hero_core.position_skip.bin_table`."""
+        the same axis, so position effects stay visible. Columns: see :func:`hero_core.eval.position_skip.bin_table`."""
         return bin_table(self.tokens, by=("run",), edges=edges)
 
     def quality(self, seed: int = 0) -> pd.DataFrame:
@@ -453,7 +453,7 @@ def _items_from(spec: Path, hero) -> list[Item]:
 
 
 def run_cli(args) -> int:
-    from .cli import _load
+    from ..cli import _load
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     state = None

@@ -4,7 +4,7 @@ docs/experiments/memory-diagnosis (``scripts/memory_diagnosis.py`` runs them on 
 Five things are measured, each by one function here so tests can run them on the tiny model:
 
 * **gradients** (:func:`text_gradients`, :func:`gradient_ratios`, :func:`gradient_consistency`): one backward of
-  KL(dense || routed) summed over tokens, in training semantics (the straight-through call of hero_core.train),
+  KL(dense || routed) summed over tokens, in training semantics (the straight-through call of hero_core.train.train),
   per parameter group as grad-norm / param-norm, and how consistent the per-text gradients of the memory's
   parameters are across texts (pairwise cosine; Adam's step share |mean g| / rms g);
 * **the read** (:func:`read_statistics`): normalised entropy of every memory-attention row with >= 2 entries
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .memory import feature_map
+from ..core.memory import feature_map
 
 # Parameter groups of a HeroRouter, by the first part of the parameter's name; memory_log_scale exists only for
 # the softmax kernel. "adapters" sums the per-block adapters.
@@ -49,7 +49,7 @@ def parameter_group(name: str) -> str:
 # -- gradients ---------------------------------------------------------------------------------------------
 def kl_to_dense(hero, input_ids: torch.Tensor, variant: str) -> torch.Tensor:
     """KL(dense || routed) of the next-token distributions, summed over the tokens of ``input_ids`` (1, T), with
-    its graph: the routed call as hero_core.train makes it (records, gates with graph, straight-through)."""
+    its graph: the routed call as hero_core.train.train makes it (records, gates with graph, straight-through)."""
     with torch.no_grad():
         dense = hero.forward(input_ids, None, hero.new_call("dense", record=False), use_cache=False)
     call = hero.new_call(variant, record=True, keep_gates=True, straight_through=True)
@@ -190,7 +190,7 @@ def weight_spread(weights: np.ndarray) -> np.ndarray:
 
 def decay_matrix(rho: np.ndarray) -> np.ndarray:
     """decay[j, i] = prod_{m=i+1..j-1} rho_m (0-based j, i; i < j, else 0): the weight the memory's decay gives
-    entry i when block j reads it (hero_core.memory.DepthMemory.write)."""
+    entry i when block j reads it (hero_core.core.memory.DepthMemory.write)."""
     rho = np.asarray(rho, dtype=np.float64)
     R = len(rho)
     decay = np.zeros((R, R))
@@ -340,7 +340,7 @@ def training_stages(training: dict, stage_lr: Callable[[str], float | None]) -> 
 
 def adam_eta_bound(stages: Sequence[dict]) -> float:
     """The farthest Adam moves one parameter over these stages: the sum of the learning rate over every step
-    (hero_core.train.lr_at's warmup and cosine), i.e. a step of lr each time, what a gradient of constant sign
+    (hero_core.train.train.lr_at's warmup and cosine), i.e. a step of lr each time, what a gradient of constant sign
     gives. NaN when a stage's rate is unknown."""
     from .train import TrainConfig, lr_at  # training's own schedule; imported here so inference never loads it
 
@@ -373,7 +373,7 @@ def parameter_movement(before, after) -> dict[str, dict[str, float]]:
 def movement_since_bundled_stage(router, training: dict, stage_lr: Callable[[str], float | None]) -> dict | None:
     """:func:`parameter_movement` from the latest earlier stage of this checkpoint that is bundled (a continuation's
     exact start, or a stage on its way), with the Adam bound of the stages after it; None without such a stage."""
-    from . import checkpoint as ckpt
+    from ..core import checkpoint as ckpt
 
     stages = training_stages(training, stage_lr)
     bundled = set(ckpt.bundled_names())

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import CONFIG_FILE
+from ..core.checkpoint import CONFIG_FILE
 from .train import TrainConfig
 
 

@@ -37,10 +37,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import checkpoint as ckpt
-from .config import BRANCH_SCALINGS, check_variant
-from .files import atomic_write, atomic_write_text
-from .inject import wrapped_layers
+from ..core import checkpoint as ckpt
+from ..core.config import BRANCH_SCALINGS, check_variant
+from ..core.files import atomic_write, atomic_write_text
+from ..core.inject import wrapped_layers
+from ..core.model import HeroModel, fresh_router, load_hero
+from ..core.precision import check_dtype, resolve_dtype
 from .losses import (  # noqa: F401  (re-exported: the names tests and scripts import from train)
     budget_hinge,
     distill_loss,
@@ -50,8 +52,6 @@ from .losses import (  # noqa: F401  (re-exported: the names tests and scripts i
     usage_penalty,
     weighted_mean,
 )
-from .model import HeroModel, fresh_router, load_hero
-from .precision import check_dtype, resolve_dtype
 from .train_data import (  # noqa: F401  (re-exported, like the losses)
     adapter_cache_path,
     block_order,

@@ -7,8 +7,8 @@ import argparse
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from .config import BRANCH_SCALINGS, TRAINABLE_VARIANTS
-from .precision import DTYPES
+from ..core.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS
+from ..core.precision import DTYPES
 from .recipes import RUNS
 from .train import (
     BUDGET_SCOPES,
@@ -129,9 +129,9 @@ def run_recipe(args, hero, layers) -> Path:
 
 
 def run_cli(args) -> int:
-    from .backbones import load_backbone
-    from .config import parse_layers
-    from .model import HeroModel, fresh_router
+    from ..core.backbones import load_backbone
+    from ..core.config import parse_layers
+    from ..core.model import HeroModel, fresh_router
 
     if args.recipe is not None:
         check_recipe_flags(args)

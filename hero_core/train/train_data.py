@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from .files import atomic_write
+from ..core.files import atomic_write
 
 if TYPE_CHECKING:
-    from .model import HeroModel
+    from ..core.model import HeroModel
     from .train import TrainConfig
 
 
@@ -28,7 +28,7 @@ def training_set(hero: HeroModel, cfg: TrainConfig) -> tuple[torch.Tensor, dict]
         if mix != cfg.data_mix:
             card["note"] = "chat left out: the tokenizer has no chat template, so the base model trains on plain text"
         return training_blocks(hero, cfg, cfg.data_blocks), card
-    from .corpus import load_corpus
+    from ..core.corpus import load_corpus
 
     corpus = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len, min_blocks=cfg.batch_size)
     rows = corpus.blocks
@@ -49,7 +49,7 @@ def builtin_mix(hero: HeroModel, cfg: TrainConfig) -> dict:
 def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
     """(n_blocks, seq_len) token ids drawn from the train split of every built-in domain, mixed by cfg.data_mix
     (chat left out for a tokenizer without a chat template, see :func:`builtin_mix`)."""
-    from .data import domain_texts, token_blocks
+    from ..core.data import domain_texts, token_blocks
 
     weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0}
     if not weights:
@@ -91,10 +91,10 @@ def loss_weights(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor) -> tor
 
 
 def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path:
-    from .backbones import cache_dir
+    from ..core.backbones import cache_dir
 
     if cfg.data is not None:  # the corpus's digest: an edited text gets its own teacher and adapters
-        from .corpus import corpus_key
+        from ..core.corpus import corpus_key
 
         mix = f"data{corpus_key(cfg.data)}"
     else:
@@ -114,7 +114,7 @@ def teacher_dtype(hero: HeroModel, cfg: TrainConfig) -> torch.dtype:
     """Precision of the dense teacher's pass: the run's autocast precision (bf16 where the CPU runs it ~3x faster).
     bf16 moves the stored top-k log-probs by ~1e-2 nats, far below the distillation loss (~1.5 nats); checkpoints
     record which teacher they learned from (training.teacher_dtype)."""
-    from .precision import resolve_dtype
+    from ..core.precision import resolve_dtype
 
     return resolve_dtype(cfg.dtype, hero.device)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .config import VARIANTS
+from ..core.config import VARIANTS
 
 if TYPE_CHECKING:
     from .train import TrainConfig

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..core.labels import plotly_text
+from ..core.trace import RoutingTrace
 from .axes import _token_axis, indexed_hover
-from .labels import plotly_text
 from .memory_figures import _check_token
 from .palette import (
     EXECUTED_COLOUR,
@@ -24,7 +25,6 @@ from .palette import (
     SKIPPED_COLOUR,
     titled,
 )
-from .trace import RoutingTrace
 
 
 # -- one decision ------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Plotly figures of routing traces: pure functions of :class:`~hero_core.trace.RoutingTrace` objects.
+"""Plotly figures of routing traces: pure functions of :class:`~hero_core.core.trace.RoutingTrace` objects.
 
 No Streamlit here: the app, notebooks and tests all draw the same figures. Conventions, shared by
 every figure so that side-by-side views line up:
@@ -11,12 +11,12 @@ every figure so that side-by-side views line up:
   skipped, so executed vs skipped reads without colour;
 * every title carries the run's provenance (checkpoint, variant, τ, param skip): an exported figure keeps it;
 * no figure paints its background: the template (Streamlit's light or dark theme) does; colours come from
-  :mod:`hero_core.palette` (colour-blind safe, one colour per run in every subplot);
-* plotly strings are escaped once, for plotly's own HTML subset (:func:`hero_core.labels.plotly_text`).
+  :mod:`hero_core.viz.palette` (colour-blind safe, one colour per run in every subplot);
+* plotly strings are escaped once, for plotly's own HTML subset (:func:`hero_core.core.labels.plotly_text`).
 
 Long prompts: ``window=(first, last)`` shows that token range at a legible cell size (the rest is a pan away),
 with tick labels thinned so that they never overlap; :func:`skip_overview` is the whole prompt in one strip.
-Memory figures live in :mod:`hero_core.memory_figures` and are re-exported here.
+Memory figures live in :mod:`hero_core.viz.memory_figures` and are re-exported here.
 
 The skip map is drawn as square ``go.Scatter`` markers, not ``go.Heatmap``: Streamlit's
 ``plotly_chart(on_select=...)`` returns no selection for heatmaps (streamlit issue 8760), and a
@@ -35,7 +35,9 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .axes import (  # noqa: F401 - re-exported: callers import them from hero_core.figures
+from ..core.labels import display_tokens, plotly_text, token_label  # noqa: F401
+from ..core.trace import RoutingTrace
+from .axes import (  # noqa: F401 - re-exported: callers import them from hero_core.viz.figures
     LABEL_PX,
     MAX_TICK_LABELS,
     MAX_WINDOW,
@@ -51,7 +53,6 @@ from .axes import (  # noqa: F401 - re-exported: callers import them from hero_c
     tick_step,
 )
 from .decision_figures import attribution_bars, attribution_html, decision_bars, decision_split, tau_curve  # noqa: F401
-from .labels import display_tokens, plotly_text, token_label  # noqa: F401
 from .memory_figures import (  # noqa: F401
     MEMORY_MODES,
     _check_token,
@@ -74,7 +75,6 @@ from .palette import (
     title_room,
     titled,
 )
-from .trace import RoutingTrace
 
 EXECUTED_SYMBOL = "square"  # every cell: a square coloured by g
 SKIP_MARK = "x"  # drawn over the cells whose FFN did not run: white fill, black outline, legible on any g
@@ -434,7 +434,7 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
     """Per token: NLL of the next token, KL(dense || routed), and where the top-1 prediction departs from
     dense; one line (or row of marks) per run.
 
-    ``qualities`` are :func:`hero_core.eval.quality.compare_to_dense` dicts on the same tokens; point i is
+    ``qualities`` are :func:`hero_core.core.quality.compare_to_dense` dicts on the same tokens; point i is
     the prediction made at token i (the NLL is that of token i+1). Run k has one colour in all three
     panels (the legend names the first panel's line, so the others must match it). ``traces``, when given,
     put each run's provenance in the title; ``window`` = (first, last) token shown, as in the skip map."""

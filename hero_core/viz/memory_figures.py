@@ -19,9 +19,9 @@ from types import MappingProxyType
 import numpy as np
 import plotly.graph_objects as go
 
-from .labels import plotly_text, token_label
+from ..core.labels import plotly_text, token_label
+from ..core.trace import RoutingTrace
 from .palette import DIVERGING_SCALE, MARK_COLOUR, RUN_COLOURS, titled
-from .trace import RoutingTrace
 
 MEMORY_MODES = ("weights", "ratio", "difference")
 MEMORY_MODE_LABELS = {"weights": "weights α", "ratio": "ratio to uniform", "difference": "difference from the mean"}

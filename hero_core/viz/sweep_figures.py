@@ -1,10 +1,10 @@
-"""Figures of a data-set sweep (:class:`hero_core.sweep.SweepResult`): pure functions of its tables."""
+"""Figures of a data-set sweep (:class:`hero_core.eval.sweep.SweepResult`): pure functions of its tables."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .sweep import SweepResult
+from ..eval.sweep import SweepResult
 
 _LAYOUT = {"template": "plotly_white", "height": 340, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
            "legend": {"orientation": "h", "y": -0.25}}
