@@ -42,7 +42,7 @@ def main() -> int:
     backbone = load_backbone(device="auto")
     hero = HeroModel(backbone, fresh_router(backbone), "training")
     if args.prepare_only:
-        from hero_core.train.train import teacher_targets, training_blocks
+        from hero_core.train.train_data import teacher_targets, training_blocks
 
         cfg = TrainConfig(out=str(args.out_dir / "_prepare"), data_blocks=DATA_BLOCKS, threads=args.threads)
         teacher_targets(hero, cfg, training_blocks(hero, cfg, DATA_BLOCKS))

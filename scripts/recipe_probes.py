@@ -101,7 +101,7 @@ def at_init(limit: int) -> int:
     gate fitted to that adapter's error at the 10 % budget (the starting point each recipe trains from)."""
     import torch
 
-    from hero_core.train.train import adapter_cache_path, training_blocks
+    from hero_core.train.train_data import adapter_cache_path, training_blocks
     from hero_core.train.warmstart import cached_warm_start, fit_gate_to_adapter_error
 
     backbone = load_backbone(device="auto")

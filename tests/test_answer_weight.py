@@ -7,7 +7,8 @@ import torch
 
 from hero_core.train.answer_tokens import answer_mask, answer_weights, assistant_header, turn_end_ids
 from hero_core.train.losses import distill_loss, weighted_mean
-from hero_core.train.train import TrainConfig, loss_weights, train
+from hero_core.train.train import TrainConfig, train
+from hero_core.train.train_data import loss_weights
 
 
 def test_the_mask_opens_after_a_header_and_closes_at_eos_or_a_new_turn():

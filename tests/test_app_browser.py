@@ -256,7 +256,7 @@ def test_a_long_prompt_gets_a_token_window(server, browser, tiny):
     """A prompt of 600+ tokens pasted into Route explorer: the skip map shows a window of legible cells whose
     labels never collide, an overview strip covers the whole (truncated) prompt, the charts along the tokens
     share the window; no exception anywhere."""
-    from hero_core.viz.figures import LABEL_PX, MAX_WINDOW, MIN_CELL_PX
+    from hero_core.viz.axes import LABEL_PX, MAX_WINDOW, MIN_CELL_PX
 
     assert len(tiny.tokenizer(VERY_LONG_PROMPT)["input_ids"]) >= 600
     expected = tiny.trace(VERY_LONG_PROMPT, max_tokens=512)

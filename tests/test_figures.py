@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from hero_core.core import labels as L
 from hero_core.viz import figures as F
 
 PROMPT = "The cat sat on the mat because it was tired. <b>Tags</b> & \"quotes\"\n\tand a tab."
@@ -85,12 +86,12 @@ def test_skip_heatmap_escapes_and_marks_selection(trace):
 
 
 def test_token_label():
-    assert F.token_label("\n") == "↵"
-    assert F.token_label("   ") == "␣␣␣"
-    assert F.token_label("") == "∅"
-    assert F.token_label("\x1f") == "␟" and F.token_label("a\x00b\x1b") == "a␀b␛"  # found by hypothesis
-    assert F.token_label("\u3000") == "␣"  # ideographic space: blank, so shown
-    assert F.token_label("abcdefghijklmnop", 6) == "abcde…"
+    assert L.token_label("\n") == "↵"
+    assert L.token_label("   ") == "␣␣␣"
+    assert L.token_label("") == "∅"
+    assert L.token_label("\x1f") == "␟" and L.token_label("a\x00b\x1b") == "a␀b␛"  # found by hypothesis
+    assert L.token_label("\u3000") == "␣"  # ideographic space: blank, so shown
+    assert L.token_label("abcdefghijklmnop", 6) == "abcde…"
 
 
 def test_executed_counts_and_layer_bars(traces, trace):

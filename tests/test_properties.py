@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hero_core.core.accounting import ComputeProfile
-from hero_core.core.labels import display_tokens, plotly_text
+from hero_core.core.labels import display_tokens, plotly_text, token_label
 from hero_core.core.trace import RoutingTrace
 from hero_core.viz.figures import (
     CELLS_NAME,
@@ -23,7 +23,6 @@ from hero_core.viz.figures import (
     memory_map,
     skip_heatmap,
     token_compute_html,
-    token_label,
     trajectories,
 )
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from hero_core.core import checkpoint as ckpt
-from hero_core.train.train import TrainConfig, budget_hinge, distill_loss, hard_executed, train, usage_penalty
+from hero_core.train.losses import budget_hinge, distill_loss, hard_executed, usage_penalty
+from hero_core.train.train import TrainConfig, train
 
 
 def _cfg(out, **kw):
@@ -132,7 +133,7 @@ def test_the_training_command_line_takes_its_defaults_from_train_config():
 
 
 def test_an_order_seed_reorders_the_same_blocks():
-    from hero_core.train.train import block_order
+    from hero_core.train.train_data import block_order
 
     cached = block_order(TrainConfig(out="x"), 50)
     assert torch.equal(cached, torch.arange(50))

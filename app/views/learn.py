@@ -10,8 +10,9 @@ from components.runtime import RunSpec, get_trace, load_model, matched_tau
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
 from hero_core.analysis.spans import first_token_words
+from hero_core.core.labels import token_label
 from hero_core.eval import measured as measured_results
-from hero_core.viz.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
+from hero_core.viz.figures import flip_map, memory_fill, skip_heatmap, tau_curve
 from hero_core.viz.memory_words import describe_memory, describe_read, read_at, tour_plan
 from hero_core.viz.tau_words import tau_sweep_words
 

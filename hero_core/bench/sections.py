@@ -223,7 +223,7 @@ def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
 
     Two gate gradients, as ``train.py --gate-gradient`` offers: ``straight_through`` (its default: both
     branches run on every token, no compute is skipped in training) and ``paper`` (the hard branch)."""
-    from ..train.train import usage_penalty
+    from ..train.losses import usage_penalty
 
     batch, length = cfg.train_shape
     ids = batch_of(pool, batch, length, offset=41).to(hero.device)

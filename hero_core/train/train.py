@@ -43,7 +43,7 @@ from ..core.files import atomic_write, atomic_write_text
 from ..core.inject import wrapped_layers
 from ..core.model import HeroModel, fresh_router, load_hero
 from ..core.precision import check_dtype, resolve_dtype
-from .losses import (  # noqa: F401  (re-exported: the names tests and scripts import from train)
+from .losses import (
     budget_hinge,
     distill_loss,
     hard_executed,
@@ -52,14 +52,12 @@ from .losses import (  # noqa: F401  (re-exported: the names tests and scripts i
     usage_penalty,
     weighted_mean,
 )
-from .train_data import (  # noqa: F401  (re-exported, like the losses)
+from .train_data import (
     adapter_cache_path,
     block_order,
     loss_weights,
-    teacher_cache_path,
     teacher_dtype,
     teacher_targets,
-    training_blocks,
     training_set,
 )
 from .train_memory import memory_log_row, param_groups

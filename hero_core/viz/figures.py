@@ -35,26 +35,21 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..core.labels import display_tokens, plotly_text, token_label  # noqa: F401
+from ..core.labels import plotly_text
 from ..core.trace import RoutingTrace
-from .axes import (  # noqa: F401 - re-exported: callers import them from hero_core.viz.figures
-    LABEL_PX,
-    MAX_TICK_LABELS,
-    MAX_WINDOW,
-    MIN_CELL_PX,
-    PLOT_WIDTH_PX,
-    TICK_FONT_PX,
+from .axes import (
     _block_axis,
     _cell_size,
     _token_axis,
     _window,
     hover_labels,
     indexed_hover,
-    tick_step,
 )
+
+# The figure functions of decision_figures and memory_figures are part of this module's API: notebooks and pages
+# import every figure from here.
 from .decision_figures import attribution_bars, attribution_html, decision_bars, decision_split, tau_curve  # noqa: F401
 from .memory_figures import (  # noqa: F401
-    MEMORY_MODES,
     _check_token,
     block_labels,
     forgetting_bars,
