@@ -194,7 +194,7 @@ def generations(models: dict, n_prompts: int) -> dict:
 
 
 def memory_entropy(models: dict, limit: int) -> dict:
-    from hero_core.analysis.analysis import memory_stats
+    from hero_core.analysis.memory_stats import memory_stats
     from hero_core.core.config import VARIANTS
     from hero_core.core.data import domain_texts
 
