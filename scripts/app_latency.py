@@ -24,10 +24,9 @@ import time
 import urllib.parse
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hero_core.reports.app_browser import FIND_SKIP_MAP_JS, NO_EXCEPTION_JS, browser_tab, embedded_env, served_app
 
-from scripts.app_browser import FIND_SKIP_MAP_JS, NO_EXCEPTION_JS, browser_tab, embedded_env, served_app  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "experiments" / "app-latency" / "results.json"
 PRECISIONS = {"full": "fp32", "bf16": "bf16"}  # the app's precision choice -> the name in the report

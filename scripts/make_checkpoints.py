@@ -15,14 +15,11 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from hero_core.core.backbones import cache_dir, load_backbone  # noqa: E402
-from hero_core.core.checkpoint import BUNDLED_DIR, CONFIG_FILE  # noqa: E402
-from hero_core.core.model import HeroModel, fresh_router  # noqa: E402
-from hero_core.train.recipes import DATA_BLOCKS, RUNS, already_trained, stage_config  # noqa: E402
-from hero_core.train.train import TrainConfig, train  # noqa: E402
+from hero_core.core.backbones import cache_dir, load_backbone
+from hero_core.core.checkpoint import BUNDLED_DIR, CONFIG_FILE
+from hero_core.core.model import HeroModel, fresh_router
+from hero_core.train.recipes import DATA_BLOCKS, RUNS, already_trained, stage_config
+from hero_core.train.train import TrainConfig, train
 
 STAGE_DIR = cache_dir() / "checkpoint-stages"
 

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 OUT = ROOT / "docs" / "experiments" / "memory-diagnosis"
 DEFAULT_CHECKPOINTS = ("hero-10", "hero-10-s1", "no_aux-10", "hero-25")
@@ -48,7 +47,7 @@ def measure(args: argparse.Namespace, command: str) -> dict:
     from hero_core.core.data import domain_texts
     from hero_core.core.model import load_hero
     from hero_core.train.memory_diagnosis import diagnose, random_elu1_read
-    from scripts.make_checkpoints import RUNS  # the recipe: the learning rate of stages that are not bundled
+    from hero_core.train.recipes import RUNS  # the recipe: the learning rate of stages that are not bundled
 
     if args.threads:
         torch.set_num_threads(args.threads)

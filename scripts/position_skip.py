@@ -18,10 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hero_core.eval import position_skip as ps
 
-from hero_core.eval import position_skip as ps  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "experiments" / "position-skip"
 FIGURE = ROOT / "docs" / "figures" / "position_skip.png"

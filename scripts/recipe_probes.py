@@ -16,13 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hero_core.core import checkpoint as ckpt
+from hero_core.core.backbones import load_backbone
+from hero_core.core.model import HeroModel, fresh_router
+from hero_core.train.train import TrainConfig, train
 
-from hero_core.core import checkpoint as ckpt  # noqa: E402
-from hero_core.core.backbones import load_backbone  # noqa: E402
-from hero_core.core.model import HeroModel, fresh_router  # noqa: E402
-from hero_core.train.train import TrainConfig, train  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "experiments" / "recipe-probes"
 PROBES = {  # name: (what it changes, TrainConfig overrides)

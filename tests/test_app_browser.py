@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scripts.app_browser import (
+from hero_core.reports.app_browser import (
     FIND_SKIP_MAP_JS,
     NO_EXCEPTION_JS,
     SKIP_MAP_JS,

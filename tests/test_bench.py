@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from scripts_loader import load_script
 
 from hero_core.bench import inputs, sections, targets, timing
 from hero_core.bench.memory_probe import memory_probe
@@ -15,6 +14,7 @@ from hero_core.bench.sections import ROUTER_ONLY, overhead_bound
 from hero_core.core import accounting
 from hero_core.core.inject import RoutedFFN, unwrapped
 from hero_core.core.memory import DepthMemory
+from hero_core.reports import bench_report
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_ARGS = ["--quick", "--sizes", "2x16,1x24", "--reps", "2", "--warmup", "1", "--decode-batches", "1,3",
@@ -23,7 +23,7 @@ TINY_ARGS = ["--quick", "--sizes", "2x16,1x24", "--reps", "2", "--warmup", "1", 
 
 
 def _report_module():
-    return load_script("bench_report")
+    return bench_report
 
 
 def _positive_finite(x) -> bool:

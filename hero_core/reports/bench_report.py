@@ -17,15 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hero_core.bench.targets import (  # noqa: E402
+from ..bench.targets import (
     SCHEMA,
     SINGLE_PRECISION_NAME,
     SINGLE_PRECISION_SCHEMA,
     target_unit,
 )
-from scripts.readme_block import replace_block  # noqa: E402
+from .readme_block import replace_block
 
 Label = tuple[str, ...]
 Rows = list[tuple[Label, list[str]]]  # one precision's rows: (label cells, value cells)

@@ -13,11 +13,10 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ..eval.frontier import at_skip
+from .readme_block import replace_block
 
-from hero_core.eval.frontier import at_skip  # noqa: E402
-from scripts.readme_block import replace_block  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 DOMAINS = ("chat", "code", "reasoning")
 PAPER_BUDGETS = (26.87, 38.82)  # the paper's two HeRo operating points (Llama-3.1-8B), param skip %

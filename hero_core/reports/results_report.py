@@ -12,13 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ..eval.answers_figure import plot_answers_kept
+from ..eval.headline import headline_lines, load_json
+from ..eval.twins import is_headline
+from .readme_block import replace_block
 
-from hero_core.eval.answers_figure import plot_answers_kept  # noqa: E402
-from hero_core.eval.headline import headline_lines, load_json  # noqa: E402
-from hero_core.eval.twins import is_headline  # noqa: E402
-from scripts.readme_block import replace_block  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 # The paper's Llama-3.1-8B-Instruct results (7 lm-eval-harness tasks), quoted from the paper (arXiv 2609.08189).
 PAPER = [
