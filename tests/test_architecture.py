@@ -65,3 +65,36 @@ def test_no_module_is_over_500_lines():
     long = {m: n for m in modules() if (n := len(CORE.joinpath(*m.split(".")).with_suffix(".py")
                                                .read_text().splitlines())) > 500}
     assert not long, long
+
+
+# Which subpackages each layer may import (docs/architecture.md): core <- train / eval / analysis <- viz <- app.
+# "" is a top-level module (cli, prompt_store); only the command line of eval reuses cli's model loader.
+MAY_IMPORT = {
+    "core": {"core"},
+    "train": {"core", "train"},
+    "analysis": {"core", "analysis"},
+    "eval": {"core", "analysis", "eval", ""},
+    "viz": {"core", "analysis", "eval", "viz"},
+    "bench": {"core", "train", "bench"},
+    "reports": {"core", "analysis", "eval", "viz", "bench", "reports"},
+}
+
+
+def layer(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or CORE.joinpath(parts[1]).is_dir() else ""
+
+
+def test_layers_import_downwards():
+    assert set(MAY_IMPORT) == {p.name for p in CORE.iterdir() if (p / "__init__.py").exists()}
+    for module in modules():
+        if "." not in module:
+            continue
+        own = module.split(".")[0]
+        used = {layer(n) for n in imported(module) if n.startswith("hero_core.") and n != "hero_core"}
+        assert used <= MAY_IMPORT[own], (module, used - MAY_IMPORT[own])
+
+
+def test_the_package_root_stays_small():
+    top = list(CORE.glob("*.py"))
+    assert len(top) <= 16, sorted(p.name for p in top)
