@@ -69,7 +69,7 @@ def draw_picks(dense: ScoreTable, tasks: Sequence[str], *, n_boot: int = N_BOOT,
                seed: int = 0) -> dict[str, np.ndarray]:
     """Resampled example indices per task, ``(n_boot, n_task)`` each, from one seeded generator (in ``tasks``'
     order), so every method compared against the same dense run is resampled on the same examples."""
-    from ..analysis.analysis import bootstrap_picks  # lazily: hero_core.analysis.analysis imports hero_core.eval
+    from ..analysis.analysis import bootstrap_picks  # lazily, as the other analysis imports here
 
     rng = np.random.default_rng(seed)
     return {t: bootstrap_picks(len(dense[t]), n_boot=n_boot, rng=rng) for t in tasks}
