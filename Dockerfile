@@ -41,7 +41,7 @@ RUN if ! command -v "${PYTHON}" >/dev/null 2>&1 || ! "${PYTHON}" -c "import ensu
     && useradd --create-home --uid 1000 hero
 
 # Chromium for the PNG / SVG figure export: kaleido 1.x renders in an installed Chrome or Chromium and never
-# downloads one at run time (hero_core/figure_export.py). Debian's chromium package (the python:3.11-slim base),
+# downloads one at run time (hero_core/viz/figure_export.py). Debian's chromium package (the python:3.11-slim base),
 # with Liberation fonts (metric-compatible with the Arial that plotly's default font list falls back to). On a
 # base without Debian's package (Ubuntu's chromium is a snap stub that cannot run in a container) the image is
 # built without it: PNG / SVG then answer with a message, and the HTML export still works.
@@ -73,7 +73,7 @@ COPY app ./app
 RUN pip install --no-deps -e .
 
 # Bake the embedded SmolLM2-135M-Instruct: GGUF -> safetensors under $HERO_LENS_CACHE, once.
-RUN python -c "from hero_core.backbones import embedded_model_dir; print(embedded_model_dir())" \
+RUN python -c "from hero_core.core.backbones import embedded_model_dir; print(embedded_model_dir())" \
     && chown -R hero:hero /opt/hero_lens_cache
 
 USER hero

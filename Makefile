@@ -65,7 +65,7 @@ ANSWERS_LIMIT ?= 120
 results: $(STAMP)
 	$(PY) scripts/make_frontier.py
 	$(PY) scripts/quality_report.py
-	$(PY) -m hero_core.measured
+	$(PY) -m hero_core.eval.measured
 	$(PY) scripts/recipe_probes.py --report
 	$(MAKE) results-headline
 

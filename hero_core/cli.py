@@ -8,15 +8,15 @@ import os
 import sys
 from pathlib import Path
 
-from .config import INFERENCE_VARIANTS
+from .core.config import INFERENCE_VARIANTS
 
 
 def _load(args):
     if os.environ.get("HERO_LENS_TINY") == "1":
-        from .tiny import tiny_hero
+        from .core.tiny import tiny_hero
 
         return tiny_hero()
-    from .model import load_hero
+    from .core.model import load_hero
 
     return load_hero(args.checkpoint, backbone=args.backbone, quantization=args.quantization, device=args.device,
                      dtype=args.dtype)
@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 
-    for name, module in (("train", "train_cli"), ("eval", "eval"), ("bench", "bench"), ("data", "data"),
-                         ("frontier", "frontier"), ("sweep", "sweep")):
+    for name, module in (("train", "train.train_cli"), ("eval", "eval"), ("bench", "bench"), ("data", "core.data"),
+                         ("frontier", "eval.frontier"), ("sweep", "eval.sweep")):
         try:
             mod = __import__(f"hero_core.{module}", fromlist=["add_arguments"])
         except ModuleNotFoundError as err:

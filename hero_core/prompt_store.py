@@ -14,8 +14,8 @@ import json
 import re
 from pathlib import Path
 
-from .backbones import cache_dir
-from .files import atomic_write_text
+from .core.backbones import cache_dir
+from .core.files import atomic_write_text
 
 ID_LENGTH = 16
 _ID = re.compile(rf"[0-9a-f]{{{ID_LENGTH}}}")

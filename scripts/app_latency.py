@@ -24,10 +24,9 @@ import time
 import urllib.parse
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hero_core.reports.app_browser import FIND_SKIP_MAP_JS, NO_EXCEPTION_JS, browser_tab, embedded_env, served_app
 
-from scripts.app_browser import FIND_SKIP_MAP_JS, NO_EXCEPTION_JS, browser_tab, embedded_env, served_app  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "experiments" / "app-latency" / "results.json"
 PRECISIONS = {"full": "fp32", "bf16": "bf16"}  # the app's precision choice -> the name in the report
@@ -39,8 +38,8 @@ def held_out_prompts(n: int, tokens: int) -> list[str]:
     """``n`` distinct held-out code texts, each cut to its first ``tokens`` tokens of the embedded tokenizer."""
     from transformers import AutoTokenizer
 
-    from hero_core.backbones import embedded_model_dir
-    from hero_core.data import domain_texts
+    from hero_core.core.backbones import embedded_model_dir
+    from hero_core.core.data import domain_texts
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
     prompts = []

@@ -25,10 +25,10 @@ import time
 
 import torch
 
-from hero_core import checkpoint as ckpt
 from hero_core import load_hero
 from hero_core.bench.sections import decode_step_seconds
-from hero_core.call_state import RoutingCall
+from hero_core.core import checkpoint as ckpt
+from hero_core.core.call_state import RoutingCall
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when movable type made books "
           "cheaper to produce and ideas travelled faster across Europe than ever before.")

@@ -31,11 +31,10 @@ SETTINGS = (("fp32, 1 process x 1 thread", "fp32", 1, 1), ("bf16, 1 process x 2 
 
 WORKER = """
 import json, sys
-sys.path.insert(0, {root!r})
-from hero_core.backbones import load_backbone
-from hero_core.model import HeroModel, fresh_router
-from hero_core.train import TrainConfig, train
-from scripts.make_checkpoints import DATA_BLOCKS
+from hero_core.core.backbones import load_backbone
+from hero_core.core.model import HeroModel, fresh_router
+from hero_core.train.recipes import DATA_BLOCKS
+from hero_core.train.train import TrainConfig, train
 backbone = load_backbone(device="cpu")
 hero = HeroModel(backbone, fresh_router(backbone), "bench")
 train(TrainConfig(out={out!r}, steps={steps}, target_skip=0.10, dtype={dtype!r}, threads={threads},
@@ -47,7 +46,7 @@ def run_setting(dtype: str, threads: int, processes: int, steps: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         outs = [Path(tmp) / f"run{i}" for i in range(processes)]
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        procs = [subprocess.Popen([sys.executable, "-c", WORKER.format(root=str(ROOT), out=str(o), steps=steps,
+        procs = [subprocess.Popen([sys.executable, "-c", WORKER.format(out=str(o), steps=steps,
                                                                        dtype=dtype, threads=threads)], env=env)
                  for o in outs]
         for p in procs:

@@ -11,14 +11,11 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from hero_core import checkpoint as ckpt  # noqa: E402
-from hero_core.backbones import load_backbone  # noqa: E402
-from hero_core.calibration import calibrate_tau, calibration_blocks, realised_skip  # noqa: E402
-from hero_core.files import atomic_write_text  # noqa: E402
-from hero_core.model import HeroModel  # noqa: E402
+from hero_core.core import checkpoint as ckpt
+from hero_core.core.backbones import load_backbone
+from hero_core.core.files import atomic_write_text
+from hero_core.core.model import HeroModel
+from hero_core.eval.calibration import calibrate_tau, calibration_blocks, realised_skip
 
 TARGETS = {"hero-25": 0.25, "local-25": 0.25, "hero-40": 0.40, "local-40": 0.40}
 

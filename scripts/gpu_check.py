@@ -87,7 +87,7 @@ def quantize_nf4(model: torch.nn.Module, device: torch.device) -> int:
     """Replace every decoder-block Linear by a bitsandbytes NF4 Linear4bit (bf16 compute), in place."""
     import bitsandbytes as bnb
 
-    from hero_core.inject import decoder_layers
+    from hero_core.core.inject import decoder_layers
 
     count = 0
     for layer in decoder_layers(model):
@@ -113,8 +113,8 @@ def build_hero(shape: str, precision: str, device: torch.device, seed: int = 0):
     """A random-weight backbone of ``shape`` on ``device`` with a fresh router (gates spread around tau)."""
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from hero_core.backbones import Backbone, embedded_model_dir
-    from hero_core.model import HeroModel, fresh_router, spread_gates
+    from hero_core.core.backbones import Backbone, embedded_model_dir
+    from hero_core.core.model import HeroModel, fresh_router, spread_gates
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
     if tokenizer.pad_token is None:
@@ -199,7 +199,7 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
     out["peak_gib_timing"] = _peak(device)
 
     # training steps (hero_core.train on a temporary directory: LM target, no warm start)
-    from hero_core.train import TrainConfig, train
+    from hero_core.train.train import TrainConfig, train
 
     _reset_peak(device)
     with tempfile.TemporaryDirectory() as tmp:

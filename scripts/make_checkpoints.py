@@ -1,6 +1,6 @@
 """Reproduce the bundled checkpoints: ``make checkpoints`` (or ``python scripts/make_checkpoints.py``).
 
-The stages and their settings are hero_core.recipes (the recipe table ``python -m hero_core train --recipe``
+The stages and their settings are hero_core.train.recipes (the recipe table ``python -m hero_core train --recipe``
 runs too); its docstring says what each run is. Each run records its wall and CPU time in ``hero_config.json``
 (training.timing) and resumes where it stopped if interrupted. Runs train under STAGE_DIR; a bundled run is copied
 into hero_core/checkpoints/ when it finishes. ``--only`` picks runs; ``make checkpoints`` runs two lanes, one per
@@ -15,14 +15,11 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from hero_core.backbones import cache_dir, load_backbone  # noqa: E402
-from hero_core.checkpoint import BUNDLED_DIR, CONFIG_FILE  # noqa: E402
-from hero_core.model import HeroModel, fresh_router  # noqa: E402
-from hero_core.recipes import DATA_BLOCKS, RUNS, already_trained, stage_config  # noqa: E402
-from hero_core.train import TrainConfig, train  # noqa: E402
+from hero_core.core.backbones import cache_dir, load_backbone
+from hero_core.core.checkpoint import BUNDLED_DIR, CONFIG_FILE
+from hero_core.core.model import HeroModel, fresh_router
+from hero_core.train.recipes import DATA_BLOCKS, RUNS, already_trained, stage_config
+from hero_core.train.train import TrainConfig, train
 
 STAGE_DIR = cache_dir() / "checkpoint-stages"
 
@@ -42,7 +39,7 @@ def main() -> int:
     backbone = load_backbone(device="auto")
     hero = HeroModel(backbone, fresh_router(backbone), "training")
     if args.prepare_only:
-        from hero_core.train import teacher_targets, training_blocks
+        from hero_core.train.train_data import teacher_targets, training_blocks
 
         cfg = TrainConfig(out=str(args.out_dir / "_prepare"), data_blocks=DATA_BLOCKS, threads=args.threads)
         teacher_targets(hero, cfg, training_blocks(hero, cfg, DATA_BLOCKS))

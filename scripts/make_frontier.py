@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",
@@ -43,9 +42,9 @@ MAX_TOKENS = 192  # tokens per held-out text (chat and reasoning texts are short
 
 
 def load_models(names):
-    from hero_core import checkpoint as ckpt
-    from hero_core.backbones import load_backbone
-    from hero_core.model import HeroModel
+    from hero_core.core import checkpoint as ckpt
+    from hero_core.core.backbones import load_backbone
+    from hero_core.core.model import HeroModel
 
     backbone = load_backbone(device="cpu")
     models = {}
@@ -65,7 +64,7 @@ def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = N
     with ``sweep``, over TAUS like the -10 curves."""
     import torch
 
-    from hero_core.frontier import frontier
+    from hero_core.eval.frontier import frontier
 
     torch.set_num_threads(1)
     models = load_models(only or [*CURVES, *ABLATIONS, *STAGE_ONE])
@@ -161,7 +160,7 @@ def common_prefix(a: list[int], b: list[int], n: int) -> int:
 
 
 def generations(models: dict, n_prompts: int) -> dict:
-    from hero_core.data import chat_prompts
+    from hero_core.core.data import chat_prompts
 
     hero = next(iter(models.values()))
     tok = hero.tokenizer
@@ -194,9 +193,9 @@ def generations(models: dict, n_prompts: int) -> dict:
 
 
 def memory_entropy(models: dict, limit: int) -> dict:
-    from hero_core.analysis import memory_stats
-    from hero_core.config import VARIANTS
-    from hero_core.data import domain_texts
+    from hero_core.analysis.memory_stats import memory_stats
+    from hero_core.core.config import VARIANTS
+    from hero_core.core.data import domain_texts
 
     hero = next(iter(models.values()))
     texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
@@ -218,11 +217,11 @@ def read_matters(models: dict, limit: int) -> dict:
     """Per memory-reading checkpoint and domain, at its own tau: the share of decisions that flip when every read
     is replaced by the uniform average of the same values, the learned read's entropy, and the perplexity ratio
     to dense with the learned and with the uniform read (95 % bootstrap intervals over texts)."""
-    from hero_core.config import VARIANTS
-    from hero_core.data import domain_texts
+    from hero_core.analysis.read_ablation import read_effect
+    from hero_core.core.config import VARIANTS
+    from hero_core.core.data import domain_texts
     from hero_core.eval import HeroMethod
-    from hero_core.frontier import evaluate_points
-    from hero_core.read_ablation import read_effect
+    from hero_core.eval.frontier import evaluate_points
 
     hero = next(iter(models.values()))
     texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
@@ -249,10 +248,10 @@ def bf16_check(models: dict, limit: int) -> dict:
 
     import torch
 
-    from hero_core.backbones import load_backbone
-    from hero_core.data import domain_texts
-    from hero_core.eval.quality import next_token_nll
-    from hero_core.model import HeroModel
+    from hero_core.core.backbones import load_backbone
+    from hero_core.core.data import domain_texts
+    from hero_core.core.model import HeroModel
+    from hero_core.core.quality import next_token_nll
 
     if "hero-10" not in models:
         return {}

@@ -31,18 +31,17 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hero_core.core import checkpoint as ckpt
+from hero_core.core.backbones import load_backbone
+from hero_core.core.data import domain_texts
+from hero_core.core.model import HeroModel
+from hero_core.eval import HeroMethod, baselines, evaluate
+from hero_core.eval.calibration import calibration_blocks, realised_skip
+from hero_core.eval.retain import retain_summary
+from hero_core.eval.sweep import with_checkpoint
+from hero_core.eval.twins import headline_checkpoints, match_twins
 
-from hero_core import checkpoint as ckpt  # noqa: E402
-from hero_core.backbones import load_backbone  # noqa: E402
-from hero_core.calibration import calibration_blocks, realised_skip  # noqa: E402
-from hero_core.data import domain_texts  # noqa: E402
-from hero_core.eval import HeroMethod, baselines, evaluate  # noqa: E402
-from hero_core.eval.retain import retain_summary  # noqa: E402
-from hero_core.eval.twins import headline_checkpoints, match_twins  # noqa: E402
-from hero_core.model import HeroModel  # noqa: E402
-from hero_core.sweep import with_checkpoint  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TRAINED_ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")
 BASELINE_BUDGETS = ("hero-25", "hero-40")
@@ -135,7 +134,7 @@ def main() -> int:
         merge(result, run_humaneval(first, runs + twins, args.humaneval_limit, args.humaneval_all))
 
     result["config"]["wall_seconds"] = round(time.perf_counter() - start, 1)
-    result["config"]["calibration"] = {"blocks": list(blocks.shape), "source": "hero_core.calibration"
+    result["config"]["calibration"] = {"blocks": list(blocks.shape), "source": "hero_core.eval.calibration"
                                                                                 ".calibration_blocks"}
     result["config"]["matched_param_skip"] = policy_skips
     result["matched"] = {n: m.to_dict() for n, m in matched.items()}

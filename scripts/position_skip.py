@@ -2,7 +2,7 @@
 
 ``OMP_NUM_THREADS=1 python scripts/position_skip.py [--checkpoints hero-10 local-10 hero-25] [--sequences 2]``
 packs each domain's eval-split texts (chat, code, reasoning) into sequences of ``--max-tokens`` tokens, traces them
-under every checkpoint (hero_core.position_skip.measure) and reports skip per absolute-position bin (token 0 alone,
+under every checkpoint (hero_core.eval.position_skip.measure) and reports skip per absolute-position bin (token 0 alone,
 1-15, 16-127, 128-511, 512-2047), param skip with and without the first token, and skip(512-2047) / skip(16-127)
 against the 0.75 target. It writes docs/experiments/position-skip/results.json, renders README.md beside it and
 draws docs/figures/position_skip.png; ``--report`` only re-renders the page and the figure from results.json.
@@ -18,10 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hero_core.eval import position_skip as ps
 
-from hero_core import position_skip as ps  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "experiments" / "position-skip"
 FIGURE = ROOT / "docs" / "figures" / "position_skip.png"
@@ -30,7 +29,7 @@ FIGURE = ROOT / "docs" / "figures" / "position_skip.png"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoints", nargs="+", default=list(ps.DEFAULT_CHECKPOINTS),
-                   help="bundled checkpoint names or directories, each loaded via hero_core.model.load_hero "
+                   help="bundled checkpoint names or directories, each loaded via hero_core.core.model.load_hero "
                         f"(default: {' '.join(ps.DEFAULT_CHECKPOINTS)})")
     p.add_argument("--sequences", "--limit", dest="sequences", type=int, default=2,
                    help="sequences of --max-tokens tokens per domain (default 2; --limit is the same flag)")
@@ -71,7 +70,7 @@ def measure(args: argparse.Namespace, command: str) -> dict:
 
 
 def render(results: dict, out: Path, figure: Path) -> None:
-    from hero_core.figure_export import figure_image
+    from hero_core.viz.figure_export import figure_image
 
     (out / "README.md").write_text(ps.readme(results), encoding="utf-8")
     figure.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """Screenshots of the app on the embedded model with the bundled default checkpoint, for the README.
 
 ``python scripts/screenshot_app.py`` serves ``app/main.py`` (no test mode: SmolLM2-135M-Instruct + hero-10),
-drives Debian's headless Chromium over the DevTools protocol (scripts/app_browser.py) and writes
+drives Debian's headless Chromium over the DevTools protocol (hero_core/reports/app_browser.py) and writes
 docs/screenshots/{explorer,memory,compare,why}.png once each page has drawn.
 """
 
@@ -12,10 +12,9 @@ import time
 import urllib.parse
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from hero_core.reports.app_browser import NO_EXCEPTION_JS, browser_tab, embedded_env, served_app
 
-from scripts.app_browser import NO_EXCEPTION_JS, browser_tab, embedded_env, served_app  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "screenshots"
 PROMPT = "Question: Ana has 12 apples. Then Ana gets 7 more. How many apples does Ana have now?\nAnswer: 12 + 7 = 19."

@@ -8,7 +8,7 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 @pytest.fixture(scope="session")
 def tiny():
-    from hero_core.tiny import tiny_hero
+    from hero_core.core.tiny import tiny_hero
 
     return tiny_hero(seed=0)
 
@@ -16,8 +16,8 @@ def tiny():
 @pytest.fixture(scope="session")
 def embedded():
     """The embedded SmolLM2-135M-Instruct with fresh routers whose gates are spread around tau."""
-    from hero_core.backbones import load_backbone
-    from hero_core.model import HeroModel, fresh_router, spread_gates
+    from hero_core.core.backbones import load_backbone
+    from hero_core.core.model import HeroModel, fresh_router, spread_gates
 
     backbone = load_backbone(device="cpu")
     torch.manual_seed(0)
@@ -28,6 +28,6 @@ def embedded():
 @pytest.fixture(scope="session")
 def embedded_backbone_reference():
     """A second, never-wrapped copy of the embedded backbone."""
-    from hero_core.backbones import load_backbone
+    from hero_core.core.backbones import load_backbone
 
     return load_backbone(device="cpu")

@@ -1,4 +1,4 @@
-"""hero_core.analysis: every aggregate checked against a hand computation on synthetic traces, and the
+"""hero_core.analysis.analysis: every aggregate checked against a hand computation on synthetic traces, and the
 whole pipeline on the tiny random model."""
 
 import math
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from hero_core import analysis as A
-from hero_core.accounting import ComputeProfile
-from hero_core.trace import RoutingTrace
+from hero_core.analysis import analysis as A
+from hero_core.core.accounting import ComputeProfile
+from hero_core.core.trace import RoutingTrace
 
 PROFILE = ComputeProfile(total_params=1000, ffn_params=100, adapter_params=10, router_params=5, linear_params=800,
                          n_layers=4, attention_width=8, d_memory=4)

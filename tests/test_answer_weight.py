@@ -5,9 +5,10 @@ import json
 import pytest
 import torch
 
-from hero_core.answer_tokens import answer_mask, answer_weights, assistant_header, turn_end_ids
-from hero_core.losses import distill_loss, weighted_mean
-from hero_core.train import TrainConfig, loss_weights, train
+from hero_core.train.answer_tokens import answer_mask, answer_weights, assistant_header, turn_end_ids
+from hero_core.train.losses import distill_loss, weighted_mean
+from hero_core.train.train import TrainConfig, train
+from hero_core.train.train_data import loss_weights
 
 
 def test_the_mask_opens_after_a_header_and_closes_at_eos_or_a_new_turn():
@@ -44,8 +45,8 @@ def test_weights_reweight_the_mean_and_ones_change_nothing():
 
 
 def test_a_run_with_answer_weight_trains_and_records_it(tmp_path, tiny):
-    from hero_core.model import HeroModel, fresh_router
-    from hero_core.tiny import tiny_backbone
+    from hero_core.core.model import HeroModel, fresh_router
+    from hero_core.core.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=0)
     hero = HeroModel(backbone, fresh_router(backbone), "training")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.figures import CELLS_NAME, SKIPPED_NAME, flip_codes
+from hero_core.viz.figures import CELLS_NAME, SKIPPED_NAME, flip_codes
 
 APP = Path(__file__).resolve().parents[1] / "app"
 MAIN = str(APP / "main.py")
@@ -232,8 +232,8 @@ def test_memory_view_for_a_chosen_token(app, tiny):
 
 def test_memory_view_says_what_the_reads_show(app, tiny):
     """The entropy against uniform as numbers, the verdict in words, and how far rho moved from its initial value."""
-    from hero_core.memory_figures import COLOUR_FLOOR
-    from hero_core.memory_words import describe_forgetting, summarise
+    from hero_core.viz.memory_figures import COLOUR_FLOOR
+    from hero_core.viz.memory_words import describe_forgetting, summarise
 
     at = app("memory")
     picker(at, "memory_token").select(5).run()
@@ -323,7 +323,7 @@ def test_compare_variants(app, tiny):
     assert table["what it is"][1] == "inference-time ablation: tiny-random (trained as hero) run as no_history"
     np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
     quality = chart(at, "Quality against the dense model")["data"]
-    from hero_core.eval.quality import compare_to_dense
+    from hero_core.core.quality import compare_to_dense
 
     dense = tiny.logits(DEFAULT_PROMPT, variant="dense")
     q = compare_to_dense(dense, tiny.logits(DEFAULT_PROMPT, variant="no_history"), torch.tensor(expected[1].token_ids))
@@ -369,7 +369,7 @@ def test_the_checkpoint_picker_says_how_much_each_was_trained():
 
     from components.settings import CUSTOM_CHECKPOINT, DEFAULT_CHOICE, checkpoint_label
 
-    from hero_core.checkpoint import CONFIG_FILE, resolve
+    from hero_core.core.checkpoint import CONFIG_FILE, resolve
 
     tokens = json.loads((resolve("hero-10") / CONFIG_FILE).read_text())["training"]["tokens_seen"]
     assert checkpoint_label("hero-10") == f"hero-10 · {tokens / 1e6:.2f} M training tokens"
@@ -444,7 +444,7 @@ def test_generate_sampled_is_seeded(app):
 
 # -- why ----------------------------------------------------------------------------------------------------
 def test_why_split_and_attribution(app, tiny):
-    from hero_core.attribution import explain
+    from hero_core.analysis.attribution import explain
 
     at = app("why")
     picker(at, "why_token").select(6)
@@ -473,7 +473,7 @@ def test_why_split_and_attribution(app, tiny):
 def test_why_says_once_when_integrated_gradients_fail(app, tiny):
     """A failed integrated-gradients attribution gets ONE message (the library's notice and the page's warning
     were two near-identical warnings), with a button to token ablation; "auto" falls back to ablation itself."""
-    from hero_core.attribution import explain
+    from hero_core.analysis.attribution import explain
 
     at = app("why")
     token, block = 8, 1
@@ -532,8 +532,8 @@ def test_learn_tour_is_live(app, tiny):
 
 
 def test_learn_says_what_the_memory_does_and_what_was_measured(app, tiny):
-    from hero_core import measured
-    from hero_core.memory_words import describe_memory
+    from hero_core.eval import measured
+    from hero_core.viz.memory_words import describe_memory
 
     at = app("learn")
     base = tiny.trace("The cat sat on the mat. Then the cat saw a bird, and the bird flew away.", max_tokens=96)
@@ -554,7 +554,7 @@ def test_learn_says_what_the_memory_does_and_what_was_measured(app, tiny):
 def test_learn_leaves_out_the_lessons_a_local_checkpoint_cannot_teach(app, monkeypatch):
     """On a checkpoint trained as no_history the memory and history lessons would teach from untrained parts
     ("turning history off flips 0 of N decisions"): the page says why instead of drawing them."""
-    import hero_core.memory_words as words
+    import hero_core.viz.memory_words as words
 
     plan = words.tour_plan
     monkeypatch.setattr(words, "tour_plan", lambda trained, chosen, checkpoint: plan("no_history", chosen, "local-10"))
@@ -627,7 +627,7 @@ def test_local_model_directory(monkeypatch):
     """A local Hugging Face directory typed into the sidebar (here: the embedded model's safetensors copy)."""
     from streamlit.testing.v1 import AppTest
 
-    from hero_core.backbones import embedded_model_dir
+    from hero_core.core.backbones import embedded_model_dir
 
     monkeypatch.delenv("HERO_LENS_TINY", raising=False)
     monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scripts.app_browser import (
+from hero_core.reports.app_browser import (
     FIND_SKIP_MAP_JS,
     NO_EXCEPTION_JS,
     SKIP_MAP_JS,
@@ -256,7 +256,7 @@ def test_a_long_prompt_gets_a_token_window(server, browser, tiny):
     """A prompt of 600+ tokens pasted into Route explorer: the skip map shows a window of legible cells whose
     labels never collide, an overview strip covers the whole (truncated) prompt, the charts along the tokens
     share the window; no exception anywhere."""
-    from hero_core.figures import LABEL_PX, MAX_WINDOW, MIN_CELL_PX
+    from hero_core.viz.axes import LABEL_PX, MAX_WINDOW, MIN_CELL_PX
 
     assert len(tiny.tokenizer(VERY_LONG_PROMPT)["input_ids"]) >= 600
     expected = tiny.trace(VERY_LONG_PROMPT, max_tokens=512)
@@ -296,7 +296,7 @@ def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browse
     """Issue 13's workflow end to end: a bundled 20-item set (chosen by the URL), Run with a progress bar, the
     figures and tables of the result, one item opened in Route explorer, and that URL reloaded in a fresh tab
     restoring the item's prompt, variant and skip map."""
-    from hero_core.sweep import bundled_items
+    from hero_core.eval.sweep import bundled_items
 
     n = 20
     items = bundled_items("reasoning", n)

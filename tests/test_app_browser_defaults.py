@@ -16,7 +16,7 @@ import pytest
 import test_app_browser as shared
 from test_app_browser import URL_PROMPT, submit_prompt, wait_for_skip_map
 
-from scripts.app_browser import NO_EXCEPTION_JS, AppDidNotStart, DevTools, embedded_env, open_tab, served_app
+from hero_core.reports.app_browser import NO_EXCEPTION_JS, AppDidNotStart, DevTools, embedded_env, open_tab, served_app
 
 # the fixtures of the other browser tests: the tiny model's server, one Chromium, one tab, the screenshot folder
 server, browser_endpoint, browser, shots = shared.server, shared.browser_endpoint, shared.browser, shared.shots
@@ -203,7 +203,7 @@ def test_learn_draws_the_trade_and_says_what_its_curve_does(server, browser, tin
     """Item 5: the threshold lesson plots the quality paid beside the compute (its log axis labelled upwards), says
     what its own curve does (never "a higher τ skips more"), and puts this backbone's measurement beside the paper's
     claim; a variant picked in the sidebar that the tour cannot teach is said, not silently run."""
-    from hero_core.tau_words import tau_sweep_words
+    from hero_core.viz.tau_words import tau_sweep_words
 
     tools = browser
     tools.goto(f"{server}/learn")
@@ -232,8 +232,8 @@ OPEN_PAST_128 = "(d.closest('details')?.open && Array.from(d._fullData[0].x).inc
 def test_a_long_prompt_shows_skip_by_absolute_position(server, browser, tiny):
     """Item 6: a prompt typed past the 128 tokens the routers were trained on shows, beside its skip figures, the
     skip of each absolute-position bin (token 0 alone), the first token's share, and what the bins show."""
-    from hero_core.prompt_positions import position_table, position_words
-    from hero_core.spans import first_token_lift
+    from hero_core.analysis.spans import first_token_lift
+    from hero_core.viz.prompt_positions import position_table, position_words
 
     tools = browser
     tools.goto(f"{server}/explorer?{urllib.parse.urlencode({'prompt': URL_PROMPT})}")
@@ -266,7 +266,7 @@ LONG_STORY = " ".join(f"Day {i}: the team measured the routers on a new batch of
 def embedded_server(tmp_path_factory):
     """The app on the embedded model, with a cache dir of its own for the prompts a link names; the converted model
     and the other caches are linked in from the user's cache (converting the model again would take minutes)."""
-    from hero_core.backbones import cache_dir
+    from hero_core.core.backbones import cache_dir
 
     cache = tmp_path_factory.mktemp("embedded-cache")
     if cache_dir().is_dir():
@@ -315,7 +315,7 @@ def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab)
     """Item 4 at the defaults (hero-10 against its inference-time ablations): beside the one prompt, the held-out
     verdict at matched compute with 95 % intervals, read through the routers trained without each part, and labels
     that say which run is an ablation."""
-    from hero_core import measured
+    from hero_core.eval import measured
 
     tab.goto(f"{embedded_server}/compare")
     tab.wait_for("document.body.innerText.includes('hero-10 against local-10:')", timeout=600, what="the verdict")
@@ -358,7 +358,7 @@ def test_a_long_prompt_says_where_routing_fades(embedded_server, tab):
     said from those bins, and a net param skip below zero is said plainly."""
     import pandas as pd
 
-    from hero_core.prompt_positions import position_words
+    from hero_core.viz.prompt_positions import position_words
 
     tab.goto(f"{embedded_server}/explorer")
     tab.wait_for(f"{chart_js('Skip map')} !== undefined", timeout=400, what="the skip map")

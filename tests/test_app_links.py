@@ -112,7 +112,7 @@ def test_the_shared_chat_toggle_is_in_the_link(app, open_page):
 
 # -- Generate ------------------------------------------------------------------------------------------------
 def test_generate_answers_inside_the_chat_template_and_measures_the_answer(app, tiny):
-    from hero_core.spans import answer_and_prompt
+    from hero_core.analysis.spans import answer_and_prompt
 
     at = app("generate")
     assert at.toggle(key="generate_chat").value is True  # this backbone has a chat template
@@ -176,7 +176,7 @@ def test_compare_states_the_held_out_verdict_and_formats_its_numbers(app, monkey
     10.1618."""
     import components.verdict as verdict
 
-    from hero_core import measured
+    from hero_core.eval import measured
 
     monkeypatch.setattr(verdict, "pairs_for", lambda *a: [verdict.Pair("hero-10", "local-10", "no_history")])
     at = app("compare")
@@ -215,7 +215,7 @@ def test_verdict_pairs_for_runs():
 
 # -- Why, Explorer, Data set, Learn ----------------------------------------------------------------------------
 def test_explorer_shows_the_first_tokens_share_and_a_net_loss(app, tiny, monkeypatch):
-    from hero_core.spans import first_token_lift
+    from hero_core.analysis.spans import first_token_lift
 
     at = app("explorer")
     trace = tiny.trace(DEFAULT_PROMPT)
@@ -229,7 +229,7 @@ def test_explorer_shows_the_first_tokens_share_and_a_net_loss(app, tiny, monkeyp
 def test_explorer_shows_skip_by_absolute_position_on_a_long_prompt(app, tiny):
     """A long prompt's routing fades past the trained 128-token span and token 0 skips most FFNs: the page shows the
     skip of each absolute-position bin beside its skip figures, and says what the bins show."""
-    from hero_core.prompt_positions import position_table, position_words
+    from hero_core.viz.prompt_positions import position_table, position_words
 
     at = app("explorer", prompt=LONG_PROMPT)
     assert_clean(at)
@@ -245,7 +245,7 @@ def test_explorer_shows_skip_by_absolute_position_on_a_long_prompt(app, tiny):
 def test_learn_says_when_token_0_lifts_its_skip_figure(app, tiny, monkeypatch):
     """Learn's first lesson gives the text's param skip "for a typical token"; where token 0 carries a large share of
     the skipping (on SmolLM2 it skips ~24 of 30 FFNs), it says so, from the same trace."""
-    import hero_core.spans as spans
+    import hero_core.analysis.spans as spans
 
     monkeypatch.setattr(spans, "FIRST_TOKEN_NOTE_SHARE", 0.0)  # the tiny model's token 0 is no sink: always say it
     at = app("learn")
@@ -255,7 +255,7 @@ def test_learn_says_when_token_0_lifts_its_skip_figure(app, tiny, monkeypatch):
 
 
 def test_learn_draws_quality_beside_compute_and_says_what_its_curve_does(app, tiny):
-    from hero_core.tau_words import tau_sweep_words
+    from hero_core.viz.tau_words import tau_sweep_words
 
     at = app("learn")
     assert_clean(at)

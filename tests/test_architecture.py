@@ -41,26 +41,60 @@ def test_the_core_never_imports_a_screen():
 
 
 def test_the_equations_know_no_transformers_names():
-    for module in ("config", "memory", "router", "trace", "accounting", "warmstart"):
+    for module in ("core.config", "core.memory", "core.router", "core.trace", "core.accounting", "train.warmstart"):
         assert not any(n.startswith("transformers") for n in imported(module)), module
 
 
 def test_a_trace_loads_without_a_model():
-    names = imported("trace")
-    assert not names & {"torch", "hero_core.model", "hero_core.backbones", "hero_core.router"}
+    names = imported("core.trace")
+    assert not names & {"torch", "hero_core.core.model", "hero_core.core.backbones", "hero_core.core.router"}
 
 
 def test_inference_never_imports_training():
-    for module in ("model", "inject", "router", "call_state", "memory", "trace"):
-        assert not imported(module) & {"hero_core.train", "hero_core.train_data", "hero_core.losses",
-                                    "hero_core.warmstart"}, module
+    for module in ("core.model", "core.inject", "core.router", "core.call_state", "core.memory", "core.trace"):
+        assert not imported(module) & {"hero_core.train.train", "hero_core.train.train_data", "hero_core.train.losses",
+                                    "hero_core.train.warmstart"}, module
 
 
 def test_relative_imports_resolve_in_subpackages():
-    assert "hero_core.accounting" in imported("eval.harness") and "hero_core.eval.methods" in imported("eval.harness")
+    assert ("hero_core.core.accounting" in imported("eval.harness")
+            and "hero_core.eval.methods" in imported("eval.harness"))
 
 
 def test_no_module_is_over_500_lines():
     long = {m: n for m in modules() if (n := len(CORE.joinpath(*m.split(".")).with_suffix(".py")
                                                .read_text().splitlines())) > 500}
     assert not long, long
+
+
+# Which subpackages each layer may import (docs/architecture.md): core <- train / eval / analysis <- viz <- app.
+# "" is a top-level module (cli, prompt_store); only the command line of eval reuses cli's model loader.
+MAY_IMPORT = {
+    "core": {"core"},
+    "train": {"core", "train"},
+    "analysis": {"core", "analysis"},
+    "eval": {"core", "analysis", "eval", ""},
+    "viz": {"core", "analysis", "eval", "viz"},
+    "bench": {"core", "train", "bench"},
+    "reports": {"core", "analysis", "eval", "viz", "bench", "reports"},
+}
+
+
+def layer(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or CORE.joinpath(parts[1]).is_dir() else ""
+
+
+def test_layers_import_downwards():
+    assert set(MAY_IMPORT) == {p.name for p in CORE.iterdir() if (p / "__init__.py").exists()}
+    for module in modules():
+        if "." not in module:
+            continue
+        own = module.split(".")[0]
+        used = {layer(n) for n in imported(module) if n.startswith("hero_core.") and n != "hero_core"}
+        assert used <= MAY_IMPORT[own], (module, used - MAY_IMPORT[own])
+
+
+def test_the_package_root_stays_small():
+    top = list(CORE.glob("*.py"))
+    assert len(top) <= 16, sorted(p.name for p in top)

@@ -1,4 +1,5 @@
-"""hero_core.attribution on the tiny model: the probe reproduces the trace, IG is complete, ablation is exact."""
+"""hero_core.analysis.attribution on the tiny model: the probe reproduces the trace, IG is complete, ablation is
+exact."""
 
 import copy
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.attribution import AttributionError, explain, gate_logit_function, gradients_available
+from hero_core.analysis.attribution import AttributionError, explain, gate_logit_function, gradients_available
 
 PROMPT = "The cat sat on the mat because it was tired."
 TOKEN = 8
@@ -58,7 +59,7 @@ def test_ablation_is_the_drop_when_one_token_is_replaced(tiny):
 
 
 def test_round_trip_dict(tiny):
-    from hero_core.attribution import Attribution
+    from hero_core.analysis.attribution import Attribution
 
     a = explain(tiny, PROMPT, 3, 1, n_steps=8)
     b = Attribution.from_dict(a.to_dict())
@@ -86,9 +87,9 @@ def test_full_precision_has_gradients(tiny):
 
 def test_nf4_falls_back_to_ablation_after_inference(tiny, tmp_path):
     pytest.importorskip("bitsandbytes")
-    from hero_core.backbones import load_backbone
-    from hero_core.model import HeroModel
-    from hero_core.tiny import tiny_backbone
+    from hero_core.core.backbones import load_backbone
+    from hero_core.core.model import HeroModel
+    from hero_core.core.tiny import tiny_backbone
 
     fresh = tiny_backbone()
     fresh.model.save_pretrained(tmp_path)
@@ -106,7 +107,7 @@ def test_nf4_falls_back_to_ablation_after_inference(tiny, tmp_path):
 
 
 def test_integrated_gradients_check_their_own_completeness(tiny):
-    from hero_core.attribution import completeness_passed
+    from hero_core.analysis.attribution import completeness_passed
 
     # Block 2: 16 steps already pass, so one try is enough and the gap is under 5 % of the change.
     ok = explain(tiny, PROMPT, TOKEN, 2, method="integrated_gradients", n_steps=16)

@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from scripts_loader import load_script
 
-from hero_core import accounting
 from hero_core.bench import inputs, sections, targets, timing
 from hero_core.bench.memory_probe import memory_probe
 from hero_core.bench.sections import ROUTER_ONLY, overhead_bound
-from hero_core.inject import RoutedFFN, unwrapped
-from hero_core.memory import DepthMemory
+from hero_core.core import accounting
+from hero_core.core.inject import RoutedFFN, unwrapped
+from hero_core.core.memory import DepthMemory
+from hero_core.reports import bench_report
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_ARGS = ["--quick", "--sizes", "2x16,1x24", "--reps", "2", "--warmup", "1", "--decode-batches", "1,3",
@@ -23,7 +23,7 @@ TINY_ARGS = ["--quick", "--sizes", "2x16,1x24", "--reps", "2", "--warmup", "1", 
 
 
 def _report_module():
-    return load_script("bench_report")
+    return bench_report
 
 
 def _positive_finite(x) -> bool:
@@ -288,7 +288,7 @@ def test_decode_step_seconds_times_the_decode_steps_of_hero_decode(tiny):
 
 
 def test_ideal_speedup_follows_the_accounting():
-    from hero_core.accounting import ComputeProfile
+    from hero_core.core.accounting import ComputeProfile
 
     # SmolLM2-135M's profile with full-size routers (on the tiny model the router outweighs an FFN)
     profile = ComputeProfile(total_params=134_515_008, ffn_params=2_654_208, adapter_params=110_592,
@@ -305,7 +305,7 @@ def test_ideal_speedup_follows_the_accounting():
 
 
 def test_weight_read_ideal_counts_a_block_when_any_row_runs_it():
-    from hero_core.accounting import ComputeProfile
+    from hero_core.core.accounting import ComputeProfile
 
     profile = ComputeProfile(total_params=100, ffn_params=10, adapter_params=1, router_params=0, linear_params=50,
                              n_layers=2, attention_width=4, d_memory=2)
@@ -343,7 +343,7 @@ def test_memory_probe_reports_weights_and_peaks(tiny, tmp_path):
 
 # -- the fast paths behind the numbers: same results as the reference forms ---------------------------------
 def test_unwrapped_is_the_bare_backbone_and_restores_the_wrappers(tiny):
-    from hero_core.tiny import tiny_backbone
+    from hero_core.core.tiny import tiny_backbone
 
     ids = tiny.encode(["Unwrapped models compute the backbone."]).input_ids
     with torch.no_grad():
@@ -446,7 +446,7 @@ def test_the_bench_measures_the_default_checkpoint_first():
     import argparse
 
     from hero_core.bench import run
-    from hero_core.model import DEFAULT_CHECKPOINT
+    from hero_core.core.model import DEFAULT_CHECKPOINT
 
     parser = argparse.ArgumentParser()
     run.add_arguments(parser)

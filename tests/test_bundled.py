@@ -4,7 +4,7 @@ embedded model working (the held-out quality figures themselves are in docs/resu
 import numpy as np
 import pytest
 
-from hero_core import checkpoint as ckpt
+from hero_core.core import checkpoint as ckpt
 
 EXPECTED = {"hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40", "no_memread-10", "no_aux-10",
             "no_pos-10"}
@@ -33,7 +33,7 @@ def test_the_frontier_of_checkpoints_is_bundled_and_records_its_training():
 @pytest.mark.slow
 def test_the_default_checkpoint_keeps_the_model_working():
     from hero_core import load_hero
-    from hero_core.data import domain_texts
+    from hero_core.core.data import domain_texts
 
     hero = load_hero()
     assert hero.checkpoint_name == "hero-10"
@@ -67,8 +67,8 @@ def test_recipe_3_is_bundled_with_its_twin_and_weights_answers():
 @pytest.mark.slow
 def test_recipe_2_reads_its_memory_selectively_on_held_out_text():
     from hero_core import load_hero
-    from hero_core.data import domain_texts
-    from hero_core.memory_stats import memory_row_stats
+    from hero_core.analysis.memory_stats import memory_row_stats
+    from hero_core.core.data import domain_texts
 
     hero = load_hero("hero-10-r2")
     entropies = []

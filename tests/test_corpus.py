@@ -1,19 +1,19 @@
-"""Your own text for training (hero_core.corpus): formats, the held-out split, the card, and the errors."""
+"""Your own text for training (hero_core.core.corpus): formats, the held-out split, the card, and the errors."""
 
 import json
 
 import pytest
 
 from hero_core.cli import build_parser
-from hero_core.corpus import CorpusError, chat_formatter, load_corpus
-from hero_core.data import split_of
+from hero_core.core.corpus import CorpusError, chat_formatter, load_corpus
+from hero_core.core.data import split_of
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from hero_core.backbones import embedded_model_dir
+    from hero_core.core.backbones import embedded_model_dir
 
     return AutoTokenizer.from_pretrained(embedded_model_dir())
 

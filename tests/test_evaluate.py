@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.accounting import ComputeTally
+from hero_core.core.accounting import ComputeTally
 from hero_core.eval import bigbench, harness, humaneval, methods, runner, scoring, suites
 from hero_core.eval.bigbench import MCExample
 
@@ -340,7 +340,7 @@ def test_answer_matching_normalises_numbers_and_case():
 
 
 def test_reasoning_prompt_uses_train_exemplars_only():
-    from hero_core.data import reasoning_problems, split_of
+    from hero_core.core.data import reasoning_problems, split_of
 
     prompt = suites.reasoning_prompt("What is 1 + 1?", shots=3)
     assert prompt.endswith("Question: What is 1 + 1?\nAnswer:") and prompt.count("Question:") == 4
@@ -359,7 +359,7 @@ def tasks_file(tmp_path, task_root):
 
 
 def test_evaluate_end_to_end_on_tiny(tiny, tasks_file, monkeypatch, tmp_path):
-    from hero_core import data
+    from hero_core.core import data
 
     monkeypatch.setattr(data, "chat_cache_path", lambda name, split: tmp_path / f"chat-{split}.jsonl")
     result = runner.evaluate(tiny, ["hero", "no_history"], ["main", "extended", "reasoning", "humaneval", "domains"],

@@ -8,10 +8,10 @@ import random
 import pytest
 import torch
 
-from hero_core.backbones import load_backbone
-from hero_core.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnsupportedFamily, family_of, is_parallel_residual
-from hero_core.model import HeroModel, fresh_router, load_hero, spread_gates
-from hero_core.tiny import tiny_model_dir
+from hero_core.core.backbones import load_backbone
+from hero_core.core.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnsupportedFamily, family_of, is_parallel_residual
+from hero_core.core.model import HeroModel, fresh_router, load_hero, spread_gates
+from hero_core.core.tiny import tiny_model_dir
 
 # Base-model families get a tokenizer without a chat template, as their real checkpoints ship.
 BASE_MODELS = {"gpt2", "gpt_neox", "olmo"}
@@ -67,7 +67,7 @@ def test_dense_equals_the_plain_model_and_routing_skips(model_type, model_dirs):
 
 @pytest.mark.parametrize(("model_type", "reads_block_input"), [("gpt_neox", True), ("llama", False)])
 def test_a_parallel_residual_block_routes_on_the_block_input(model_type, reads_block_input, model_dirs):
-    from hero_core.inject import decoder_layers, hbar_site
+    from hero_core.core.inject import decoder_layers, hbar_site
 
     hero = _routed(model_dirs[model_type])
     assert is_parallel_residual(hero.model.config) == reads_block_input
@@ -134,7 +134,7 @@ def test_nf4_load(model_type, model_dirs):
 
 @pytest.mark.parametrize("model_type", ["gemma2", "olmo2", "gpt2"])
 def test_unwrapped_restores_the_bare_blocks_and_rewraps(model_type, model_dirs):
-    from hero_core.inject import FFNWithOutputNorm, HiddenStateTap, RoutedFFN, unwrapped
+    from hero_core.core.inject import FFNWithOutputNorm, HiddenStateTap, RoutedFFN, unwrapped
 
     hero = _routed(model_dirs[model_type])
     before = hero.trace(PROMPT).executed_per_token()
@@ -146,7 +146,7 @@ def test_unwrapped_restores_the_bare_blocks_and_rewraps(model_type, model_dirs):
 
 
 def test_a_base_model_refuses_chat_formatting_in_words_for_both_the_command_line_and_the_app(model_dirs):
-    from hero_core.model import PromptError
+    from hero_core.core.model import PromptError
 
     hero = _routed(model_dirs["gpt2"])
     with pytest.raises(PromptError, match="no chat template .* without --chat on the command line"):

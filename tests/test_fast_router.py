@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from hero_core.config import TRAINABLE_VARIANTS
-from hero_core.router import PackedPath
-from hero_core.tiny import tiny_hero
+from hero_core.core.config import TRAINABLE_VARIANTS
+from hero_core.core.router import PackedPath
+from hero_core.core.tiny import tiny_hero
 
 FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu", "memory_attention", "router_state",
           "memory_context")

@@ -5,8 +5,8 @@ import shutil
 import plotly.graph_objects as go
 import pytest
 
-from hero_core.figure_export import ExportError, figure_image, figures_html
-from hero_core.figures import figure_html, layer_skip_bars, skip_heatmap
+from hero_core.viz.figure_export import ExportError, figure_image, figures_html
+from hero_core.viz.figures import figure_html, layer_skip_bars, skip_heatmap
 
 PLOTLY_JS_MARK = "plotly.js v"  # the banner at the top of the inlined library
 

@@ -1,4 +1,4 @@
-"""hero_core.figures: every figure's data is the trace's own arrays, on the shared axes."""
+"""hero_core.viz.figures: every figure's data is the trace's own arrays, on the shared axes."""
 
 import json
 import math
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core import figures as F
+from hero_core.core import labels as L
+from hero_core.viz import figures as F
 
 PROMPT = "The cat sat on the mat because it was tired. <b>Tags</b> & \"quotes\"\n\tand a tab."
 
@@ -85,12 +86,12 @@ def test_skip_heatmap_escapes_and_marks_selection(trace):
 
 
 def test_token_label():
-    assert F.token_label("\n") == "↵"
-    assert F.token_label("   ") == "␣␣␣"
-    assert F.token_label("") == "∅"
-    assert F.token_label("\x1f") == "␟" and F.token_label("a\x00b\x1b") == "a␀b␛"  # found by hypothesis
-    assert F.token_label("\u3000") == "␣"  # ideographic space: blank, so shown
-    assert F.token_label("abcdefghijklmnop", 6) == "abcde…"
+    assert L.token_label("\n") == "↵"
+    assert L.token_label("   ") == "␣␣␣"
+    assert L.token_label("") == "∅"
+    assert L.token_label("\x1f") == "␟" and L.token_label("a\x00b\x1b") == "a␀b␛"  # found by hypothesis
+    assert L.token_label("\u3000") == "␣"  # ideographic space: blank, so shown
+    assert L.token_label("abcdefghijklmnop", 6) == "abcde…"
 
 
 def test_executed_counts_and_layer_bars(traces, trace):
@@ -186,7 +187,7 @@ def test_skip_heatmaps_share_axes(traces):
 
 
 def test_quality_lines(tiny, trace):
-    from hero_core.eval.quality import compare_to_dense
+    from hero_core.core.quality import compare_to_dense
 
     ids = torch.tensor(trace.token_ids)
     q = compare_to_dense(tiny.logits(PROMPT, variant="dense"), tiny.logits(PROMPT, variant="hero"), ids)

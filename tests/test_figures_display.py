@@ -6,10 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from hero_core import figures as F
-from hero_core import labels as L
-from hero_core import memory_figures as M
-from hero_core import palette
+from hero_core.core import labels as L
+from hero_core.viz import axes as AX
+from hero_core.viz import figures as F
+from hero_core.viz import memory_figures as M
+from hero_core.viz import palette
 
 PROMPT = "The cat sat on the mat because it was tired. \"\"\"quoted\"\"\" & <b>tags</b> 東京 🚀"
 LONG = " ".join(f"word{i % 37}" for i in range(400))
@@ -35,7 +36,7 @@ def title(fig_spec: dict) -> str:
 
 # -- #4 colours and provenance ---------------------------------------------------------------------
 def _quality(tiny, trace):
-    from hero_core.eval.quality import compare_to_dense
+    from hero_core.core.quality import compare_to_dense
 
     dense = tiny.logits(PROMPT, variant="dense").cpu()
     routed = tiny.logits(PROMPT, variant=trace.variant).cpu()
@@ -74,7 +75,7 @@ def test_comparison_figures_share_the_run_colours(traces):
 
 
 def test_colour_blind_safe_pairs(trace, tiny):
-    from hero_core.attribution import explain
+    from hero_core.analysis.attribution import explain
 
     a = explain(tiny, PROMPT, 8, 0, method="ablation")
     bars = spec(F.attribution_bars(a.tokens, a.scores, title="t", trace=trace))
@@ -139,7 +140,7 @@ def test_split_characters_show_their_text(tiny, trace):
     assert not any("\ufffd" in s or s == "∅" for s in shown)
     continuation = [i for i, src in enumerate(L.continued_from(trace.tokens)) if src is not None]
     assert continuation and all(shown[i].startswith("(") for i in continuation)
-    hovers = F.hover_labels(trace.tokens)
+    hovers = AX.hover_labels(trace.tokens)
     assert all("byte piece of token" in hovers[i] for i in continuation)
 
 
@@ -160,7 +161,7 @@ def test_hover_gives_the_token_index(trace):
     assert "%{x}" not in cells["hovertemplate"] and "%{y}" not in cells["hovertemplate"]
     T = trace.n_tokens
     k = 2 * T + 5  # block 3, token 5
-    label = F.hover_labels(trace.tokens)[5]
+    label = AX.hover_labels(trace.tokens)[5]
     assert cells["hovertext"][k].startswith(f"token 5: <b>{label}</b>")
     assert f"layer L{trace.routed_layers[2]} (routed block 3 of {trace.n_routed})" in cells["hovertext"][k]
     other = trace.tokens + ["x"]  # every other token-axis figure carries the index with the point too
@@ -174,11 +175,11 @@ def test_hover_gives_the_token_index(trace):
 def test_every_token_is_labelled_up_to_eighty(tiny):
     """At 60 tokens each token has its own tick label (the font shrinks before labels are thinned); at ~80 too."""
     for n in (60, 80):
-        axis = F._token_axis([f"t{i}" for i in range(n)])
+        axis = AX._token_axis([f"t{i}" for i in range(n)])
         assert axis["tickvals"] == list(range(n)), n
-        assert F.TICK_FONT_PX[0] <= axis["tickfont"]["size"] <= F.TICK_FONT_PX[1]
-        assert F.PLOT_WIDTH_PX / n >= axis["tickfont"]["size"]  # a rotated label fits its cell
-    assert len(F._token_axis([f"t{i}" for i in range(120)])["tickvals"]) < 120
+        assert AX.TICK_FONT_PX[0] <= axis["tickfont"]["size"] <= AX.TICK_FONT_PX[1]
+        assert AX.PLOT_WIDTH_PX / n >= axis["tickfont"]["size"]  # a rotated label fits its cell
+    assert len(AX._token_axis([f"t{i}" for i in range(120)])["tickvals"]) < 120
 
 
 @pytest.fixture(scope="module")
@@ -188,23 +189,23 @@ def long_trace(tiny):
 
 def test_long_prompt_window_keeps_cells_and_labels_legible(long_trace):
     T = long_trace.n_tokens
-    assert T > F.MAX_WINDOW
+    assert T > AX.MAX_WINDOW
     full = spec(F.skip_heatmap(long_trace))
     small = next(d for d in full["data"] if d["name"] == F.CELLS_NAME)["marker"]["size"]
     window = (100, 163)
     fig = spec(F.skip_heatmap(long_trace, window=window))
     cells = next(d for d in fig["data"] if d["name"] == F.CELLS_NAME)
     size = cells["marker"]["size"]
-    assert size >= F.MIN_CELL_PX > small  # the window restores a legible cell
+    assert size >= AX.MIN_CELL_PX > small  # the window restores a legible cell
     axis = fig["layout"]["xaxis"]
     assert axis["range"] == [99.5, 163.5]
     ticks = axis["tickvals"]
     visible = [t for t in ticks if window[0] <= t <= window[1]]
-    px_per_token = F.PLOT_WIDTH_PX / (window[1] - window[0] + 1)
-    assert min(np.diff(visible)) * px_per_token >= F.LABEL_PX  # labels never collide
+    px_per_token = AX.PLOT_WIDTH_PX / (window[1] - window[0] + 1)
+    assert min(np.diff(visible)) * px_per_token >= AX.LABEL_PX  # labels never collide
     assert f"tokens 100–163 of {T}" in title(fig)
     # the window never exceeds what fits at the minimum cell size
-    assert F._cell_size(F.MAX_WINDOW, long_trace.n_routed) >= F.MIN_CELL_PX
+    assert AX._cell_size(AX.MAX_WINDOW, long_trace.n_routed) >= AX.MIN_CELL_PX
 
 
 def test_overview_strip_outlines_the_window(long_trace):
@@ -219,7 +220,7 @@ def test_overview_strip_outlines_the_window(long_trace):
 def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
     """The charts drawn along the tokens beside a long prompt's skip map share its window: same range, labels
     that never collide, and every token's value still in the figure (a pan away)."""
-    from hero_core.eval.quality import compare_to_dense
+    from hero_core.core.quality import compare_to_dense
 
     window = (100, 163)
     quality = tiny.trace(LONG, max_tokens=512, quality=True)
@@ -233,7 +234,7 @@ def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
                "lines": F.quality_lines([lines], ["hero"], long_trace.tokens, [long_trace], window=window),
                "attribution": F.attribution_bars(long_trace.tokens, np.linspace(-1, 1, long_trace.n_tokens),
                                                  title="attribution", window=window)}
-    px_per_token = F.PLOT_WIDTH_PX / (window[1] - window[0] + 1)
+    px_per_token = AX.PLOT_WIDTH_PX / (window[1] - window[0] + 1)
     for name, fig in figures.items():
         s = spec(fig)
         axes = [v for k, v in s["layout"].items() if k.startswith("xaxis")]
@@ -241,7 +242,7 @@ def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
         for axis in axes:
             assert axis["range"] == [99.5, 163.5], name
             visible = [t for t in axis["tickvals"] if window[0] <= t <= window[1]]
-            assert min(np.diff(visible)) * px_per_token >= F.LABEL_PX, name
+            assert min(np.diff(visible)) * px_per_token >= AX.LABEL_PX, name
         assert max(fig.data[0].x) >= long_trace.n_tokens - 2, name  # the rest is a pan away (NLL: T - 1 points)
 
 
@@ -257,8 +258,8 @@ def test_tau_curve_title_carries_its_provenance(trace):
 
 @pytest.mark.parametrize("n_visible, cell_px", [(20, 45), (64, 14), (112, 8), (512, 1.7)])
 def test_tick_step_spacing(n_visible, cell_px):
-    step = F.tick_step(n_visible, cell_px)
-    assert step * cell_px >= F.LABEL_PX and n_visible / step <= F.MAX_TICK_LABELS
+    step = AX.tick_step(n_visible, cell_px)
+    assert step * cell_px >= AX.LABEL_PX and n_visible / step <= AX.MAX_TICK_LABELS
 
 
 # -- #6 memory maps with contrast ------------------------------------------------------------------

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
+from hero_core.core.model import PromptError
+from hero_core.core.trace import RoutingTrace
 from hero_core.eval import HeroMethod
-from hero_core.frontier import at_skip, evaluate_points, oracle_skipping, ratio_interval
-from hero_core.model import PromptError
-from hero_core.trace import RoutingTrace
+from hero_core.eval.frontier import at_skip, evaluate_points, oracle_skipping, ratio_interval
 
 PROMPT = "The quick brown fox jumps over the lazy dog because it wants to reach the river before dark."
 
@@ -79,7 +79,7 @@ def test_evaluate_points_and_interpolation(tiny):
 
 
 def test_quality_trace_matches_the_dense_and_routed_logits_and_round_trips(tiny, tmp_path):
-    from hero_core.eval.quality import kl_from_dense, next_token_nll
+    from hero_core.core.quality import kl_from_dense, next_token_nll
 
     trace = tiny.trace(PROMPT, quality=True)
     ids = torch.tensor(trace.token_ids)

@@ -2,9 +2,9 @@
 files have them, "not measured" wherever a file or a checkpoint is missing."""
 
 import pytest
-from scripts_loader import load_script
 
 from hero_core.eval import headline as H
+from hero_core.reports import results_report
 
 DENSE = {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0, 0], "b": [1, 1, 1, 1, 1, 1, 1, 1, 0, 0]}
 HERO = {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0, 0], "b": [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]}  # Retain 75 %
@@ -95,7 +95,7 @@ def test_a_file_without_per_example_scores_is_not_passed_off_as_measured():
 
 
 def test_results_report_writes_the_block_between_the_markers(tmp_path):
-    report = load_script("results_report")
+    report = results_report
     readme = tmp_path / "README.md"
     readme.write_text("# x\n\n<!-- headline:start -->\nold\n<!-- headline:end -->\n\nafter\n")
     assert report.write_headline(readme, bigbench(), answers(), ("docs/bigbench.json", "docs/answers.json"))

@@ -1,4 +1,4 @@
-"""The depth-memory diagnosis's measuring functions (hero_core.memory_diagnosis), on the tiny random model."""
+"""The depth-memory diagnosis's measuring functions (hero_core.train.memory_diagnosis), on the tiny random model."""
 
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core import memory_diagnosis as md
-from hero_core.tiny import tiny_hero
+from hero_core.core.tiny import tiny_hero
+from hero_core.train import memory_diagnosis as md
 
 TEXTS = ["Seven apples and three pears make ten fruit.", "def add(a, b):\n    return a + b\n",
          "Question: Ana has 4 coins and gets 3 more. Answer: 7"]

@@ -44,7 +44,8 @@ def test_quickstart_needs_under_ten_lines():
     lines = [line for line in first.source.splitlines() if line.strip()]
     assert len(lines) < 10
     assert "skip_heatmap(trace)" in first.source and "memory_map(trace" in first.source
-    assert all(not line.startswith("from hero_core.") or line.startswith("from hero_core.figures") for line in lines)
+    assert all(not line.startswith("from hero_core.") or line.startswith("from hero_core.viz.figures")
+               for line in lines)
 
 
 def test_teaching_notebook_hides_each_solution():

@@ -6,9 +6,16 @@ import math
 import numpy as np
 import pytest
 
-from hero_core import measured, prompt_store
-from hero_core.spans import answer_and_prompt, first_token_lift, first_token_words, net_cost_words, span_figures
-from hero_core.tau_words import rises, tau_sweep_words
+from hero_core import prompt_store
+from hero_core.analysis.spans import (
+    answer_and_prompt,
+    first_token_lift,
+    first_token_words,
+    net_cost_words,
+    span_figures,
+)
+from hero_core.eval import measured
+from hero_core.viz.tau_words import rises, tau_sweep_words
 
 
 # -- spans ---------------------------------------------------------------------------------------------------

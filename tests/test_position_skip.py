@@ -1,4 +1,5 @@
-"""Skip by absolute position (hero_core.position_skip, SweepResult.skip_by_absolute_position, the page's figure)."""
+"""Skip by absolute position (hero_core.eval.position_skip, SweepResult.skip_by_absolute_position, the page's
+figure)."""
 
 import math
 
@@ -7,9 +8,9 @@ import pandas as pd
 import pytest
 from scripts_loader import load_script
 
-from hero_core import position_skip as ps
-from hero_core.sweep import SweepResult, sweep
-from hero_core.sweep_figures import sweep_item_quality, sweep_matched_bars, sweep_position_skip
+from hero_core.eval import position_skip as ps
+from hero_core.eval.sweep import SweepResult, sweep
+from hero_core.viz.sweep_figures import sweep_item_quality, sweep_matched_bars, sweep_position_skip
 
 LONG = " ".join(f"Step {i}: add {i} and {i + 1} to get {2 * i + 1}." for i in range(30))  # ~400 tokens
 PROMPTS = [LONG, "Hello there, how are you today?", "def add(x, y):\n    return x + y"]

@@ -1,9 +1,9 @@
-"""Skip by absolute position within one prompt (hero_core.prompt_positions): the table, its words, its chart."""
+"""Skip by absolute position within one prompt (hero_core.viz.prompt_positions): the table, its words, its chart."""
 
 import numpy as np
 import pytest
 
-from hero_core.prompt_positions import TRAINED_SPAN, position_bars, position_table, position_words
+from hero_core.viz.prompt_positions import TRAINED_SPAN, position_bars, position_table, position_words
 
 LONG = " ".join(f"Step {i}: add {i} and {i + 1} to get {2 * i + 1}." for i in range(30))  # ~400 tokens
 

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hero_core.accounting import ComputeProfile
-from hero_core.figures import (
+from hero_core.core.accounting import ComputeProfile
+from hero_core.core.labels import display_tokens, plotly_text, token_label
+from hero_core.core.trace import RoutingTrace
+from hero_core.viz.figures import (
     CELLS_NAME,
     SKIPPED_NAME,
     TRAJECTORY_FIELDS,
@@ -21,11 +23,8 @@ from hero_core.figures import (
     memory_map,
     skip_heatmap,
     token_compute_html,
-    token_label,
     trajectories,
 )
-from hero_core.labels import display_tokens, plotly_text
-from hero_core.trace import RoutingTrace
 
 PROFILE = ComputeProfile(total_params=10_000, ffn_params=300, adapter_params=20, router_params=15,
                          linear_params=8_000, n_layers=6, attention_width=16, d_memory=8)

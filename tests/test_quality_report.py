@@ -4,13 +4,13 @@ import copy
 import json
 from pathlib import Path
 
-from scripts_loader import load_script
+from hero_core.reports import quality_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _report():
-    return load_script("quality_report")
+    return quality_report
 
 
 def _rows(lines: list[str]) -> list[str]:

@@ -7,17 +7,18 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core import checkpoint as ckpt
-from hero_core.config import HeroConfig
-from hero_core.data import chat_prompts, split_of
-from hero_core.precision import resolve_dtype
-from hero_core.train import TrainConfig, near_tau_share, separation_penalty, target_skip_at, train
-from hero_core.warmstart import collect_ffn_pairs, fit_adapter
+from hero_core.core import checkpoint as ckpt
+from hero_core.core.config import HeroConfig
+from hero_core.core.data import chat_prompts, split_of
+from hero_core.core.precision import resolve_dtype
+from hero_core.train.losses import near_tau_share, separation_penalty
+from hero_core.train.train import TrainConfig, target_skip_at, train
+from hero_core.train.warmstart import collect_ffn_pairs, fit_adapter
 
 
 def _tiny(branch_scaling="paper", gate_bias_init=0.0, seed=0, spread=True):
-    from hero_core.model import HeroModel, fresh_router
-    from hero_core.tiny import tiny_backbone
+    from hero_core.core.model import HeroModel, fresh_router
+    from hero_core.core.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=seed)
     torch.manual_seed(seed + 1)
@@ -137,7 +138,7 @@ def test_chat_prompts_are_many_varied_and_split_by_hash():
 
 
 def test_warm_start_is_cached_per_data_and_shape(tmp_path):
-    from hero_core.warmstart import cached_warm_start
+    from hero_core.train.warmstart import cached_warm_start
 
     blocks = torch.randint(0, 1000, (4, 32))
     first = _tiny("unscaled")
@@ -151,7 +152,7 @@ def test_warm_start_is_cached_per_data_and_shape(tmp_path):
 
 
 def test_gate_warm_start_puts_the_skips_where_the_adapter_is_worst():
-    from hero_core.warmstart import fit_gate_to_adapter_error
+    from hero_core.train.warmstart import fit_gate_to_adapter_error
 
     hero = _tiny("unscaled", gate_bias_init=4.0, spread=False)
     blocks = torch.randint(0, 1000, (8, 32))
@@ -168,12 +169,12 @@ def test_gate_warm_start_puts_the_skips_where_the_adapter_is_worst():
 
 def test_bf16_backbone_routes_and_records_like_fp32(tmp_path):
     """A bf16 backbone (load_hero(dtype="bf16")) runs the fp32 router; decisions match fp32 up to gates near tau."""
-    from hero_core.tiny import tiny_backbone
+    from hero_core.core.tiny import tiny_backbone
 
     fp32 = _tiny("unscaled")
     backbone = tiny_backbone(seed=0)
     backbone.model.to(torch.bfloat16)
-    from hero_core.model import HeroModel
+    from hero_core.core.model import HeroModel
 
     bf16 = HeroModel(backbone, fp32.router, "tiny-bf16")
     prompt = "The quick brown fox jumps over the lazy dog."

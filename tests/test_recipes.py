@@ -1,4 +1,4 @@
-"""The bundled recipes as a table (hero_core.recipes): stage chains, the stage settings make_checkpoints trains
+"""The bundled recipes as a table (hero_core.train.recipes): stage chains, the stage settings make_checkpoints trains
 with, and ``python -m hero_core train --recipe`` on a tiny model."""
 
 import json
@@ -6,8 +6,8 @@ import json
 import pytest
 from scripts_loader import load_script
 
-from hero_core.recipes import DATA_BLOCKS, RECIPE_FIELDS, RUNS, stage_config, stages
-from hero_core.train import TrainConfig
+from hero_core.train.recipes import DATA_BLOCKS, RECIPE_FIELDS, RUNS, stage_config, stages
+from hero_core.train.train import TrainConfig
 
 
 def test_a_recipe_brings_the_stages_it_continues_from():
@@ -38,7 +38,7 @@ def test_a_stage_config_is_the_one_make_checkpoints_built_by_hand(tmp_path):
 
 
 def test_a_base_model_without_chat_template_trains_on_the_plain_built_in_domains():
-    from hero_core.train_data import builtin_mix
+    from hero_core.train.train_data import builtin_mix
 
     cfg = TrainConfig(out="o")
     chat = type("Hero", (), {"tokenizer": type("T", (), {"chat_template": "{{ messages }}"})()})()
@@ -49,7 +49,7 @@ def test_a_base_model_without_chat_template_trains_on_the_plain_built_in_domains
 
 def test_recipe_hero_10_runs_both_stages_on_a_tiny_model(tmp_path, monkeypatch, capsys):
     from hero_core.cli import main
-    from hero_core.tiny import tiny_model_dir
+    from hero_core.core.tiny import tiny_model_dir
 
     model = tiny_model_dir("llama", tmp_path / "model")
     text = tmp_path / "my.txt"

@@ -4,13 +4,13 @@ import copy
 import json
 from pathlib import Path
 
-from scripts_loader import load_script
+from hero_core.reports import results_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _report():
-    return load_script("results_report")
+    return results_report
 
 
 def _bundled_result() -> dict:

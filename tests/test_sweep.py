@@ -1,4 +1,4 @@
-"""Data-set sweeps (hero_core.sweep): reading prompt files, the tables, the CLI, and two ranks under accelerate."""
+"""Data-set sweeps (hero_core.eval.sweep): reading prompt files, the tables, the CLI, and two ranks under accelerate."""
 
 import json
 import os
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hero_core.sweep import Item, SweepResult, bundled_items, read_prompts, sweep, table_bytes, token_summary
+from hero_core.eval.sweep import Item, SweepResult, bundled_items, read_prompts, sweep, table_bytes, token_summary
 
 PROMPTS = ["def add(x, y):\n    return x + y", "Hello there, how are you today?", "12 * 3 = 36, so 36 - 6 = 30.",
            "The quick brown fox."]

@@ -5,8 +5,9 @@ import json
 import pytest
 import torch
 
-from hero_core import checkpoint as ckpt
-from hero_core.train import TrainConfig, budget_hinge, distill_loss, hard_executed, train, usage_penalty
+from hero_core.core import checkpoint as ckpt
+from hero_core.train.losses import budget_hinge, distill_loss, hard_executed, usage_penalty
+from hero_core.train.train import TrainConfig, train
 
 
 def _cfg(out, **kw):
@@ -17,8 +18,8 @@ def _cfg(out, **kw):
 
 
 def _fresh_tiny():
-    from hero_core.model import HeroModel, fresh_router
-    from hero_core.tiny import tiny_backbone
+    from hero_core.core.model import HeroModel, fresh_router
+    from hero_core.core.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=0)
     return HeroModel(backbone, fresh_router(backbone), "training")
@@ -121,7 +122,7 @@ def test_training_leaves_the_given_model_as_it_was(tmp_path):
 def test_the_training_command_line_takes_its_defaults_from_train_config():
     import argparse
 
-    from hero_core.train_cli import CLI_FIELDS, add_arguments
+    from hero_core.train.train_cli import CLI_FIELDS, add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -132,7 +133,7 @@ def test_the_training_command_line_takes_its_defaults_from_train_config():
 
 
 def test_an_order_seed_reorders_the_same_blocks():
-    from hero_core.train import block_order
+    from hero_core.train.train_data import block_order
 
     cached = block_order(TrainConfig(out="x"), 50)
     assert torch.equal(cached, torch.arange(50))
@@ -166,7 +167,7 @@ def test_a_softmax_memory_trains_with_its_own_learning_rate_and_is_saved(tmp_pat
 
 
 def test_memory_parameters_get_their_own_learning_rate():
-    from hero_core.train_memory import param_groups as _param_groups
+    from hero_core.train.train_memory import param_groups as _param_groups
 
     router = _fresh_tiny().router
     groups = _param_groups(router, TrainConfig(out="x", memory_lr_scale=10.0))

@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.checkpoint import bundled_names
-from hero_core.config import INFERENCE_VARIANTS
-from hero_core.spans import first_token_lift
+from hero_core.analysis.spans import first_token_lift
+from hero_core.core.checkpoint import bundled_names
+from hero_core.core.config import INFERENCE_VARIANTS
 
 from .runtime import RunSpec, load_model, matched_tau
 from .settings import PRECISIONS, Settings, checkpoint_options

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.figures import flip_map, layer_divergence, skip_heatmaps
+from hero_core.viz.figures import flip_map, layer_divergence, skip_heatmaps
 
 from .widgets import windowed
 

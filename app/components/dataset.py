@@ -3,7 +3,7 @@ opening one item in Route explorer.
 
 Each item is one ``st.cache_data`` call keyed on its text and the runs, so a rerun (or a resumed run after
 Cancel) takes finished items from the cache and only routes the rest. The loop itself lives in
-:mod:`hero_core.sweep`; this module only drives it one item at a time so the page can show progress.
+:mod:`hero_core.eval.sweep`; this module only drives it one item at a time so the page can show progress.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from hero_core.checkpoint import bundled_names
-from hero_core.config import INFERENCE_VARIANTS
-from hero_core.sweep import Item, SweepResult, SweepRun, bundled_items, read_prompts, run_item
+from hero_core.core.checkpoint import bundled_names
+from hero_core.core.config import INFERENCE_VARIANTS
+from hero_core.eval.sweep import Item, SweepResult, SweepRun, bundled_items, read_prompts, run_item
 
 from .compare import default_checkpoints
 from .runtime import _model, load_model

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.figure_export import figure_image, figures_html
-from hero_core.figures import figure_html
+from hero_core.viz.figure_export import figure_image, figures_html
+from hero_core.viz.figures import figure_html
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
 MAX_NAME = 96

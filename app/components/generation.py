@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hero_core.figures import token_compute_html, token_label
-from hero_core.model import HeroModel
-from hero_core.spans import SpanFigures
+from hero_core.analysis.spans import SpanFigures
+from hero_core.core.labels import token_label
+from hero_core.core.model import HeroModel
+from hero_core.viz.figures import token_compute_html
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.prompt_positions import MIN_TOKENS, TRAINED_SPAN, position_bars, position_table, position_words
+from hero_core.viz.prompt_positions import MIN_TOKENS, TRAINED_SPAN, position_bars, position_table, position_words
 
 
 def show_position_skip(trace: RoutingTrace, *, key: str) -> dict:

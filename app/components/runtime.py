@@ -18,9 +18,9 @@ import streamlit as st
 import torch
 
 from hero_core import RoutingTrace, load_hero
-from hero_core.attribution import Attribution, explain
-from hero_core.eval.quality import compare_to_dense
-from hero_core.model import HeroModel
+from hero_core.analysis.attribution import Attribution, explain
+from hero_core.core.model import HeroModel
+from hero_core.core.quality import compare_to_dense
 
 from .settings import DEFAULT_CHOICE, ModelSpec, Settings
 
@@ -55,7 +55,7 @@ class RunSpec:
 
 
 def _tiny_model(precision: str, device: str) -> HeroModel:
-    from hero_core.tiny import tiny_backbone, tiny_hero
+    from hero_core.core.tiny import tiny_backbone, tiny_hero
 
     hero = tiny_hero(device=device)
     if precision == "bf16":
@@ -65,7 +65,7 @@ def _tiny_model(precision: str, device: str) -> HeroModel:
     if precision != "nf4":
         return hero
     # The same tiny weights, saved and re-loaded in 4-bit through the normal loader.
-    from hero_core.backbones import load_backbone
+    from hero_core.core.backbones import load_backbone
 
     folder = Path(tempfile.mkdtemp(prefix="hero-lens-")) / "tiny-random-llama"
     fresh = tiny_backbone()  # un-wrapped copy of the same seeded weights

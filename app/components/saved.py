@@ -13,12 +13,12 @@ import json
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.figures import (
+from hero_core.core.trace import TraceFormatError
+from hero_core.viz.figures import (
     compute_bars,
     layer_skip_bars,
     skip_heatmap,
 )
-from hero_core.trace import TraceFormatError
 
 from .comparison import draw_same_token_comparison
 from .exports import export_panel

@@ -14,12 +14,12 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from hero_core.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
-from hero_core.checkpoint import bundled_names
-from hero_core.checkpoint import resolve as resolve_checkpoint
-from hero_core.config import INFERENCE_VARIANTS, VARIANTS
-from hero_core.families import FAMILIES
-from hero_core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.core.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
+from hero_core.core.checkpoint import bundled_names
+from hero_core.core.checkpoint import resolve as resolve_checkpoint
+from hero_core.core.config import INFERENCE_VARIANTS, VARIANTS
+from hero_core.core.families import FAMILIES
+from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 TINY_ENV = "HERO_LENS_TINY"
 DEFAULT_CHOICE = "default"  # the checkpoint choice: the bundled DEFAULT_CHECKPOINT where it fits the backbone
@@ -106,9 +106,9 @@ def trained_tokens(name: str) -> int | None:
 def model_dir_notes(backbone: str, checkpoint: str) -> tuple[str | None, str | None]:
     """What the typed model directory holds, and the library's refusal of the chosen checkpoint where it was trained
     for another backbone; read without loading the model, so the picker answers before anything loads."""
-    from hero_core.backbones import BackboneError
-    from hero_core.checkpoint import check_backbone, read_checkpoint
-    from hero_core.model_dirs import describe_model_dir
+    from hero_core.core.backbones import BackboneError
+    from hero_core.core.checkpoint import check_backbone, read_checkpoint
+    from hero_core.core.model_dirs import describe_model_dir
 
     try:
         info = describe_model_dir(backbone)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from hero_core.config import INFERENCE_VARIANTS
+from hero_core.core.config import INFERENCE_VARIANTS
 
 from .links import prompt_from_link, prompt_params
 from .settings import (

@@ -3,7 +3,7 @@ with bootstrap intervals, beside the one prompt the page routes.
 
 Why: one prompt gave three metrics pointing different ways (ΔNLL for no_history, KL and top-1 for hero) and no
 interval. The verdict comes from ``hero_core/checkpoints/measured.json`` (derived from docs/results.json by
-``python -m hero_core.measured``); nothing is recomputed here.
+``python -m hero_core.eval.measured``); nothing is recomputed here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from hero_core import measured as measured_results
+from hero_core.eval import measured as measured_results
 
 # what a trained checkpoint's variant means, in words a label can carry
 TRAINED_AS = {"hero": "with history", "no_history": "local router, no history",

@@ -17,15 +17,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.figures import (
-    MAX_WINDOW,
-    compute_legend_html,
-    skip_heatmap,
-    skip_overview,
-    token_compute_html,
-    token_label,
-)
-from hero_core.spans import first_token_lift, net_cost_words
+from hero_core.analysis.spans import first_token_lift, net_cost_words
+from hero_core.core.labels import token_label
+from hero_core.viz.axes import MAX_WINDOW
+from hero_core.viz.figures import compute_legend_html, skip_heatmap, skip_overview, token_compute_html
 
 from .links import link_note
 

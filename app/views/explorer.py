@@ -10,8 +10,9 @@ from components.positions import show_position_skip
 from components.runtime import RunSpec
 from components.saved import trace_for
 
-from hero_core.figures import decision_split, executed_counts, layer_skip_bars, token_label, token_quality_bars
-from hero_core.sweep import token_summary
+from hero_core.core.labels import token_label
+from hero_core.eval.sweep import token_summary
+from hero_core.viz.figures import decision_split, executed_counts, layer_skip_bars, token_quality_bars
 
 TOKEN_COLUMNS = {"token_index": "#", "ffn_executed": st.column_config.NumberColumn("FFNs run"),
                  "mean_gate": st.column_config.NumberColumn("mean g", format="%.3f"),

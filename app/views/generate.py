@@ -12,14 +12,14 @@ from components.runtime import load_model
 from components.widgets import BIND, prompt_input, show_net_cost, show_notices, windowed
 
 from hero_core import RoutingTrace
-from hero_core.figures import (
+from hero_core.analysis.spans import answer_and_prompt, span_figures
+from hero_core.viz.figures import (
     compute_legend_html,
     executed_counts,
     skip_heatmap,
     token_compute_html,
     token_quality_bars,
 )
-from hero_core.spans import answer_and_prompt, span_figures
 
 P = "generate"
 RESULT = f"{P}_result"  # last result, kept across reruns

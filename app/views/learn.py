@@ -9,11 +9,12 @@ from components.exports import export_panel
 from components.runtime import RunSpec, get_trace, load_model, matched_tau
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
-from hero_core import measured as measured_results
-from hero_core.figures import flip_map, memory_fill, skip_heatmap, tau_curve, token_label
-from hero_core.memory_words import describe_memory, describe_read, read_at, tour_plan
-from hero_core.spans import first_token_words
-from hero_core.tau_words import tau_sweep_words
+from hero_core.analysis.spans import first_token_words
+from hero_core.core.labels import token_label
+from hero_core.eval import measured as measured_results
+from hero_core.viz.figures import flip_map, memory_fill, skip_heatmap, tau_curve
+from hero_core.viz.memory_words import describe_memory, describe_read, read_at, tour_plan
+from hero_core.viz.tau_words import tau_sweep_words
 
 P = "learn"
 TEACHING_PROMPT = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
@@ -100,7 +101,7 @@ else:
     where = f"At L{base.routed_layers[depth - 1]}, token “{token_label(base.tokens[token], 24)}”"
     gate = (f"Its gate there: g = {base.gate[depth - 1, token]:.3f} → FFN "
             f"{'executed' if base.executed[depth - 1, token] else 'skipped'}.")
-    # every claim about the read comes from the weights through hero_core.memory_words' stated thresholds
+    # every claim about the read comes from the weights through hero_core.viz.memory_words' stated thresholds
     read = read_at(base, token, depth - 1)
     st.markdown(f"**{where}.** {describe_read(read, base.routed_layers)} {gate}")
     st.markdown(f"**Over this whole text.** {describe_memory(base)}")
@@ -160,7 +161,7 @@ else:
                            "verdict": r["verdict"]} for r in rows], hide_index=True)
             st.caption("Perplexity ratio to the dense model (lower is better) at the param skip the hero checkpoint "
                        "realises at its own τ; the local curve is interpolated there. From docs/results.json, via "
-                       "hero_core/checkpoints/measured.json (`python -m hero_core.measured`).")
+                       "hero_core/checkpoints/measured.json (`python -m hero_core.eval.measured`).")
 
 st.header("5 · Ask why")
 st.markdown("Every decision splits exactly into its local and history parts, and can be traced back to the input "

@@ -10,10 +10,18 @@ from components.saved import trace_for
 from components.widgets import BIND, clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
 
 from hero_core import RoutingTrace
-from hero_core.config import VARIANTS
-from hero_core.figures import forgetting_bars, mean_memory_map, memory_map, token_label, trajectories
-from hero_core.memory_figures import COLOUR_FLOOR_TEXT, MEMORY_MODE_LABELS, MEMORY_MODES
-from hero_core.memory_words import NEAR_UNIFORM, describe_forgetting, describe_memory, describe_read, read_at, summarise
+from hero_core.core.config import VARIANTS
+from hero_core.core.labels import token_label
+from hero_core.viz.figures import forgetting_bars, mean_memory_map, memory_map, trajectories
+from hero_core.viz.memory_figures import COLOUR_FLOOR_TEXT, MEMORY_MODE_LABELS, MEMORY_MODES
+from hero_core.viz.memory_words import (
+    NEAR_UNIFORM,
+    describe_forgetting,
+    describe_memory,
+    describe_read,
+    read_at,
+    summarise,
+)
 
 P = "memory"
 MEMORY_VARIANTS = tuple(v for v, spec in VARIANTS.items() if spec.memory_read)  # variants that read a memory

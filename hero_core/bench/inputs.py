@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
-from ..accounting import bisect_increasing, ffn_share_for_param_skip
-from ..call_state import RoutingCall
-from ..model import DEFAULT_CHECKPOINT
-from ..precision import check_dtype
+from ..core.accounting import bisect_increasing, ffn_share_for_param_skip
+from ..core.call_state import RoutingCall
+from ..core.model import DEFAULT_CHECKPOINT
+from ..core.precision import check_dtype
 
 DEFAULT_BENCH_CHECKPOINTS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")
 
@@ -147,7 +147,7 @@ def target_param_skip(name: str) -> float | None:
 def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) -> RoutedConfig:
     """A fresh router with gates spread around 0.5 (as the tests' ``embedded`` fixture builds), its tau
     calibrated so the share of skipped FFNs matches the param skip the name asks for."""
-    from ..model import fresh_router, spread_gates
+    from ..core.model import fresh_router, spread_gates
 
     want_param_skip = target_param_skip(name) or 0.25
     p = hero.profile
@@ -181,7 +181,7 @@ def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) 
 
 def load_routed_configs(hero, names: list[str], calibration_ids: torch.Tensor, seed: int,
                         say: Callable[[str], None]) -> list[RoutedConfig]:
-    from .. import checkpoint as ckpt
+    from ..core import checkpoint as ckpt
 
     configs = []
     for i, name in enumerate(names):

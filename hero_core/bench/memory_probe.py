@@ -66,7 +66,7 @@ def memory_probe(backbone: str | None, quantization: str | None, batch: int, len
     torch.set_num_threads(threads)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from ..backbones import embedded_model_dir, load_backbone
+    from ..core.backbones import embedded_model_dir, load_backbone
 
     model_dir = embedded_model_dir() if backbone is None else Path(backbone)
     config = AutoConfig.from_pretrained(model_dir)

@@ -1,5 +1,5 @@
 """The benchmark's sections, each timing dense against routed configurations side by side: prefill,
-decode (through :meth:`hero_core.model.HeroModel.decode`), trace recording, wrapper overhead, a training step,
+decode (through :meth:`hero_core.core.model.HeroModel.decode`), trace recording, wrapper overhead, a training step,
 and memory (fp32 vs NF4 in fresh processes, :mod:`hero_core.bench.memory_probe`)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..accounting import ComputeProfile, flop_ideal
-from ..call_state import RoutingCall, routing_call
+from ..core.accounting import ComputeProfile, flop_ideal
+from ..core.call_state import RoutingCall, routing_call
 from .inputs import BenchConfig, RoutedConfig, _recorded_pass, batch_of
 from .timing import measure, paired_ratio, start_timer, stats, time_stats
 
@@ -81,7 +81,7 @@ def bench_prefill(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Ben
 
 def decode_loop(hero, make_call: Callable[[], RoutingCall], prompts: torch.Tensor, n_new: int,
                 on_done: Callable[[RoutingCall], None] | None = None) -> tuple[float, float]:
-    """Greedy batched decoding (:meth:`hero_core.model.HeroModel.decode`) from equal-length prompts (B, P):
+    """Greedy batched decoding (:meth:`hero_core.core.model.HeroModel.decode`) from equal-length prompts (B, P):
     ``n_new`` decode steps, no early stop, so every row does the same work.
 
     Returns the (wall, CPU) seconds of the decode steps only (the prefill is left out)."""
@@ -183,7 +183,7 @@ def bench_recording(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig
 
 
 def bench_overhead(hero, pool: torch.Tensor, cfg: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]:
-    from ..inject import unwrapped
+    from ..core.inject import unwrapped
 
     batch, length = cfg.overhead_shape
     ids = batch_of(pool, batch, length, offset=29).to(hero.device)
@@ -223,7 +223,7 @@ def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
 
     Two gate gradients, as ``train.py --gate-gradient`` offers: ``straight_through`` (its default: both
     branches run on every token, no compute is skipped in training) and ``paper`` (the hard branch)."""
-    from ..train import usage_penalty
+    from ..train.losses import usage_penalty
 
     batch, length = cfg.train_shape
     ids = batch_of(pool, batch, length, offset=41).to(hero.device)

@@ -3,7 +3,7 @@
 Modules, one concept each:
 
     methods    what gets evaluated (:class:`Method`, :class:`HeroMethod`, :class:`CallableMethod`), its
-               forwards and greedy decoding (through the one decode loop, :mod:`hero_core.decoding`)
+               forwards and greedy decoding (through the one decode loop, :mod:`hero_core.core.decoding`)
     scoring    log-likelihoods as lm-evaluation-harness splits them, multiple-choice accuracy, Retain
     suites     the registry :data:`~hero_core.eval.suites.SUITES`: one entry per suite (name, run, scores,
                headline) — main, extended, humaneval, reasoning, domains
@@ -12,15 +12,23 @@ Modules, one concept each:
     cli        ``python -m hero_core eval`` (``--answers``: the answers suite)
     answers    the answers suite: prompts with checkable answers (``answers.jsonl``, written by
                ``answers_data``), checked per answer; the share of dense's correct answers a method keeps
-    bigbench, humaneval, quality, baselines
-               BIG-bench data, HumanEval execution, per-token quality against dense, baseline policies
+    bigbench, humaneval, baselines
+               BIG-bench data, HumanEval execution, baseline policies (per-token quality against dense is
+               :mod:`hero_core.core.quality`, which the model itself uses)
     retain     Retain over the main suite + HumanEval with 95 % bootstrap intervals (over examples, over tasks)
                and the paired difference of two methods
     twins      the headline's checkpoints, each one's local twin and the twin's tau at matched param skip
     headline   the README's headline table (Retain and answers kept beside param skip) from the result files
+    frontier   the skip-quality frontier of checkpoints on held-out text, with the oracle and random references
+    sweep      one or more checkpoints over a data set of prompts (``python -m hero_core sweep``)
+    position_skip
+               skip by absolute position in the prompt
+    calibration
+               tau for a target param skip on train-split text
+    measured   the measured summary the app quotes (``python -m hero_core.eval.measured``)
 
 Compute figures (param skip, net param skip, FLOP share saved, token-weighted over every token a suite
-fed) come from :class:`hero_core.accounting.ComputeTally`.
+fed) come from :class:`hero_core.core.accounting.ComputeTally`.
 
 A *method* is anything with the small :class:`Method` interface: a forward over a right-padded batch that
 returns logits and which FFNs each token ran. :class:`HeroMethod` ``(hero, variant, tau)`` runs a HeRo
@@ -34,7 +42,7 @@ policy at matched skip::
     evaluate(hero, ["hero", "no_history"], ["main"], limit=50, methods=[static])
 
 Data hygiene: BIG-bench and HumanEval are evaluation-only (never read by training); reasoning and
-domain texts come from the ``eval`` split of :mod:`hero_core.data`, disjoint from ``train`` by a hash
+domain texts come from the ``eval`` split of :mod:`hero_core.core.data`, disjoint from ``train`` by a hash
 of each item. Few-shot exemplars of the reasoning suite come from the ``train`` split, so no
 evaluation question appears in a prompt other than its own.
 """

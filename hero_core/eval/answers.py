@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import check_variant
-from ..trace import RoutingTrace
+from ..core.config import check_variant
+from ..core.trace import RoutingTrace
 from . import humaneval
 from .suites import answers_match, parse_answer
 
@@ -355,7 +355,7 @@ def answers_kept(frame: pd.DataFrame, method: str, *, reference: str = REFERENCE
 def _kept(joined: pd.DataFrame, seed: int) -> dict[str, Any]:
     # imported here: hero_core.analysis imports hero_core.eval (quality), so a module-level import would be
     # circular whenever analysis is imported first
-    from ..analysis import bootstrap_ci
+    from ..analysis.analysis import bootstrap_ci
 
     dense_ok = joined["correct_reference"].astype(bool).to_numpy()
     own_ok = joined["correct"].astype(bool).to_numpy()

@@ -22,8 +22,8 @@ import math
 
 import torch
 
-from ..accounting import ffns_for_param_skip
-from ..model import HeroModel
+from ..core.accounting import ffns_for_param_skip
+from ..core.model import HeroModel
 
 
 def static_pruning(dropped_blocks: set[int]):
@@ -38,7 +38,7 @@ def block_influence(hero: HeroModel, texts: list[str]) -> list[float]:
     """ShortGPT's block influence of every routed FFN on calibration texts: 1 - cos(hbar, hbar + FFN(u))."""
     import torch.nn.functional as F
 
-    from ..inject import hbar_site, routed_unit
+    from ..core.inject import hbar_site, routed_unit
 
     scores = [0.0] * hero.config.n_routed
     counts = [0] * hero.config.n_routed

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ..config import INFERENCE_VARIANTS
+from ..core.config import INFERENCE_VARIANTS
 from . import bigbench, humaneval
 from . import suites as registry
 from .harness import run_lm_eval
@@ -154,10 +154,10 @@ def _print_summary(result: dict) -> None:
 
 def _run_answers(args, load, progress: bool) -> int:
     """``--answers``: every checkpoint (on one loaded backbone) against dense on the answers suite."""
-    from ..model import DEFAULT_CHECKPOINT
-    from ..sweep import with_checkpoint
+    from ..core.model import DEFAULT_CHECKPOINT
     from . import answers, twins
     from .methods import HeroMethod
+    from .sweep import with_checkpoint
 
     names = [c.strip() for c in (args.checkpoint or "").split(",") if c.strip()]
     names = names or [DEFAULT_CHECKPOINT, DEFAULT_CHECKPOINT.replace("hero-", "local-", 1)]
@@ -225,10 +225,10 @@ class _Twin:
 def _matched_twins(hero, models: list, args) -> dict[str, _Twin]:
     """``--twins``: each checkpoint's local twin at matched param skip on calibration text (loaded onto the same
     backbone when it is not among ``models``). Refused with --tau: the match is to each checkpoint's own tau."""
-    from ..calibration import calibration_blocks
-    from ..checkpoint import bundled_names
-    from ..sweep import with_checkpoint
+    from ..core.checkpoint import bundled_names
     from . import twins
+    from .calibration import calibration_blocks
+    from .sweep import with_checkpoint
 
     if args.tau is not None:
         raise ValueError("--twins matches each twin to its checkpoint's own tau; leave out --tau")

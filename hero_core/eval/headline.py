@@ -159,7 +159,7 @@ def headline_lines(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
     ``expected``: the rows to show even if unmeasured (default: the bundled headline checkpoints and
     :data:`~hero_core.eval.twins.ALWAYS_SHOWN`); ``available``: the bundled checkpoints (default: as found)."""
     if expected is None or available is None:
-        from ..checkpoint import bundled_names
+        from ..core.checkpoint import bundled_names
 
         bundled = bundled_names()
         expected = [*headline_checkpoints(bundled), *ALWAYS_SHOWN] if expected is None else expected

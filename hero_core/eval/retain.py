@@ -7,13 +7,13 @@ Here the tasks are the BIG-bench main suite (``hero_core/eval_tasks.json``; a ta
 HumanEval (one more task; its score is pass@1), read from an :func:`hero_core.eval.evaluate` result that kept the
 per-example scores (``grades``).
 
-Intervals (both percentile bootstraps through :mod:`hero_core.analysis`'s resampler):
+Intervals (both percentile bootstraps through :mod:`hero_core.analysis.analysis`'s resampler):
 
 * **over examples** (the one the README shows): every task's examples are resampled with replacement, the
   routed method and dense on the *same* resampled examples (they answered the same ones), and Retain is
   recomputed. The tasks are fixed by a written rule, not drawn, so this is the uncertainty that more examples
   per task would shrink, and at 10 examples per task it is the large one;
-* **over tasks**: the per-task ratios resampled (:func:`hero_core.analysis.bootstrap_ci`), how much the mean
+* **over tasks**: the per-task ratios resampled (:func:`hero_core.analysis.analysis.bootstrap_ci`), how much the mean
   rests on which tasks were chosen.
 
 A paired difference of two methods (a hero checkpoint minus its local twin at equal param skip) resamples the
@@ -69,7 +69,7 @@ def draw_picks(dense: ScoreTable, tasks: Sequence[str], *, n_boot: int = N_BOOT,
                seed: int = 0) -> dict[str, np.ndarray]:
     """Resampled example indices per task, ``(n_boot, n_task)`` each, from one seeded generator (in ``tasks``'
     order), so every method compared against the same dense run is resampled on the same examples."""
-    from ..analysis import bootstrap_picks  # lazily: hero_core.analysis imports hero_core.eval
+    from ..analysis.analysis import bootstrap_picks  # lazily, as the other analysis imports here
 
     rng = np.random.default_rng(seed)
     return {t: bootstrap_picks(len(dense[t]), n_boot=n_boot, rng=rng) for t in tasks}
@@ -93,7 +93,7 @@ def retain_replicates(routed: ScoreTable, dense: ScoreTable, picks: Mapping[str,
 
 
 def _interval(replicates: np.ndarray, level: float) -> tuple[float | None, float | None]:
-    from ..analysis import percentile_interval
+    from ..analysis.analysis import percentile_interval
 
     kept = replicates[~np.isnan(replicates)]
     return percentile_interval(kept, level) if len(kept) else (None, None)
@@ -106,7 +106,7 @@ def retain_interval(routed: ScoreTable, dense: ScoreTable, *, n_boot: int = N_BO
     Returns ``retain`` (None when no task has a dense score above 0), ``low``/``high`` (over examples),
     ``task_low``/``task_high`` (over tasks), ``tasks`` (those in the mean), ``left_out`` (dense scored 0) and
     ``examples`` (per task)."""
-    from ..analysis import bootstrap_ci
+    from ..analysis.analysis import bootstrap_ci
 
     tasks = _check_paired(routed, dense)
     means = {t: (float(np.mean(routed[t])) if len(routed[t]) else 0.0,

@@ -3,7 +3,7 @@ Retain against the dense reference, the summary table; and the one-off BIG-bench
 
     param skip     paper's metric, averaged over every token the model processed in that suite
                    (prompts, choices, generated tokens); plus its net form and the FLOP share saved
-                   (:mod:`hero_core.accounting`).
+                   (:mod:`hero_core.core.accounting`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..accounting import ComputeTally
+from ..core.accounting import ComputeTally
 from . import bigbench
 from .methods import Method
 

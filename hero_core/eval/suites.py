@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import ComputeTally, compact
+from ..core.accounting import ComputeTally, compact
+from ..core.quality import token_quality
 from . import bigbench, humaneval
 from .methods import Forward, Method
-from .quality import token_quality
 from .scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
 
 EVAL_TASKS_FILE = Path(__file__).parent.parent / "eval_tasks.json"
@@ -133,7 +133,7 @@ def answers_match(predicted: str | None, answer: str) -> bool:
 def reasoning_exemplars(shots: int = REASONING_SHOTS) -> list[str]:
     """``shots`` worked *train*-split problems, cycling through the problem kinds (arithmetic story,
     expression, ordering) so each kind is shown once before any repeats."""
-    from ..data import reasoning_problems
+    from ..core.data import reasoning_problems
 
     pool = reasoning_problems(max(60, 10 * shots), "train", seed=12345)
     kinds = sorted({p.kind for p in pool})
@@ -151,7 +151,7 @@ def evaluate_reasoning(method: Method, limit: int | None, *, shots: int = REASON
     """Exact match of the generated answer on held-out generated problems (``data.reasoning_problems``)."""
     from tqdm import tqdm
 
-    from ..data import reasoning_problems
+    from ..core.data import reasoning_problems
 
     problems = reasoning_problems(limit or 100, "eval")
     tally = ComputeTally(method.profile, method.routed)
@@ -180,7 +180,7 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
     dense logits never need storing. Returns ``{method: {domain: figures}}``."""
     from tqdm import tqdm
 
-    from ..data import domain_texts
+    from ..core.data import domain_texts
 
     out: dict[str, dict[str, Any]] = {m.name: {} for m in methods}
     for domain in domains:

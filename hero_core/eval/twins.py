@@ -5,9 +5,9 @@ has the local twin ``local-<budget>`` with the same stage tags and without the r
 no_history router trained with the first recipe's schedule (``hero-10-r2`` -> ``local-10``, ``hero-10-r2-s1`` ->
 ``local-10-s1``). Comparing the two at their own tau would mix a better router with a different amount of
 skipping, so the twin is also run at **matched compute**: the tau at which its param skip on calibration text
-(:func:`hero_core.calibration.calibration_blocks`, train-split blocks of every domain) equals the skip the
+(:func:`hero_core.eval.calibration.calibration_blocks`, train-split blocks of every domain) equals the skip the
 checkpoint realises there at its own tau (:func:`match_twin`; bisection by
-:meth:`hero_core.model.HeroModel.tau_for_param_skip`).
+:meth:`hero_core.core.model.HeroModel.tau_for_param_skip`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def headline_order(name: str) -> tuple:
 def headline_checkpoints(names: Iterable[str] | None = None) -> list[str]:
     """The headline's checkpoints among ``names`` (default: every bundled checkpoint), in table order."""
     if names is None:
-        from ..checkpoint import bundled_names
+        from ..core.checkpoint import bundled_names
 
         names = bundled_names()
     return sorted((n for n in names if is_headline(n)), key=headline_order)
@@ -105,7 +105,7 @@ class MatchedTwin:
 
 def match_twin(hero, twin, blocks, *, iters: int = 12) -> MatchedTwin:
     """``twin`` (a HeroModel) at the tau whose param skip on ``blocks`` matches ``hero``'s at its own tau."""
-    from ..calibration import realised_skip
+    from .calibration import realised_skip
 
     target = realised_skip(hero, blocks, hero.config.variant, hero.config.tau)
     tau, skip = twin.tau_for_param_skip(blocks, None, twin.config.variant, target, iters=iters)

@@ -1,0 +1,1 @@
+"""Aggregations over routing traces: per-domain statistics, memory reads, spans, gate attributions."""

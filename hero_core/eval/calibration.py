@@ -1,0 +1,56 @@
+"""Tau calibration after training: move the threshold on g until a checkpoint's realised param skip meets a
+budget on a few train-split blocks (scripts/calibrate_budgets.py). Training itself trains at tau (Eq. 9 of
+docs/method.md); this is the one-number correction for a checkpoint trained elsewhere."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from ..core.model import HeroModel
+
+
+def calibration_blocks(hero: HeroModel, n_blocks: int = 8, seq_len: int = 128, seed: int = 1) -> torch.Tensor:
+    """A few train-split blocks from every domain (never evaluation data) for calibrating tau."""
+    from ..core.data import chat_texts, code_texts, reasoning_problems, token_blocks
+
+    texts = [p.text for p in reasoning_problems(24, "train", seed=seed)]
+    texts += code_texts("train", limit=8)
+    texts += chat_texts(hero, "train", limit=8)
+    blocks = token_blocks(texts, hero.tokenizer, seq_len)
+    random.Random(seed).shuffle(blocks)
+    return torch.tensor(blocks[:n_blocks], dtype=torch.long)
+
+
+def realised_skip(hero: HeroModel, blocks: torch.Tensor, variant: str, tau: float) -> float:
+    """Param skip (paper definition) of ``variant`` at threshold ``tau`` on token blocks."""
+    from ..core.accounting import token_compute
+
+    call = hero.new_call(variant, tau)
+    with torch.no_grad():
+        hero.forward(blocks.to(hero.device), None, call, use_cache=False)
+    executed = call.passes[-1].executed().cpu().numpy()
+    return float(token_compute(executed, hero.profile)["param_skip"].mean())
+
+
+def calibrate_tau(hero: HeroModel, blocks: torch.Tensor, target_skip: float, *, variant: str | None = None,
+                  iters: int = 8) -> tuple[float, float]:
+    """Bisection on tau so the realised param skip on ``blocks`` meets ``target_skip``.
+
+    The budget controller steers skip during training, but it oscillates around its target; a trained
+    router's final skip can sit several points off. Moving tau (the threshold on g) is the one-number
+    correction: skip grows with tau. Returns (tau, realised skip at that tau)."""
+    variant = variant or hero.config.variant
+    lo, hi = 0.02, 0.98
+    best = (0.5, realised_skip(hero, blocks, variant, 0.5))
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        skip = realised_skip(hero, blocks, variant, mid)
+        if abs(skip - target_skip) < abs(best[1] - target_skip):
+            best = (mid, skip)
+        if skip < target_skip:
+            lo = mid
+        else:
+            hi = mid
+    return best

@@ -1,0 +1,220 @@
+"""The skip-quality frontier: perplexity ratio against param skip on held-out text, per domain.
+
+``python -m hero_core frontier --checkpoint hero-10 --checkpoint local-10 --oracle --random --out f.json``
+sweeps each checkpoint's threshold tau, and optionally two reference policies built on the first
+checkpoint's adapters:
+
+* **oracle** (not deployable): runs both branches at every block and skips where replacing the FFN by the
+  adapter changes the block output least, ``e = ||FFN(u) - Adapter(u)|| / ||hbar + FFN(u)||`` below a
+  threshold; the threshold is swept like tau. It needs the FFN output to decide whether to skip the FFN,
+  so it saves nothing. It is a greedy, block-local reference, not an upper bound: it ranks skips by their
+  error at one block and cannot see how that error grows through the later blocks, which trained routers
+  learn end to end (on the bundled checkpoints they beat it at every budget).
+* **random**: every (token, block) skips with one probability, taking the adapter.
+
+Every point is evaluated on the same held-out texts, with the dense model run once per batch, and
+reports per domain the param skip, the perplexity ratio (routed / dense) with a bootstrap interval over
+texts, top-1 agreement and KL(dense || routed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..core.accounting import token_compute
+from ..core.inject import ffn_modules
+from .baselines import random_skipping
+
+DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
+DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)
+DEFAULT_RANDOM_SKIPS = (0.05, 0.10, 0.25, 0.40)  # param skip targets of the random policy
+BOOTSTRAP_SAMPLES = 1000
+
+
+def oracle_skipping(hero, threshold: float):
+    """Reference policy: skip where the adapter's relative error on this token's block output is below
+    ``threshold``. Executed FFNs run unscaled (g = 1), skipped blocks take the adapter unscaled (g = 0)."""
+    ffns = ffn_modules(hero.model)
+    layers = hero.config.routed_layers
+
+    def policy(block, gate, fwd):
+        u, hbar = fwd.ffn_input, fwd.ffn_hbar
+        adapter = hero.router.adapters[block - 1]
+        ffn = ffns[layers[block - 1]](u).float()
+        error = (ffn - adapter(u.to(adapter.w1.weight.dtype)).float()).norm(dim=-1)
+        executed = error / (hbar.float() + ffn).norm(dim=-1).clamp_min(1e-6) >= threshold
+        return executed, executed.to(gate.dtype)
+    return policy
+
+
+@dataclass
+class _TextStats:
+    """Sums over one text's positions, for pooled ratios and bootstrap resampling over texts."""
+
+    nll: list[float] = field(default_factory=list)
+    nll_dense: list[float] = field(default_factory=list)
+    n_pred: list[int] = field(default_factory=list)
+    agree: list[float] = field(default_factory=list)
+    kl: list[float] = field(default_factory=list)
+    n_pos: list[int] = field(default_factory=list)
+    skip: list[float] = field(default_factory=list)  # sum over positions of the token's param skip
+
+
+def ratio_interval(nll: np.ndarray, nll_dense: np.ndarray, n_pred: np.ndarray, *, samples: int = BOOTSTRAP_SAMPLES,
+                   seed: int = 0) -> tuple[float, float, float]:
+    """Pooled perplexity ratio exp(sum(nll - nll_dense) / sum(n)) and its 95 % bootstrap interval over texts."""
+    diff = nll - nll_dense
+    point = math.exp(diff.sum() / max(n_pred.sum(), 1))
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(diff), size=(samples, len(diff)))
+    boot = np.exp(diff[picks].sum(1) / np.maximum(n_pred[picks].sum(1), 1))
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return point, float(low), float(high)
+
+
+def _summarise(stats: _TextStats) -> dict:
+    nll, dense, n_pred = (np.asarray(x, dtype=float) for x in (stats.nll, stats.nll_dense, stats.n_pred))
+    ratio, low, high = ratio_interval(nll, dense, n_pred)
+    n_pos = max(sum(stats.n_pos), 1)
+    return {"texts": len(stats.nll), "tokens": int(sum(stats.n_pos)), "param_skip": sum(stats.skip) / n_pos,
+            "perplexity_ratio": ratio, "ratio_low": low, "ratio_high": high,
+            "top1_agreement": sum(stats.agree) / n_pos, "kl_from_dense": sum(stats.kl) / n_pos}
+
+
+def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str]], *, max_tokens: int = 256,
+                    batch_size: int = 2, progress: bool = False) -> dict[str, dict[str, dict]]:
+    """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
+    from tqdm import tqdm
+
+    from ..core.quality import log_probs, quality_of_log_probs
+    from .methods import HeroMethod
+
+    reference = HeroMethod(hero, "dense")
+    out: dict[str, dict[str, dict]] = {m.name: {} for m in methods}
+    for domain, texts in texts_by_domain.items():
+        stats = {m.name: _TextStats() for m in methods}
+        for i in tqdm(range(0, len(texts), batch_size), desc=f"frontier {domain}", disable=not progress):
+            enc = hero.encode(texts[i: i + batch_size], max_tokens=max_tokens)
+            ids, mask = enc.input_ids.cpu(), enc.attention_mask.cpu()
+            lengths = mask.sum(1).tolist()
+            dense = reference.forward(ids, mask).logits
+            dense_log = log_probs(dense)  # once per batch, shared by every method
+            for m in methods:
+                fwd = m.forward(ids, mask)
+                s = stats[m.name]
+                routed_log = log_probs(fwd.logits)
+                for b, n in enumerate(lengths):
+                    q = quality_of_log_probs(dense_log[b, :n], routed_log[b, :n], ids[b, :n])
+                    s.nll.append(float(q["nll"].sum()))
+                    s.nll_dense.append(float(q["dense_nll"].sum()))
+                    s.n_pred.append(n - 1)
+                    s.kl.append(float(q["kl"].sum()))
+                    s.agree.append(float(q["top1_agree"].sum()))
+                    s.n_pos.append(n)
+                    if fwd.executed is not None:
+                        s.skip.append(float(token_compute(fwd.executed[b][:, :n], m.profile)["param_skip"].sum()))
+                    else:
+                        s.skip.append(0.0)
+        for m in methods:
+            out[m.name][domain] = _summarise(stats[m.name])
+    return out
+
+
+def frontier(models: dict, *, oracle: bool = False, random: bool = False,
+             taus: Sequence[float] | dict[str, Sequence[float]] = DEFAULT_TAUS,
+             oracle_thresholds: Sequence[float] = DEFAULT_ORACLE_THRESHOLDS,
+             random_skips: Sequence[float] = DEFAULT_RANDOM_SKIPS, limit: int = 40, max_tokens: int = 256,
+             domains: Sequence[str] = ("chat", "code", "reasoning"), progress: bool = False) -> dict:
+    """Sweep every model in ``models`` ({checkpoint name: HeroModel}) over ``taus`` (one list for all, or
+    {name: list}), plus the references. The references use the first model's adapters."""
+    from ..core.accounting import ffns_for_param_skip
+    from ..core.data import domain_texts
+    from .methods import HeroMethod
+
+    first = next(iter(models.values()))
+    methods, curves = [], {}
+    for name, hero in models.items():
+        grid = taus.get(name, DEFAULT_TAUS) if isinstance(taus, dict) else taus
+        points = [HeroMethod(hero, hero.config.variant, tau=t, name=f"{name}@tau={t:g}") for t in grid]
+        curves[name] = {"kind": "checkpoint", "variant": hero.config.variant, "tau": hero.config.tau,
+                        "knob": "tau", "points": [(t, p.name) for t, p in zip(grid, points)]}
+        methods += points
+    if oracle:
+        points = [HeroMethod(first, "hero", name=f"oracle@{e:g}", policy=oracle_skipping(first, e))
+                  for e in oracle_thresholds]
+        curves["oracle"] = {"kind": "reference (not deployable)", "knob": "relative adapter error",
+                            "adapters_of": first.checkpoint_name,
+                            "points": [(e, p.name) for e, p in zip(oracle_thresholds, points)]}
+        methods += points
+    if random:
+        R = first.config.n_routed
+        points = [HeroMethod(first, "hero", name=f"random@{s:g}",
+                             policy=random_skipping(ffns_for_param_skip(s, first.profile) / R, seed=0))
+                  for s in random_skips]
+        curves["random"] = {"kind": "baseline", "knob": "target param skip", "adapters_of": first.checkpoint_name,
+                            "points": [(s, p.name) for s, p in zip(random_skips, points)]}
+        methods += points
+    texts = {d: domain_texts(d, "eval", limit, hero=first) for d in domains}
+    results = evaluate_points(first, methods, texts, max_tokens=max_tokens, progress=progress)
+    for curve in curves.values():
+        curve["points"] = [{"knob": knob, **{d: results[name][d] for d in domains}} for knob, name in curve["points"]]
+    return {"backbone": first.backbone.name, "limit": limit, "max_tokens": max_tokens, "domains": list(domains),
+            "split": "eval (held out: see hero_core.core.data)", "curves": curves}
+
+
+def at_skip(curve: dict, domain: str, skip: float) -> dict | None:
+    """The curve's perplexity ratio interpolated (log-linear in skip) at ``skip``; None outside its range."""
+    pts = sorted((p[domain]["param_skip"], p[domain]) for p in curve["points"])
+    for (x0, a), (x1, b) in zip(pts, pts[1:]):
+        if x0 <= skip <= x1:
+            w = 0.0 if x1 == x0 else (skip - x0) / (x1 - x0)
+            interp = {k: math.exp((1 - w) * math.log(a[k]) + w * math.log(b[k]))
+                      for k in ("perplexity_ratio", "ratio_low", "ratio_high")}
+            interp["top1_agreement"] = (1 - w) * a["top1_agreement"] + w * b["top1_agreement"]
+            return interp
+    return None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", action="append", required=True, help="bundled name or directory (repeatable)")
+    p.add_argument("--oracle", action="store_true", help="add the oracle reference (not deployable)")
+    p.add_argument("--random", action="store_true", help="add random skipping with the first checkpoint's adapters")
+    p.add_argument("--taus", default=",".join(f"{t:g}" for t in DEFAULT_TAUS),
+                   help="gate thresholds to sweep, comma-separated (default: %(default)s)")
+    p.add_argument("--limit", type=int, default=40, help="held-out texts per domain")
+    p.add_argument("--max-tokens", type=int, default=256, help="tokens per text")
+    p.add_argument("--domains", default="chat,code,reasoning", help="held-out domains, comma-separated")
+    p.add_argument("--backbone", default=None, help="local HF model directory (default: the embedded model)")
+    p.add_argument("--out", required=True, help="JSON file to write")
+
+
+def run_cli(args) -> int:
+    from ..core import checkpoint as ckpt
+    from ..core.backbones import load_backbone
+    from ..core.model import HeroModel
+
+    try:
+        taus = [float(t) for t in args.taus.split(",")]
+    except ValueError:
+        raise ValueError(f"--taus must be comma-separated numbers, got {args.taus!r}") from None
+    backbone = load_backbone(args.backbone)
+    models: dict = {}
+    for name in args.checkpoint:
+        found = ckpt.read_checkpoint(name)
+        ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
+        router = ckpt.build_router(found)
+        models[found.name] = HeroModel(backbone, router, found.name, found.training)  # one backbone, wrapped once
+    with torch.no_grad():
+        result = frontier(models, oracle=args.oracle, random=args.random, taus=taus, limit=args.limit,
+                          max_tokens=args.max_tokens, domains=args.domains.split(","), progress=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,496 @@
+"""Data-set sweeps: run one or more checkpoints over every prompt of a file and keep what a study needs.
+
+``sweep(hero, prompts, checkpoints=["hero-10", "local-10"])`` routes each prompt under each run (with the
+dense model on the same tokens for quality) and, where ``match_compute`` is on, also runs every run after the
+first at the param skip the first one realised on that prompt (``param_skip=``), so quality is compared at
+equal compute. Memory stays bounded: per item it keeps one summary row per run, one row per token and one
+row per routed block, never the traces themselves.
+
+The same loop serves the app (one cached call per item, :func:`run_item`), notebooks (:func:`sweep`) and
+``python -m hero_core sweep data.jsonl --checkpoint hero-10 --checkpoint local-10 --out results/``, which runs
+unchanged under ``accelerate launch``: rank r takes items r, r + W, …, and rank 0 gathers and writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.analysis import CATEGORIES, CATEGORY_LABELS, token_categories
+from ..core.trace import RoutingTrace
+from .frontier import ratio_interval
+from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
+
+BUNDLED_SETS = ("reasoning", "code", "chat", "humaneval")
+PROMPT_KEYS = ("prompt", "text", "input", "question")  # first present key (JSONL) or column (CSV) is the prompt
+FORMATS = ("jsonl", "json", "csv", "txt")
+MAX_ITEMS = 100_000
+TABLES = ("items", "tokens", "layers")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One prompt of a data set: a stable id, its text and a domain (which drives token categories)."""
+
+    id: str
+    text: str
+    domain: str = "custom"
+
+
+# -- reading data sets ------------------------------------------------------------------------------
+def _item(row: Mapping, n: int, where: str, default_domain: str) -> Item:
+    key = next((k for k in PROMPT_KEYS if isinstance(row.get(k), str)), None)
+    if key is None:
+        raise ValueError(f"{where}: no prompt field; give one of {', '.join(PROMPT_KEYS)} as a string")
+    return Item(str(row.get("id", n)), row[key], str(row.get("domain") or default_domain))
+
+
+def read_prompts(data: bytes | str, name: str, *, domain: str = "custom") -> list[Item]:
+    """Prompts from the contents of a JSONL / JSON / CSV / TXT file; ``name``'s suffix picks the format.
+
+    JSONL: one object per line with a ``prompt`` (or ``text``, ``input``, ``question``) string, optional ``id``
+    and ``domain``. JSON: a list of such objects or of strings. CSV: a header row with one of those columns.
+    TXT: one prompt per non-empty line."""
+    fmt = Path(name).suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ValueError(f"{name}: unsupported file type {fmt!r}; use one of .{', .'.join(FORMATS)}")
+    try:
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{name} is not UTF-8 text ({err})") from None
+    items: list[Item] = []
+    if fmt == "txt":
+        items = [Item(str(i), line, domain) for i, line in enumerate(t for t in text.splitlines() if t.strip())]
+    elif fmt == "csv":
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames or not set(PROMPT_KEYS) & set(reader.fieldnames):
+            raise ValueError(f"{name}: the CSV header needs a column named one of {', '.join(PROMPT_KEYS)}")
+        items = [_item(row, i, f"{name} row {i + 2}", domain) for i, row in enumerate(reader)]
+    else:
+        rows: list = []
+        if fmt == "json":
+            try:
+                rows = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{name} is not valid JSON ({err})") from None
+            if not isinstance(rows, list):
+                raise ValueError(f"{name}: a JSON data set must be a list of prompts or objects")
+        else:
+            for i, line in enumerate(text.splitlines()):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as err:
+                        raise ValueError(f"{name} line {i + 1} is not valid JSON ({err})") from None
+        for i, row in enumerate(rows):
+            row = {"prompt": row} if isinstance(row, str) else row
+            if not isinstance(row, Mapping):
+                raise ValueError(f"{name} item {i + 1}: expected an object or a string, got {type(row).__name__}")
+            items.append(_item(row, i, f"{name} item {i + 1}", domain))
+    items = [it for it in items if it.text.strip()]
+    if not items:
+        raise ValueError(f"{name} holds no non-empty prompts")
+    if len(items) > MAX_ITEMS:
+        raise ValueError(f"{name} holds {len(items)} prompts; split it into files of at most {MAX_ITEMS}")
+    return items
+
+
+def load_prompts(path: str | os.PathLike) -> list[Item]:
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no data set file at {path}")
+    return read_prompts(path.read_bytes(), path.name)
+
+
+def bundled_items(name: str, n: int, hero=None) -> list[Item]:
+    """``n`` held-out prompts of a bundled set: ``reasoning``, ``code``, ``chat`` (needs ``hero``: the dense
+    model's own replies) from :func:`hero_core.core.data.domain_texts`, or ``humaneval`` (the problem prompts)."""
+    if name not in BUNDLED_SETS:
+        raise ValueError(f"unknown bundled set {name!r}; choose one of {', '.join(BUNDLED_SETS)}")
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"the number of items must be a positive integer, got {n!r}")
+    if name == "humaneval":
+        from .humaneval import load_problems
+
+        return [Item(p.task_id, p.prompt, "code") for p in load_problems(limit=n)]
+    from ..core.data import domain_texts
+
+    return [Item(f"{name}-{i}", text, name) for i, text in enumerate(domain_texts(name, "eval", n, hero=hero))]
+
+
+# -- runs -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SweepRun:
+    """One routed configuration: a model (router), the variant it runs as and its tau (None: the checkpoint's)."""
+
+    label: str
+    model: object  # HeroModel (not imported: this module must stay importable for table work without torch use)
+    variant: str
+    tau: float | None = None
+
+
+def with_checkpoint(hero, name: str):
+    """``hero``'s backbone with another checkpoint's router (the backbone is not loaded twice)."""
+    from ..core import checkpoint as ckpt
+
+    if name == hero.checkpoint_name:
+        return hero
+    found = ckpt.read_checkpoint(name)
+    ckpt.check_backbone(found, hero.backbone.fingerprint, hero.backbone.name)
+    return hero.with_router(ckpt.build_router(found), found.name, found.training)
+
+
+def make_runs(hero, checkpoints: Sequence | None = None, variants: Sequence[str] | None = None) -> list[SweepRun]:
+    """Runs for each checkpoint (a name, a directory or a HeroModel; default: ``hero`` itself) under each of
+    ``variants`` (default: the variant each checkpoint was trained as)."""
+    models = [hero] if not checkpoints else [c if hasattr(c, "trace") else with_checkpoint(hero, str(c))
+                                             for c in checkpoints]
+    runs = []
+    for model in models:
+        for variant in variants or [model.config.variant]:
+            if len(models) == 1 and variants:
+                label = variant
+            else:
+                label = model.checkpoint_name + (f" · {variant}" if variants else "")
+            runs.append(SweepRun(label, model, variant))
+    labels = [r.label for r in runs]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"two runs share a label ({labels}): give each checkpoint once")
+    return runs
+
+
+# -- per-item rows ---------------------------------------------------------------------------------
+def token_summary(trace: RoutingTrace) -> pd.DataFrame:
+    """One row per token: its absolute index in the item, FFNs run and skipped, its param skip, mean gate, the
+    decision closest to flipping and its quality vs dense.
+
+    ``token_index`` counts from 0 (the first token, the attention sink) whatever the prompt's length, so
+    tables of many items can be binned by absolute position; ``min_margin`` is g - tau of the token's decision
+    nearest tau (signed: negative = skipped); ``nll`` and ``dense_nll`` score the next token (NaN at the last),
+    ``delta_nll`` = nll - dense_nll."""
+    margin = trace.margin()  # (R, T)
+    if trace.n_routed:
+        closest = np.abs(margin).argmin(axis=0)
+        min_margin = margin[closest, np.arange(trace.n_tokens)]
+    else:
+        min_margin = np.full(trace.n_tokens, np.nan)
+    out = pd.DataFrame({"token_index": np.arange(trace.n_tokens), "token": list(trace.tokens),
+                        "ffn_executed": trace.executed_per_token().astype(int),
+                        "ffn_skipped": (~trace.executed).sum(axis=0).astype(int),
+                        "skip_rate": 1.0 - trace.executed.mean(axis=0) if trace.n_routed else 0.0,
+                        "param_skip": trace.compute()["param_skip"],
+                        "mean_gate": trace.gate.mean(axis=0), "min_margin": min_margin})
+    quality = trace.quality or {}
+    nan = np.full(trace.n_tokens, np.nan)
+    out["nll"], out["dense_nll"] = quality.get("nll", nan), quality.get("dense_nll", nan)
+    out["delta_nll"] = out["nll"] - out["dense_nll"]
+    out["kl_to_dense"] = quality.get("kl_to_dense", nan)
+    return out
+
+
+def _item_row(trace: RoutingTrace, run: str, index: int, item: Item, matched_to: str | None) -> dict:
+    s, q = trace.summary(), trace.quality or {}
+    nll = np.asarray(q.get("nll", [np.nan]))[:-1]
+    dense = np.asarray(q.get("dense_nll", [np.nan]))[:-1]
+    n_pred = len(nll)
+    ratio = math.exp(float(nll.mean() - dense.mean())) if n_pred else 1.0
+    return {"run": run, "item": index, "id": item.id, "domain": item.domain, "checkpoint": trace.checkpoint,
+            "variant": trace.variant, "matched_to": matched_to or "", "tau": trace.tau, "n_tokens": trace.n_tokens,
+            "param_skip": s["param_skip"],
+            "param_skip_excluding_first_token": param_skip_excluding_first(trace.compute()["param_skip"]),
+            "net_param_skip": s["net_param_skip"],
+            "flop_share_saved": s["flop_share_saved"], "ffn_per_token": s["ffn_executed_per_token"],
+            "skip_rate": s["skip_rate"], "nll_sum": float(nll.sum()), "dense_nll_sum": float(dense.sum()),
+            "n_pred": n_pred, "perplexity_ratio": ratio,
+            "mean_kl": float(np.mean(q["kl_to_dense"])) if "kl_to_dense" in q else float("nan"),
+            "top1_agreement": float(np.mean(q["top1_agree"])) if "top1_agree" in q else float("nan"),
+            "notices": " | ".join(trace.notices), "prompt": item.text}
+
+
+def run_item(runs: Sequence[SweepRun], item: Item, index: int, *, max_tokens: int | None = 256,
+             chat_template: bool = False, match_compute: bool = True) -> dict[str, list[dict]]:
+    """All runs on one item: ``{"items": [...], "tokens": [...], "layers": [...]}`` rows (plain dicts, so the
+    app can cache them and ranks can exchange them). Matched-compute runs add item rows only."""
+    rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+    reference = None
+    for k, run in enumerate(runs):
+        trace = run.model.trace(item.text, variant=run.variant, tau=run.tau, max_tokens=max_tokens,
+                                chat_template=chat_template, quality=run.variant != "dense")
+        rows["items"].append(_item_row(trace, run.label, index, item, None))
+        tokens = token_summary(trace)
+        tokens.insert(0, "category", token_categories(trace.tokens, item.domain))
+        tokens.insert(0, "domain", item.domain)
+        tokens.insert(0, "item", index)
+        tokens.insert(0, "run", run.label)
+        tokens["position"] = tokens["token_index"] / max(trace.n_tokens - 1, 1)  # 0 = first token, 1 = last
+        rows["tokens"].extend(tokens.to_dict("records"))
+        skipped = (~trace.executed).sum(axis=1)
+        rows["layers"].extend({"run": run.label, "item": index, "block": j + 1, "layer": layer,
+                               "n_tokens": trace.n_tokens, "n_skipped": int(skipped[j])}
+                              for j, layer in enumerate(trace.routed_layers))
+        if k == 0:
+            reference = (run.label, trace.param_skip)
+        elif match_compute and run.variant != "dense" and trace.n_tokens:
+            matched = run.model.trace(item.text, variant=run.variant, param_skip=min(reference[1], 0.999),
+                                      max_tokens=max_tokens, chat_template=chat_template, quality=True)
+            rows["items"].append(_item_row(matched, f"{run.label} @ {reference[0]} compute", index, item,
+                                           reference[0]))
+    return rows
+
+
+# -- the result -------------------------------------------------------------------------------------
+@dataclass
+class SweepResult:
+    """Tables of a sweep. ``items``: one row per (run, item), matched-compute runs included (``matched_to``);
+    ``tokens``: one row per (run, item, token); ``layers``: one row per (run, item, routed block)."""
+
+    items: pd.DataFrame
+    tokens: pd.DataFrame
+    layers: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_parts(cls, parts: Sequence[Mapping[str, list[dict]]], meta: dict | None = None) -> SweepResult:
+        frames = {}
+        for name in TABLES:
+            frame = pd.DataFrame([row for part in parts for row in part[name]])
+            if len(frame):
+                frame = frame.sort_values(["item", "run"] if name == "items" else ["run", "item"], kind="stable")
+            frames[name] = frame.reset_index(drop=True)
+        return cls(frames["items"], frames["tokens"], frames["layers"], dict(meta or {}))
+
+    @property
+    def runs(self) -> list[str]:
+        return list(dict.fromkeys(self.items.loc[self.items.matched_to == "", "run"])) if len(self.items) else []
+
+    def layer_skip(self) -> pd.DataFrame:
+        """Per (run, routed block): skip rate pooled over every token of every item."""
+        g = self.layers.groupby(["run", "block", "layer"], sort=False)[["n_skipped", "n_tokens"]].sum().reset_index()
+        g["skip_rate"] = g.n_skipped / g.n_tokens.clip(lower=1)
+        return g
+
+    def skip_by_category(self) -> pd.DataFrame:
+        """Per (run, token category): n_tokens, share of tokens, skip rate, FFNs run per token."""
+        g = self.tokens.groupby(["run", "category"], sort=False).agg(
+            n_tokens=("skip_rate", "size"), skip_rate=("skip_rate", "mean"),
+            ffn_executed_per_token=("ffn_executed", "mean")).reset_index()
+        g["share_of_tokens"] = g.n_tokens / g.run.map(self.tokens.groupby("run").size())
+        g["category_label"] = g.category.map(CATEGORY_LABELS)
+        order = {c: i for i, c in enumerate(CATEGORIES)}
+        return g.sort_values(["run", "category"], key=lambda s: s.map(order) if s.name == "category" else s,
+                             kind="stable").reset_index(drop=True)
+
+    def skip_by_position(self, bins: int = 10) -> pd.DataFrame:
+        """Per (run, relative-position bin, 0 = first token … 1 = last): skip rate and FFNs run per token."""
+        t = self.tokens.assign(bin=np.minimum((self.tokens.position * bins).astype(int), bins - 1))
+        g = t.groupby(["run", "bin"], sort=True).agg(n_tokens=("skip_rate", "size"), skip_rate=("skip_rate", "mean"),
+                                                     ffn_executed_per_token=("ffn_executed", "mean")).reset_index()
+        g["position"] = (g["bin"] + 0.5) / bins
+        return g
+
+    def skip_by_absolute_position(self, edges: Sequence[float] = POSITION_EDGES) -> pd.DataFrame:
+        """Per (run, absolute-position bin): n_tokens, skip rate, FFNs run and skipped per token, param skip.
+
+        Bins are [edges[i], edges[i + 1]) of the token's index in its item; the default edges keep token 0 (the
+        attention sink, which skips most FFNs) alone and split the rest at the routers' 128-token training
+        blocks. Unlike :meth:`skip_by_position` this does not stretch a 20-token and a 2,000-token prompt onto
+        the same axis, so position effects stay visible. Columns: see :func:`hero_core.eval.position_skip.bin_table`."""
+        return bin_table(self.tokens, by=("run",), edges=edges)
+
+    def quality(self, seed: int = 0) -> pd.DataFrame:
+        """Per run (matched ones included): token-weighted param skip and the pooled perplexity ratio against
+        dense with its 95 % bootstrap interval over items."""
+        rows = []
+        for run, g in self.items.groupby("run", sort=False):
+            ratio, low, high = _ratio(g.nll_sum, g.dense_nll_sum, g.n_pred, seed)
+            rows.append({"run": run, "matched_to": g.matched_to.iloc[0], "n_items": len(g),
+                         "n_tokens": int(g.n_tokens.sum()), "param_skip": _weighted(g.param_skip, g.n_tokens),
+                         "param_skip_excluding_first_token": _excluding_first(g),
+                         "ffn_per_token": _weighted(g.ffn_per_token, g.n_tokens), "perplexity_ratio": ratio,
+                         "ratio_low": low, "ratio_high": high, "mean_kl": _weighted(g.mean_kl, g.n_tokens),
+                         "top1_agreement": _weighted(g.top1_agreement, g.n_tokens)})
+        return pd.DataFrame(rows)
+
+    def matched(self, seed: int = 0) -> pd.DataFrame:
+        """Each matched run against the reference run on the same items at (nearly) the same compute:
+        the perplexity ratio matched / reference with a 95 % bootstrap interval over items (> 1: the
+        reference, usually the history-aware router, is better at equal compute)."""
+        rows = []
+        for run, g in self.items[self.items.matched_to != ""].groupby("run", sort=False):
+            ref = self.items[(self.items.run == g.matched_to.iloc[0])].set_index("item").loc[g.item]
+            ratio, low, high = _ratio(g.nll_sum.to_numpy(), ref.nll_sum.to_numpy(), g.n_pred.to_numpy(), seed)
+            rows.append({"run": run, "reference": g.matched_to.iloc[0], "n_items": len(g),
+                         "param_skip": _weighted(g.param_skip, g.n_tokens),
+                         "param_skip_excluding_first_token": _excluding_first(g),
+                         "reference_param_skip": _weighted(ref.param_skip, ref.n_tokens),
+                         "reference_param_skip_excluding_first_token": _excluding_first(ref),
+                         "ratio_vs_reference": ratio, "ratio_low": low, "ratio_high": high})
+        return pd.DataFrame(rows, columns=["run", "reference", "n_items", "param_skip",
+                                           "param_skip_excluding_first_token", "reference_param_skip",
+                                           "reference_param_skip_excluding_first_token", "ratio_vs_reference",
+                                           "ratio_low", "ratio_high"])
+
+    def save(self, out: str | os.PathLike, formats: Sequence[str] = ("csv", "parquet")) -> list[Path]:
+        """Write every table in each format, plus ``summary.json`` (quality, matched, meta)."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in TABLES:
+            frame = getattr(self, name)
+            for fmt in formats:
+                path = out / f"{name}.{fmt}"
+                frame.to_csv(path, index=False) if fmt == "csv" else frame.to_parquet(path, index=False)
+                written.append(path)
+        summary = {"meta": self.meta, "quality": self.quality().to_dict("records"),
+                   "matched": self.matched().to_dict("records")}
+        path = out / "summary.json"
+        path.write_text(json.dumps(summary, indent=2, default=float), encoding="utf-8")
+        return [*written, path]
+
+
+def _weighted(values, weights) -> float:
+    v, w = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    ok = ~np.isnan(v)
+    return float((v[ok] * w[ok]).sum() / w[ok].sum()) if w[ok].sum() > 0 else float("nan")
+
+
+def _excluding_first(items: pd.DataFrame) -> float:
+    """Param skip over the items' tokens but each item's first, weighted by those n_tokens - 1 tokens (NaN for
+    tables saved before the column existed)."""
+    if "param_skip_excluding_first_token" not in items:
+        return float("nan")
+    return _weighted(items.param_skip_excluding_first_token, items.n_tokens - 1)
+
+
+def _ratio(nll, reference, n_pred, seed: int) -> tuple[float, float, float]:
+    nll, reference, n_pred = (np.asarray(x, dtype=float) for x in (nll, reference, n_pred))
+    if not len(nll) or n_pred.sum() == 0:
+        return 1.0, float("nan"), float("nan")
+    return ratio_interval(nll, reference, n_pred, seed=seed)
+
+
+def table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
+    """A table as CSV or Parquet bytes (downloads)."""
+    if fmt == "csv":
+        return frame.to_csv(index=False).encode("utf-8")
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    raise ValueError(f"unknown table format {fmt!r}; use csv or parquet")
+
+
+# -- the loop -------------------------------------------------------------------------------------
+def sweep(hero, prompts: Sequence[Item | str], *, checkpoints: Sequence | None = None,
+          variants: Sequence[str] | None = None, max_tokens: int | None = 256, chat_template: bool = False,
+          match_compute: bool = True, progress: Callable[[int, int], None] | None = None,
+          should_stop: Callable[[], bool] | None = None, rank: int = 0, world_size: int = 1) -> SweepResult:
+    """Run each checkpoint (see :func:`make_runs`) over ``prompts``; returns the tables.
+
+    ``progress(done, total)`` is called after each item, ``should_stop()`` before each (True: stop and return
+    what is done, ``meta["stopped"]`` says so). ``rank`` / ``world_size`` take every ``world_size``-th item
+    from ``rank`` on (item numbers stay global), for a caller that merges the ranks' parts."""
+    items = [p if isinstance(p, Item) else Item(str(i), str(p)) for i, p in enumerate(prompts)]
+    if not items:
+        raise ValueError("no prompts to sweep")
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is outside 0..{world_size - 1}")
+    runs = make_runs(hero, checkpoints, variants)
+    mine = list(range(rank, len(items), world_size))
+    parts, stopped = [], False
+    for done, index in enumerate(mine):
+        if should_stop is not None and should_stop():
+            stopped = True
+            break
+        parts.append(run_item(runs, items[index], index, max_tokens=max_tokens, chat_template=chat_template,
+                              match_compute=match_compute))
+        if progress is not None:
+            progress(done + 1, len(mine))
+    meta = {"runs": [r.label for r in runs], "n_items": len(items), "n_done": len(parts), "stopped": stopped,
+            "max_tokens": max_tokens, "chat_template": chat_template, "match_compute": match_compute,
+            "backbone": hero.backbone.name}
+    return SweepResult.from_parts(parts, meta)
+
+
+# -- command line -------------------------------------------------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", type=Path, help="prompts: .jsonl / .json / .csv / .txt, or bundled:NAME[:N] "
+                                           f"with NAME one of {', '.join(BUNDLED_SETS)}")
+    p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
+    p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda (under accelerate: each rank's own)")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"], help="backbone precision")
+    p.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
+    p.add_argument("--checkpoint", action="append", default=None,
+                   help="repeat for several runs (bundled name or directory; default: the bundled default)")
+    p.add_argument("--variant", action="append", default=None,
+                   help="run each checkpoint as these variants (default: the variant it was trained as)")
+    p.add_argument("--max-tokens", type=int, default=256, help="cut longer prompts (with a notice)")
+    p.add_argument("--no-match-compute", action="store_true",
+                   help="skip the runs at the first run's param skip (each run at its own tau only)")
+    p.add_argument("--format", action="append", choices=["csv", "parquet"], default=None,
+                   help="table formats to write (default: both)")
+    p.add_argument("--out", type=Path, required=True, help="folder for items/tokens/layers tables and summary.json")
+
+
+def _items_from(spec: Path, hero) -> list[Item]:
+    text = str(spec)
+    if text.startswith("bundled:"):
+        name, _, n = text.removeprefix("bundled:").partition(":")
+        return bundled_items(name, int(n) if n.isdigit() else 20, hero=hero)
+    return load_prompts(spec)
+
+
+def run_cli(args) -> int:
+    from ..cli import _load
+
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    state = None
+    if world_size > 1:  # under accelerate launch (or torchrun): one process per rank
+        from accelerate import PartialState
+
+        state = PartialState(cpu=args.device == "cpu")
+        if args.device == "auto":
+            args.device = str(state.device)
+    rank = state.process_index if state else 0
+    load_args = argparse.Namespace(**{**vars(args), "checkpoint": (args.checkpoint or [None])[0]})
+    hero = _load(load_args)
+    items = _items_from(args.data, hero)
+    checkpoints = args.checkpoint if args.checkpoint and os.environ.get("HERO_LENS_TINY") != "1" else None
+
+    def report(done: int, total: int) -> None:
+        if rank == 0 and (done == total or done % max(1, total // 20) == 0):
+            print(f"rank 0: {done}/{total} items", file=sys.stderr)
+
+    result = sweep(hero, items, checkpoints=checkpoints, variants=args.variant, max_tokens=args.max_tokens,
+                   chat_template=args.chat, match_compute=not args.no_match_compute, progress=report,
+                   rank=rank, world_size=world_size)
+    parts = [{name: getattr(result, name).to_dict("records") for name in TABLES}]
+    if state is not None:
+        import torch.distributed as dist
+        from accelerate.utils import gather_object
+
+        parts = gather_object(parts)  # every rank's rows, in rank order
+        dist.destroy_process_group()  # a process group left open at exit keeps the launcher waiting
+    if rank != 0:
+        return 0
+    merged = SweepResult.from_parts(parts, {**result.meta, "n_done": sum(len({r["item"] for r in p["items"]})
+                                                                      for p in parts), "world_size": world_size})
+    written = merged.save(args.out, formats=args.format or ("csv", "parquet"))
+    print(merged.quality().round(4).to_string(index=False))
+    if len(merged.matched()):
+        print(merged.matched().round(4).to_string(index=False))
+    print(f"{merged.meta['n_done']} items × {len(merged.runs)} runs written to {args.out} "
+          f"({', '.join(p.name for p in written)})")
+    return 0

@@ -1,0 +1,233 @@
+"""Drive the app in Debian's headless Chromium, for the browser tests and the README screenshots.
+
+* :class:`DevTools`: a minimal Chrome DevTools Protocol client over the ``websockets`` package Streamlit already
+  depends on (nothing beyond requirements.txt);
+* :func:`chromium_endpoint`: a headless Chromium, yielding its DevTools WebSocket URL;
+* :func:`served_app`: ``streamlit run app/main.py`` on a free port, yielding its base URL;
+* :func:`browser_tab`: both of the above for a script, one tab sized like a laptop screen.
+
+Failures to start raise :class:`BrowserUnavailable` or :class:`AppDidNotStart` (tests turn them into a skip or a
+failure; scripts stop with the message).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from base64 import b64decode
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MAIN = ROOT / "app" / "main.py"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--remote-debugging-port=0", "--window-size=1400,1000"]
+NO_EXCEPTION_JS = ("document.querySelectorAll('[data-testid=\"stException\"]').length === 0 && "
+                   "!document.body.innerText.includes('Traceback')")
+# Streamlit's theme wraps titles in <b>; plotly decodes typed arrays into _fullData.
+FIND_SKIP_MAP_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d => d._fullLayout && "
+                    "d._fullLayout.title.text.replace(/<[^>]*>/g, '').startsWith('Skip map'))")
+SKIP_MAP_JS = (f"(() => {{ const g = {FIND_SKIP_MAP_JS}; if (!g) return null; "
+               "const c = g._fullData.find(t => t.name === 'cells'); if (!c) return null; "
+               "return {n: c.x.length, gate: Array.from(c.marker.color)}; })()")
+
+
+
+
+class BrowserUnavailable(RuntimeError):
+    """Chromium is not installed or did not open its DevTools endpoint."""
+
+
+class AppDidNotStart(RuntimeError):
+    """``streamlit run`` exited or did not answer its health check in time."""
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
+        if found:
+            return found
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client: one flattened session on one page."""
+
+    def __init__(self, ws_url: str) -> None:
+        from websockets.sync.client import connect
+
+        self.ws = connect(ws_url, max_size=None, open_timeout=30)
+        self.next_id = 0
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+
+    def send(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict:
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if method.split(".")[0] not in ("Target",):
+            message["sessionId"] = self.session
+        self.ws.send(json.dumps(message))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply["result"]
+
+    def eval(self, expression: str):
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                "awaitPromise": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression[:80]}: {result['exceptionDetails'].get('text')}")
+        return result["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float = 90.0, what: str = ""):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = self.eval(expression)
+            except RuntimeError:  # the document is being replaced (navigation): try again
+                value = None
+            if value:
+                return value
+            time.sleep(0.4)
+        body = self.eval("document.body ? document.body.innerText.slice(0, 1500) : ''")
+        raise AssertionError(f"timed out waiting for {what or expression}; page text:\n{body}")
+
+    def goto(self, url: str) -> None:
+        # Streamlit rewrites the query string once the page runs (its URL-bound widgets), so the new document is
+        # recognised by its path and by not carrying the mark set on the old one, not by the whole address.
+        try:
+            self.eval("window.__heroLeaving = true")
+        except RuntimeError:
+            pass
+        self.send("Page.navigate", {"url": url})
+        parts = urllib.parse.urlsplit(url)
+        path = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
+        self.wait_for(f"!window.__heroLeaving && location.origin + location.pathname === {json.dumps(path)} && "
+                      "document.readyState === 'complete'", what=f"navigation to {url}")
+
+    def screenshot(self, path: Path) -> None:
+        # On a loaded two-core machine the compositor can take over a minute to produce a frame after plotly
+        # draws; bring the tab to the front (a background tab may not paint at all) and allow one retry.
+        self.send("Page.bringToFront")
+        try:
+            data = self.send("Page.captureScreenshot", {"format": "png"}, timeout=150.0)["data"]
+        except TimeoutError:
+            data = self.send("Page.captureScreenshot", {"format": "png", "fromSurface": True}, timeout=150.0)["data"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b64decode(data))
+
+    def click(self, x: float, y: float) -> None:
+        # Plotly resolves a click to the point under the last hover, so move there first.
+        self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        time.sleep(0.3)
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@contextmanager
+def chromium_endpoint() -> Iterator[str]:
+    """A headless Chromium; yields its DevTools WebSocket URL (each DevTools client opens its own tab)."""
+    exe = find_chromium()
+    if exe is None:
+        raise BrowserUnavailable("Chromium is not installed (apt-get install chromium; `make test` does it)")
+    profile = Path(tempfile.mkdtemp(prefix="hero-lens-chromium-"))
+    proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise BrowserUnavailable("Chromium did not start a DevTools endpoint")
+            time.sleep(0.2)
+        port, path = port_file.read_text().splitlines()[:2]
+        yield f"ws://127.0.0.1:{port}{path}"
+    finally:
+        stop(proc)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@contextmanager
+def served_app(env: dict[str, str] | None = None, start_timeout: float = 90.0) -> Iterator[str]:
+    """The app served on 127.0.0.1 (``env``: the process environment, default this one's); yields its base URL."""
+    port = free_port()
+    # The server's output goes to a file, not a pipe: a pipe nobody reads fills up and stalls a long-lived server.
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.port", str(port), "--server.address",
+         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"], cwd=ROOT, env=dict(os.environ) if env is None else env,
+        stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            try:
+                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                raise AppDidNotStart(f"streamlit did not start: {log.read().decode(errors='replace')[-2000:]}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        stop(proc)
+        log.close()
+
+
+def open_tab(endpoint: str, width: int = 1400, height: int = 1600) -> DevTools:
+    tools = DevTools(endpoint)
+    tools.send("Page.enable")
+    tools.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                      "mobile": False})
+    # Tabs opened side by side are hidden from each other; a hidden page may defer its drawing.
+    tools.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
+    return tools
+
+
+def embedded_env() -> dict[str, str]:
+    """This process's environment without test mode: the app serves the embedded model."""
+    return {k: v for k, v in os.environ.items() if k != "HERO_LENS_TINY"}
+
+
+@contextmanager
+def browser_tab(width: int = 1400, height: int = 1500) -> Iterator[DevTools]:
+    """One tab of a fresh headless Chromium, for scripts."""
+    with chromium_endpoint() as endpoint:
+        tools = open_tab(endpoint, width, height)
+        try:
+            yield tools
+        finally:
+            tools.close()

@@ -1,0 +1,426 @@
+"""Render docs/results.md, docs/figures/frontier.png and the README's quality block from docs/results.json.
+
+Every number comes from the JSON written by ``scripts/make_frontier.py``. The oracle is a reference that
+needs the FFN's output to decide whether to skip it (not deployable); the paper's budgets are marked, its
+numbers are quoted only in docs/results.md's labelled table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..eval.frontier import at_skip
+from .readme_block import replace_block
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DOMAINS = ("chat", "code", "reasoning")
+PAPER_BUDGETS = (26.87, 38.82)  # the paper's two HeRo operating points (Llama-3.1-8B), param skip %
+TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agreement or None)
+    "hero-10": (0.10, 1.10, 0.85),
+    "hero-25": (0.25, 2.0, None),
+    "hero-40": (0.38, 6.0, None),
+}
+GREEDY_TARGET = ("hero-10", 12)  # greedy chat answers: median leading tokens (of PREFIX) equal to the dense answer
+STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#000000", ":"),
+         "random": ("#7f7f7f", "-."), "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
+         "no_pos": ("#8c564b", "none")}
+
+
+def own_point(curve: dict) -> dict | None:
+    """The point of a checkpoint's curve at its own (trained) tau."""
+    return next((p for p in curve["points"] if abs(p["knob"] - curve["tau"]) < 1e-9), None)
+
+
+BELOW_ONE = "†"  # marks a perplexity ratio below 1, explained by BELOW_ONE_NOTE wherever a table can show one
+BELOW_ONE_NOTE = (f"{BELOW_ONE} A perplexity ratio below 1 is not a gain over the dense model: the held-out chat texts "
+                  "are the dense model's own greedy replies, and checkpoints trained on the renormalised top-k target "
+                  "learn a distribution sharper than the teacher's, so they put more probability than dense on dense's "
+                  "own argmax tokens. The top-1 agreement and the answers suite are the measures to read there.")
+
+
+def _ratio(cell: dict) -> str:
+    mark = BELOW_ONE if cell["perplexity_ratio"] < 1 else ""
+    return f"{cell['perplexity_ratio']:.3f}{mark} [{cell['ratio_low']:.3f}, {cell['ratio_high']:.3f}]"
+
+
+def own_tau_table(frontier: dict, names: list[str]) -> list[str]:
+    head = ["checkpoint", "variant", "tau"]
+    for d in DOMAINS:
+        head += [f"{d}: param skip %", f"{d}: ppl ratio [95 % CI]", f"{d}: top-1 %"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in names:
+        curve = frontier["curves"].get(name)
+        point = own_point(curve) if curve else None
+        if point is None:
+            continue
+        cells = [name, curve["variant"], f"{curve['tau']:g}"]
+        for d in DOMAINS:
+            c = point[d]
+            cells += [f"{100 * c['param_skip']:.1f}", _ratio(c), f"{100 * c['top1_agreement']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def target_lines(frontier: dict, generations: dict | None = None) -> list[str]:
+    lines = ["| checkpoint | target | measured (chat / code / reasoning) | met? |", "|---|---|---|---|"]
+    for name, (skip, ratio, top1) in TARGETS.items():
+        curve = frontier["curves"].get(name)
+        point = own_point(curve) if curve else None
+        if point is None:
+            lines.append(f"| {name} | — | not trained | no |")
+            continue
+        skips = [point[d]["param_skip"] for d in DOMAINS]
+        ratios = [point[d]["perplexity_ratio"] for d in DOMAINS]
+        agree = [point[d]["top1_agreement"] for d in DOMAINS]
+        ok = min(skips) >= skip and max(ratios) <= ratio and (top1 is None or min(agree) >= top1)
+        target = f"skip ≥ {100 * skip:.0f} %, ratio ≤ {ratio:g}" + (f", top-1 ≥ {100 * top1:.0f} %" if top1 else "")
+        measured = (f"skip {' / '.join(f'{100 * s:.1f}' for s in skips)} %, ratio "
+                    f"{' / '.join(f'{r:.2f}' for r in ratios)}"
+                    + (f", top-1 {' / '.join(f'{100 * a:.0f}' for a in agree)} %" if top1 else ""))
+        lines.append(f"| {name} | {target} | {measured} | {'yes' if ok else 'no'} |")
+    name, median_needed = GREEDY_TARGET
+    prefix = (generations or {}).get("common_prefix", {}).get(name)
+    if prefix is not None:
+        n = generations["prefix_tokens"]
+        lines.append(f"| {name} | greedy chat answers: median ≥ {median_needed} of the first {n} tokens equal to "
+                     f"dense | median {prefix['median']:g} of {n} ({generations['prompts']} prompts) | "
+                     f"{'yes' if prefix['median'] >= median_needed else 'no'} |")
+    return lines
+
+
+def matched_table(frontier: dict) -> list[str]:
+    """hero vs local (and the references) interpolated at the param skip each hero checkpoint realises."""
+    curves = frontier["curves"]
+    lines = ["| budget | domain | param skip % (hero's own tau) | hero | local | random (same adapters) | "
+             "oracle (not deployable) | hero ≤ local? |", "|---|---|---|---|---|---|---|---|"]
+    for budget in ("10", "25", "40"):
+        hero, local = curves.get(f"hero-{budget}"), curves.get(f"local-{budget}")
+        point = own_point(hero) if hero else None
+        if point is None or local is None:
+            continue
+        for d in DOMAINS:
+            skip = point[d]["param_skip"]
+            cells = {"hero": point[d]}
+            for name, curve in (("local", local), ("random", curves.get("random")), ("oracle", curves.get("oracle"))):
+                cells[name] = at_skip(curve, d, skip) if curve else None
+            shown = [_ratio(cells[k]) if cells[k] else "outside its range" for k in ("hero", "local", "random",
+                                                                                      "oracle")]
+            verdict = "–"
+            if cells["local"]:
+                verdict = "yes" if cells["hero"]["perplexity_ratio"] <= cells["local"]["perplexity_ratio"] else "no"
+                if cells["hero"]["ratio_high"] >= cells["local"]["ratio_low"] and \
+                        cells["local"]["ratio_high"] >= cells["hero"]["ratio_low"]:
+                    verdict += " (intervals overlap)"
+            lines.append(f"| {budget} % | {d} | {100 * skip:.1f} | " + " | ".join(shown) + f" | {verdict} |")
+    return lines
+
+
+ZOOM_SKIP = (4.0, 16.0)  # param skip % of the lower row: the 10 % budget, where the ablations sit
+
+
+def draw_domain(ax, frontier: dict, d: str, zoom: bool = False) -> list[float]:
+    """One domain's curves and points on ``ax``; in the zoom row only what lies near the 10 % budget. Returns the
+    ratios drawn inside the zoom window (for the row's y range)."""
+    inside = []
+    for name, curve in frontier["curves"].items():
+        if zoom and name.endswith(("-25", "-40")):
+            continue
+        family = name.split("-")[0] if curve["kind"] == "checkpoint" else name
+        colour, style = STYLE.get(family, ("#17becf", "-"))
+        pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
+        xs, ys = [x for x, _ in pts], [y for _, y in pts]
+        inside += [y for x, y in pts if ZOOM_SKIP[0] <= x <= ZOOM_SKIP[1]]
+        label = {"oracle": "oracle (not deployable)", "random": "random, same adapters"}.get(name, name)
+        if name.endswith("-s1"):  # a first stage: its own point, hollow, in its family's colour
+            ax.scatter(xs, ys, facecolors="none", edgecolors=colour, marker="s", s=30, label=label, zorder=4)
+            continue
+        if style == "none" and len(pts) == 1:  # an ablation measured at its own tau only: its point
+            ax.scatter(xs, ys, color=colour, marker="D", s=30, label=label, zorder=4)
+            continue
+        ax.plot(xs, ys, color=colour, linestyle="-" if style == "none" else style, linewidth=1.2, alpha=0.85,
+                label=label if not name.endswith(("-25", "-40")) else None)
+        own = own_point(curve) if curve["kind"] == "checkpoint" else None
+        if own is not None:
+            x, y = 100 * own[d]["param_skip"], own[d]["perplexity_ratio"]
+            ax.scatter([x], [y], color=colour, s=55, zorder=5, edgecolor="white")
+            ax.annotate(name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_xlabel("param skip % (paper definition)")
+    if zoom:
+        ax.set_xlim(*ZOOM_SKIP)
+        ax.set_title(f"{d}, near the 10 % budget", fontsize=9)
+        return inside
+    for budget in PAPER_BUDGETS:
+        ax.axvline(budget, color="#bbbbbb", linewidth=0.8)
+    ax.text(PAPER_BUDGETS[0], 0.98, " paper's budgets", transform=ax.get_xaxis_transform(), fontsize=7,
+            color="#888888", va="top")
+    ax.set_title(d)
+    return inside
+
+
+def plot(frontier: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, grid = plt.subplots(2, len(DOMAINS), figsize=(14, 8.8), sharey="row")
+    lowest = min(p[d]["perplexity_ratio"] for c in frontier["curves"].values() for p in c["points"] for d in DOMAINS)
+    near = []
+    for d, ax, zoomed in zip(DOMAINS, grid[0], grid[1]):
+        draw_domain(ax, frontier, d)
+        near += draw_domain(zoomed, frontier, d, zoom=True)
+        # The readable range: points above 100 are cut off (their numbers are in the tables); below 1 (a router
+        # whose text the dense model finds likelier) stays in view.
+        ax.set_ylim(min(0.9, 0.92 * lowest), 100)
+    # The zoom row's y range: what lies inside its skip window, the random curve (far above) left out of it.
+    zoom_high = sorted(near)[int(0.9 * (len(near) - 1))] if near else 2.0
+    grid[1][0].set_ylim(0.92 * min(near, default=0.8), 1.15 * zoom_high)
+    plain = matplotlib.ticker.FormatStrFormatter("%.1f")  # a decade-less log axis reads better as plain numbers
+    grid[1][0].yaxis.set_major_formatter(plain)
+    grid[1][0].yaxis.set_minor_formatter(plain)
+    grid[0][0].set_ylabel("perplexity ratio routed / dense (log)")
+    grid[1][0].set_ylabel("same, zoomed (log)")
+    grid[0][-1].legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"Skip–quality frontier on held-out text, {frontier['backbone']} "
+                 f"({frontier['limit']} texts per domain, {frontier['max_tokens']} tokens each); big dots: "
+                 "the bundled checkpoints at their own tau; y cut at 100", fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+
+
+def generation_lines(gen: dict) -> list[str]:
+    lines = [f"Greedy answers (chat template, {gen['prompts']} held-out chat prompts): tokens of the routed answer "
+             f"equal to the dense answer before the first difference, within the first {gen['prefix_tokens']}.", "",
+             "| checkpoint | median common prefix | mean |", "|---|---|---|"]
+    for name, stats in gen["common_prefix"].items():
+        lines.append(f"| {name} | {stats['median']:g} / {gen['prefix_tokens']} | {stats['mean']:.1f} |")
+    lines += ["", "Five prompts, 48 new tokens each (dense beside the routed checkpoints at their own tau):", ""]
+    names = [k for k in gen["shown"][0] if k not in ("prompt",)]
+    for row in gen["shown"]:
+        lines.append(f"**{row['prompt']}**")
+        lines.append("")
+        for name in names:
+            text = " ".join(row[name].split()).replace("|", "\\|")
+            lines.append(f"- *{name}*: {text}")
+        lines.append("")
+    return lines
+
+
+def entropy_lines(entropy: dict) -> list[str]:
+    lines = ["| checkpoint | " + " | ".join(f"{d}: entropy / uniform" for d in DOMAINS)
+             + " | previous-block share (uniform) |", "|---|" + "---|" * (len(DOMAINS) + 1)]
+    for name, per in entropy.items():
+        cells = [f"{per[d]['normalised_entropy']:.3f}" for d in DOMAINS if d in per]
+        prev = per[DOMAINS[0]]
+        lines.append(f"| {name} | " + " | ".join(cells)
+                     + f" | {prev['previous_share']:.3f} ({prev['uniform_previous_share']:.3f}) |")
+    return lines
+
+
+def read_matters_lines(read: dict) -> list[str]:
+    """Per checkpoint and domain: the learned read's entropy, the decisions a uniform read flips, and quality with
+    the learned and the uniform read."""
+    lines = ["| checkpoint | domain | read entropy / uniform | decisions flipped by a uniform read % | "
+             "ppl ratio, learned read [95 % CI] | ppl ratio, uniform read [95 % CI] | param skip % learned / uniform |",
+             "|---|---|---|---|---|---|---|"]
+    for name, per in read.items():
+        for d in DOMAINS:
+            r = per[d]
+            lines.append(f"| {name} | {d} | {r['read_entropy']:.3f} | {100 * r['flip_share']:.2f} | "
+                         f"{_ratio(r['learned'])} | {_ratio(r['uniform'])} | "
+                         f"{100 * r['learned']['param_skip']:.1f} / {100 * r['uniform']['param_skip']:.1f} |")
+    return lines
+
+
+def training_lines(checkpoints: dict) -> list[str]:
+    lines = ["| checkpoint | variant | branch | tokens seen | starts from | precision | train wall s | CPU s | "
+             "CPU s with earlier stages | adapter warm start median R² | gates within 0.1 of tau (last step) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, c in checkpoints.items():
+        t = c["training"]
+        timing = t.get("timing", {})
+        tokens = "–" if t.get("tokens_seen") is None else f"{t['tokens_seen']:,}"
+        chain = [timing, *(stage.get("timing", {}) for stage in t.get("earlier_stages", []))]
+        total_cpu = f"{sum(s.get('cpu_s', 0.0) for s in chain):.1f}" if all("cpu_s" in s for s in chain) else "–"
+        # A continuation fits no adapters of its own: they came with the checkpoint it starts from.
+        r2 = (t.get("warm_start") or {}).get("r2_median")
+        warm = f"{r2:.2f}" if r2 is not None else ("from " + t["init_from"] if t.get("init_from") else "–")
+        near = t.get("final", {}).get("near_tau")
+        lines.append(f"| {name} | {c['variant']} | {c['branch_scaling']} | {tokens} | "
+                     f"{t.get('init_from') or '–'} | {t.get('compute_dtype', '–')} | {timing.get('wall_s', '–')} | "
+                     f"{timing.get('cpu_s', '–')} | {total_cpu} | {warm} | "
+                     f"{'–' if near is None else f'{near:.2f}'} |")
+    return lines
+
+
+ABLATION_STAGES = (("hero-10", "local-10", "no_memread-10", "no_aux-10", "no_pos-10"),
+                   ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1"),
+                   # recipe 2 (selective memory) against its twin, the local router and recipe 1, at equal tokens
+                   ("hero-10-r2", "no_memread-10-r2", "local-10", "hero-10", "no_memread-10"),
+                   ("hero-10-r2-s1", "no_memread-10-r2-s1", "local-10-s1", "hero-10-s1", "no_memread-10-s1"))
+
+
+def matched_ablation_table(frontier: dict, names: list[str]) -> list[str]:
+    """The checkpoints swept over tau read at the skip the first one realises at its own tau, domain by domain."""
+    curves = frontier["curves"]
+    hero = own_point(curves[names[0]])
+    swept = [n for n in names[1:] if len(curves[n]["points"]) > 1]
+    if hero is None or not swept:
+        return []
+    lines = ["", f"At {names[0]}'s own param skip (each swept checkpoint interpolated between its tau points, as in "
+                 "the hero-against-local table); checkpoints measured at one tau only are not in it:", "",
+             "| domain | param skip % | " + " | ".join([names[0], *swept]) + " |",
+             "|---|---|" + "---|" * (1 + len(swept))]
+    for d in DOMAINS:
+        skip = hero[d]["param_skip"]
+        cells = [_ratio(hero[d])]
+        for n in swept:
+            at = at_skip(curves[n], d, skip)
+            cells.append(_ratio(at) if at else "outside its range")
+        lines.append(f"| {d} | {100 * skip:.1f} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def ablation_tables(frontier: dict, checkpoints: dict, stages: tuple = ABLATION_STAGES) -> list[str]:
+    """One table per training stage, holding the checkpoints that saw as many tokens as its hero row; the rest are
+    named, with their tokens, so an under-trained ablation is never read against a fully trained hero."""
+    lines = []
+    for stage in stages:
+        present = [n for n in stage if n in frontier["curves"]]
+        if len(present) < 2 or stage[0] not in present:
+            continue
+        tokens = {n: checkpoints.get(n, {}).get("training", {}).get("tokens_seen") for n in present}
+        matched = [n for n in present if tokens[n] == tokens[stage[0]]]
+        lines += [f"After {tokens[stage[0]]:,} training tokens each:" if tokens[stage[0]] else "", ""]
+        lines += own_tau_table(frontier, matched)
+        points = {n: own_point(frontier["curves"][n]) for n in matched}
+        if points[stage[0]] is not None and len(matched) > 1:
+            gap = max(abs(p[d]["param_skip"] - points[stage[0]][d]["param_skip"])
+                      for n, p in points.items() if p is not None for d in DOMAINS)
+            lines += ["", f"Each runs at its own tau, so the param skip differs from {stage[0]}'s by up to "
+                          f"{100 * gap:.1f} points on a domain: part of a difference in ratio is that skip, not "
+                          "the component (the frontier figure shows what a point of skip costs)."]
+        lines += matched_ablation_table(frontier, matched)
+        left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
+        if left_out:
+            lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]
+        lines.append("")
+    return lines
+
+
+def render(result: dict, figure: Path) -> str:
+    fr = result["frontier"]
+    names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
+    out = ["# Quality of the bundled routers", "",
+           "Generated by `scripts/quality_report.py` from `docs/results.json` (written by `scripts/make_frontier.py`, "
+           f"`make results`, {result['wall_seconds']:.0f} s). Do not edit by hand.", "",
+           f"Held-out text: {fr['limit']} texts per domain from the evaluation split of `hero_core.core.data` "
+           f"(disjoint from training by a hash of each text's key), {fr['max_tokens']} tokens each. Perplexity ratio = "
+           "routed / dense perplexity of the same tokens, pooled over texts, with a 95 % bootstrap interval over "
+           "texts; top-1 = share of positions where routed and dense predict the same next token.", "",
+           "## Targets", ""] + target_lines(fr, result.get("generations")) + [
+           "", "## The bundled checkpoints at their own tau", ""] + own_tau_table(fr, names) + [
+           "", f"![Skip–quality frontier]({os.path.relpath(figure, ROOT / 'docs')})", "",
+           "## HeRo against the local router at equal compute", "",
+           "Each row takes the param skip the hero checkpoint realises at its own tau on that domain and reads the "
+           "other curves at the same skip (log-linear interpolation between their tau points). The oracle runs both "
+           "branches and skips where the adapter changes the block output least: it needs the FFN's output to "
+           "decide, so it saves nothing. It is a greedy reference, not an upper bound: it ranks skips by their error "
+           "at one block and cannot see how that error grows through later blocks, which a trained router learns end "
+           "to end; a router below the oracle's ratio has learnt exactly that.", ""]
+    out += matched_table(fr)
+    stage_one = [n for n in ("hero-10", "hero-10-s1", "local-10", "local-10-s1") if n in fr["curves"]]
+    if any(n.endswith("-s1") for n in stage_one):
+        out += ["", "## hero-10 and local-10 after their first stage", "",
+                "`hero-10` / `local-10` train in two stages (`scripts/make_checkpoints.py`); `-s1` is the first stage "
+                "alone, bundled so the second stage's effect can be read on the same texts.", ""]
+        out += own_tau_table(fr, stage_one)
+    out += ["", "## Ablations at the 10 % budget (trained)", "",
+            "Each ablation takes hero-10's recipe and removes one component (`local-10` is the paper's w/o "
+            "History). A table compares only checkpoints that have seen the same number of training tokens, so "
+            "a difference is the component's, not the training's.", ""]
+    out += ablation_tables(fr, result.get("checkpoints", {}))
+    if "generations" in result:
+        out += ["", "## Greedy generations", ""] + generation_lines(result["generations"])
+    if result.get("memory_entropy"):
+        out += ["## Is the memory read selective?", "",
+                "Entropy of each memory-attention row over the earlier blocks, divided by the entropy of uniform "
+                "weights (1 = read evenly), averaged over tokens and blocks from the third on; and the weight on the "
+                "immediately previous block beside its uniform value.", ""] + entropy_lines(result["memory_entropy"])
+    if result.get("read_matters"):
+        out += ["", "## Does the memory read matter?", "",
+                "Each checkpoint that reads its depth memory, at its own tau, on "
+                f"{next(iter(result['read_matters'].values()))['chat']['texts']} held-out texts per domain "
+                "routed twice: with its learned read and with every read replaced by the uniform average of the same "
+                "stored values (`hero.trace(..., memory_read=\"uniform\")`). A flip is a (token, block) decision "
+                "that differs; a flip also changes every later block's input, so this is the read's whole effect "
+                "on routing.", ""] + read_matters_lines(result["read_matters"])
+    if result.get("bf16"):
+        out += ["", "## bf16 on CPU", "",
+                "hero-10's router on a bf16 backbone against the same router on fp32, on held-out text; both "
+                "perplexity ratios against the fp32 dense model. A flip is a (token, block) decision that "
+                "differs.", "",
+                "| domain | flip rate % | gates within 0.05 of tau % | ppl ratio fp32 | ppl ratio bf16 | "
+                "bf16 vs fp32 |",
+                "|---|---|---|---|---|---|"]
+        for d, r in result["bf16"].items():
+            out.append(f"| {d} | {100 * r['flip_rate']:.2f} | {100 * r['gates_within_0.05_of_tau']:.1f} | "
+                       f"{r['ratio_fp32']:.3f} | {r['ratio_bf16']:.3f} | {100 * r['bf16_vs_fp32']:+.1f} % |")
+    out += ["", "## Training", ""] + training_lines(result["checkpoints"])
+    out += ["", BELOW_ONE_NOTE]
+    return "\n".join(out) + "\n"
+
+
+def read_summary_lines(read: dict) -> list[str]:
+    """One row per memory-reading checkpoint: read entropy and the decisions a uniform read flips, per domain."""
+    lines = ["| checkpoint | read entropy / uniform (chat / code / reasoning) | "
+             "decisions flipped by a uniform read % |", "|---|---|---|"]
+    for name, per in read.items():
+        entropy = " / ".join(f"{per[d]['read_entropy']:.3f}" for d in DOMAINS)
+        flips = " / ".join(f"{100 * per[d]['flip_share']:.2f}" for d in DOMAINS)
+        lines.append(f"| {name} | {entropy} | {flips} |")
+    return lines
+
+
+README_CHECKPOINTS = ("hero-10", "local-10", "hero-10-r2", "hero-25", "local-25", "hero-40", "local-40")
+
+
+def readme_lines(result: dict) -> list[str]:
+    """The README's compact block: each bundled budget at its own tau and the read-matters summary. The targets,
+    the equal-compute ablation tables and the generations stay in docs/results.md."""
+    fr = result["frontier"]
+    names = [n for n in README_CHECKPOINTS if n in fr["curves"]]
+    lines = [*own_tau_table(fr, names)]
+    if result.get("read_matters"):
+        lines += ["", "**Does the read matter?** Each read replaced by the uniform average of the same values:", "",
+                  *read_summary_lines(result["read_matters"])]
+    return [*lines, "", BELOW_ONE_NOTE]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("quality", type=Path, nargs="?", default=ROOT / "docs" / "results.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.md")
+    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "frontier.png")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    args = parser.parse_args()
+    result = json.loads(args.quality.read_text())
+    plot(result["frontier"], args.figure)
+    args.out.write_text(render(result, args.figure))
+    if args.readme.is_file():
+        replace_block(args.readme, "quality", readme_lines(result))
+    print(f"wrote {args.out} and {args.figure}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
