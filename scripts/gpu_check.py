@@ -299,9 +299,9 @@ def _train_log(folder: Path) -> list[dict]:
 def phase_train(model_dir: Path, data: Path, out: Path, device: torch.device, steps: int,
                 batch_size: int | None, seq_len: int | None) -> dict:
     """``python -m hero_core train --backbone DIR --data PATH --out OUT --recipe hero-10``, a few steps."""
-    from hero_core.checkpoint import CONFIG_FILE
     from hero_core.cli import main as hero_main
-    from hero_core.recipes import RUNS, stages
+    from hero_core.core.checkpoint import CONFIG_FILE
+    from hero_core.train.recipes import RUNS, stages
 
     scale = steps / RUNS[RECIPE].steps  # the last stage runs `steps` steps, the earlier ones in proportion
     argv = ["train", "--backbone", str(model_dir), "--data", str(data), "--out", str(out), "--recipe", RECIPE,
@@ -331,7 +331,7 @@ def phase_train(model_dir: Path, data: Path, out: Path, device: torch.device, st
 def phase_trace(model_dir: Path, checkpoint: Path, device: torch.device, out: Path) -> dict:
     """``python -m hero_core trace PROMPT --backbone DIR --checkpoint OUT --out trace.json``, then its checks."""
     from hero_core.cli import main as hero_main
-    from hero_core.trace import RoutingTrace
+    from hero_core.core.trace import RoutingTrace
 
     argv = ["trace", PROMPT, "--backbone", str(model_dir), "--checkpoint", str(checkpoint), "--device", device.type,
             "--out", str(out)]
@@ -368,8 +368,8 @@ def phase_app(model_dir: Path, checkpoint: Path, device: torch.device, trace_fil
     the Route explorer must load that model and checkpoint and draw its skip map of the traced prompt."""
     from streamlit.testing.v1 import AppTest
 
-    from hero_core.figures import CELLS_NAME
-    from hero_core.trace import RoutingTrace
+    from hero_core.core.trace import RoutingTrace
+    from hero_core.viz.figures import CELLS_NAME
 
     if str(APP_MAIN.parent) not in sys.path:
         sys.path.insert(0, str(APP_MAIN.parent))

@@ -42,7 +42,7 @@ def test_own_model_flow_trains_traces_and_opens_the_app_on_a_local_directory(tmp
     """--model-dir: the README's "Your own model" flow (train -> trace -> app) on a tiny local Llama directory."""
     import torch
 
-    from hero_core.tiny import tiny_model_dir
+    from hero_core.core.tiny import tiny_model_dir
 
     model = tiny_model_dir("llama", tmp_path / "my-model")
     text = tmp_path / "my.txt"  # a small --data (the default corpus is larger: more teacher targets to compute)
@@ -77,9 +77,9 @@ def test_own_model_flow_trains_traces_and_opens_the_app_on_a_local_directory(tmp
 def test_the_default_corpus_is_enough_for_the_trainer_defaults():
     from transformers import AutoTokenizer
 
-    from hero_core.backbones import embedded_model_dir
-    from hero_core.corpus import load_corpus
-    from hero_core.train import TrainConfig
+    from hero_core.core.backbones import embedded_model_dir
+    from hero_core.core.corpus import load_corpus
+    from hero_core.train.train import TrainConfig
 
     with tempfile.TemporaryDirectory() as tmp:
         path = gpu_check.write_corpus(Path(tmp))

@@ -99,7 +99,7 @@ class TrainConfig:
     target: str = "distill"  # distill | lm
     topk: int = 32
     distill_target: str = "topk_renorm"  # see DISTILL_TARGETS
-    # Weight of assistant-reply tokens in the target loss (1: every token alike); hero_core.answer_tokens says
+    # Weight of assistant-reply tokens in the target loss (1: every token alike); hero_core.train.answer_tokens says
     # which tokens those are. Leans the routers towards keeping what a user reads, at the prompt's expense.
     answer_weight: float = 1.0
     # The depth memory (HeroConfig): its kernel, the softmax kernel's initial temperature (x 1/sqrt(d_m)) and
