@@ -22,7 +22,7 @@ def training_set(hero: HeroModel, cfg: TrainConfig) -> tuple[torch.Tensor, dict]
     ``cfg.data_blocks`` of its blocks, drawn with ``cfg.seed``), or the built-in mix of ``cfg.data_mix``."""
     if cfg.data is None:
         mix = builtin_mix(hero, cfg)
-        card = {"source": "built-in mix (hero_core.data; python -m hero_core data --describe)", "mix": mix,
+        card = {"source": "built-in mix (hero_core.core.data; python -m hero_core data --describe)", "mix": mix,
                 "blocks": cfg.data_blocks, "seq_len": cfg.seq_len,
                 "held_out": "each domain's eval split (sha256 of the item's key % 5 == 0), never trained on"}
         if mix != cfg.data_mix:
