@@ -266,6 +266,8 @@ ABLATION_STAGES = (("hero-10", "local-10", "no_memread-10", "no_aux-10", "no_pos
                    ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1"),
                    # recipe 2 (selective memory) against its twin, the local router and recipe 1, at equal tokens
                    ("hero-10-r2", "no_memread-10-r2", "local-10", "hero-10", "no_memread-10"),
+                   # recipe 3 (recipe 2 with answer-weighted distillation) against its twin and recipe 2
+                   ("hero-10-r3", "no_memread-10-r3", "hero-10-r2", "local-10", "hero-10"),
                    ("hero-10-r2-s1", "no_memread-10-r2-s1", "local-10-s1", "hero-10-s1", "no_memread-10-s1"))
 
 
