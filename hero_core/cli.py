@@ -11,7 +11,7 @@ from pathlib import Path
 from .core.config import INFERENCE_VARIANTS
 
 
-def _load(args):
+def load_from_args(args):
     if os.environ.get("HERO_LENS_TINY") == "1":
         from .core.tiny import tiny_hero
 
@@ -55,7 +55,7 @@ def _print_trace(trace, stream=sys.stdout) -> None:
 
 
 def cmd_trace(args) -> int:
-    hero = _load(args)
+    hero = load_from_args(args)
     trace = hero.trace(args.prompt, variant=args.variant, tau=args.tau, chat_template=args.chat,
                        record_states=args.record_states)
     _print_trace(trace)
@@ -66,7 +66,7 @@ def cmd_trace(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    hero = _load(args)
+    hero = load_from_args(args)
     text, trace = hero.generate(args.prompt, max_new_tokens=args.max_new_tokens, variant=args.variant, tau=args.tau,
                                 do_sample=args.sample, temperature=args.temperature, seed=args.seed,
                                 chat_template=args.chat)

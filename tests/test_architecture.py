@@ -98,3 +98,13 @@ def test_layers_import_downwards():
 def test_the_package_root_stays_small():
     top = list(CORE.glob("*.py"))
     assert len(top) <= 16, sorted(p.name for p in top)
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = []
+    for path in CORE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                found += [f"{path.relative_to(CORE)}:{node.lineno} {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []

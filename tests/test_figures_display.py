@@ -175,11 +175,11 @@ def test_hover_gives_the_token_index(trace):
 def test_every_token_is_labelled_up_to_eighty(tiny):
     """At 60 tokens each token has its own tick label (the font shrinks before labels are thinned); at ~80 too."""
     for n in (60, 80):
-        axis = AX._token_axis([f"t{i}" for i in range(n)])
+        axis = AX.token_axis([f"t{i}" for i in range(n)])
         assert axis["tickvals"] == list(range(n)), n
         assert AX.TICK_FONT_PX[0] <= axis["tickfont"]["size"] <= AX.TICK_FONT_PX[1]
         assert AX.PLOT_WIDTH_PX / n >= axis["tickfont"]["size"]  # a rotated label fits its cell
-    assert len(AX._token_axis([f"t{i}" for i in range(120)])["tickvals"]) < 120
+    assert len(AX.token_axis([f"t{i}" for i in range(120)])["tickvals"]) < 120
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +205,7 @@ def test_long_prompt_window_keeps_cells_and_labels_legible(long_trace):
     assert min(np.diff(visible)) * px_per_token >= AX.LABEL_PX  # labels never collide
     assert f"tokens 100–163 of {T}" in title(fig)
     # the window never exceeds what fits at the minimum cell size
-    assert AX._cell_size(AX.MAX_WINDOW, long_trace.n_routed) >= AX.MIN_CELL_PX
+    assert AX.cell_size(AX.MAX_WINDOW, long_trace.n_routed) >= AX.MIN_CELL_PX
 
 
 def test_overview_strip_outlines_the_window(long_trace):

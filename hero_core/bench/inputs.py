@@ -166,7 +166,7 @@ def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) 
 
     def skipped_share(tau: float) -> float:
         cfg.tau = tau
-        _, executed = _recorded_pass(hero, cfg, ids)
+        _, executed = recorded_pass(hero, cfg, ids)
         return 1.0 - float(executed.float().mean())
 
     # Bisection on tau (skipping grows with tau): a random router's gates react strongly to the routing
@@ -201,7 +201,7 @@ def load_routed_configs(hero, names: list[str], calibration_ids: torch.Tensor, s
     return configs
 
 
-def _recorded_pass(hero, cfg: RoutedConfig, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def recorded_pass(hero, cfg: RoutedConfig, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Gates and executed matrix (R, B*T) of one recorded routed forward."""
     call = cfg.call(record=True)
     with torch.no_grad():

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from ..core.accounting import ComputeProfile, flop_ideal
 from ..core.call_state import RoutingCall, routing_call
-from .inputs import BenchConfig, RoutedConfig, _recorded_pass, batch_of
+from .inputs import BenchConfig, RoutedConfig, batch_of, recorded_pass
 from .timing import measure, paired_ratio, start_timer, stats, time_stats
 
 PROBE_MODULE = "hero_core.bench.memory_probe"  # run with -m: one fresh process per configuration
@@ -67,7 +67,7 @@ def bench_prefill(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Ben
         positions = np.tile(np.arange(length), batch)
         row = {"batch": batch, "tokens": length, "n_tokens": batch * length, **time_stats(times), "routed": {}}
         for rc in routed:
-            _, executed = _recorded_pass(hero, rc, ids)
+            _, executed = recorded_pass(hero, rc, ids)
             figures = flop_ideal(executed.cpu().numpy(), positions, hero.profile)
             speedup = paired_ratio(times["dense"]["wall"], times[rc.name]["wall"])
             figures.update(speedup=speedup, speedup_cpu=paired_ratio(times["dense"]["cpu"], times[rc.name]["cpu"]),

@@ -102,12 +102,12 @@ def run_cli(args) -> int:
         print(f"BIG-bench {bigbench.BIGBENCH_VERSION}: {len(paths)} candidate tasks under {bigbench.tasks_dir()}")
         if not (args.select_tasks or args.lm_eval_task):
             return 0
-    from ..cli import _load
+    from ..cli import load_from_args
 
     if args.answers:
-        return _run_answers(args, _load, progress)
+        return _run_answers(args, load_from_args, progress)
     args.limit = SUITE_LIMIT if args.limit is None else args.limit
-    hero = _load(args)
+    hero = load_from_args(args)
     if args.select_tasks:
         out = args.out if args.out is not None else registry.EVAL_TASKS_FILE
         record = select_bigbench_tasks(hero, n=args.selection_examples, out=out, progress=progress)

@@ -453,7 +453,7 @@ def _items_from(spec: Path, hero) -> list[Item]:
 
 
 def run_cli(args) -> int:
-    from ..cli import _load
+    from ..cli import load_from_args
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     state = None
@@ -465,7 +465,7 @@ def run_cli(args) -> int:
             args.device = str(state.device)
     rank = state.process_index if state else 0
     load_args = argparse.Namespace(**{**vars(args), "checkpoint": (args.checkpoint or [None])[0]})
-    hero = _load(load_args)
+    hero = load_from_args(load_args)
     items = _items_from(args.data, hero)
     checkpoints = args.checkpoint if args.checkpoint and os.environ.get("HERO_LENS_TINY") != "1" else None
 

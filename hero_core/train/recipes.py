@@ -78,8 +78,8 @@ RUNS.update({
                             levers=MEMORY_R2),
 })
 # Recipe 3 (hero-10-r3): recipe 2's second stage from the same first stage (hero-10-r2-s1), with assistant-reply
-# tokens weighted 3x in the distillation loss (hero_core.train.answer_tokens): one lever against hero-10-r2, aimed at the
-# answers a user reads (docs/experiments/answer-weight).
+# tokens weighted 3x in the distillation loss (hero_core.train.answer_tokens): one lever against hero-10-r2, aimed at
+# the answers a user reads (docs/experiments/answer-weight).
 ANSWER_WEIGHT_R3 = (("answer_weight", 3.0),)
 # no_memread-10-r3 is its twin, continuing no_memread-10-r2-s1 the same way.
 RUNS["hero-10-r3"] = Run("hero", 0.10, R2_STAGE_TWO, "hero-10-r2-s1", budget_scope="batch", lr=5e-5,

@@ -28,7 +28,7 @@ MAX_TICK_LABELS = MAX_WINDOW  # labels one axis carries at most (a wider view la
 
 
 # -- axes ----------------------------------------------------------------------------------------
-def _window(n_tokens: int, window: tuple[int, int] | None) -> tuple[int, int]:
+def clamp_window(n_tokens: int, window: tuple[int, int] | None) -> tuple[int, int]:
     """(first, last) token shown, inclusive, clamped to the trace; None: every token."""
     if window is None:
         return 0, n_tokens - 1
@@ -51,10 +51,10 @@ def tick_step(n_visible: int, cell_px: float) -> int:
     return max(1, math.ceil(LABEL_PX / max(cell_px, 1e-9)), math.ceil(n_visible / MAX_TICK_LABELS))
 
 
-def _token_axis(tokens: Sequence[str], window: tuple[int, int] | None = None) -> dict:
+def token_axis(tokens: Sequence[str], window: tuple[int, int] | None = None) -> dict:
     """Token axis over ``window`` (all tokens by default); ticks are global, so panning keeps them in place."""
     T = len(tokens)
-    first, last = _window(T, window)
+    first, last = clamp_window(T, window)
     n_visible = last - first + 1
     cell_px = PLOT_WIDTH_PX / n_visible
     step = tick_step(n_visible, cell_px)
@@ -84,7 +84,7 @@ def indexed_hover(tokens: Sequence[str]) -> list[str]:
     return [f"token {i}: <b>{label}</b>" for i, label in enumerate(hover_labels(tokens))]
 
 
-def _block_axis(trace: RoutingTrace, reverse: bool = False, size: int | None = None) -> dict:
+def block_axis(trace: RoutingTrace, reverse: bool = False, size: int | None = None) -> dict:
     R = trace.n_routed
     step = max(1, math.ceil(R / 32), math.ceil(12 / (size + 3)) if size else 1)  # 12 px: one label's height
     ticks = list(range(1, R + 1, step))
@@ -94,7 +94,7 @@ def _block_axis(trace: RoutingTrace, reverse: bool = False, size: int | None = N
     return axis
 
 
-def _cell_size(n_tokens: int, n_blocks: int) -> int:
+def cell_size(n_tokens: int, n_blocks: int) -> int:
     """Marker size (px) so that ``n_tokens`` visible cells roughly tile the plot; never under MIN_CELL_PX
     when ``n_tokens`` <= MAX_WINDOW (a longer prompt gets a window, not smaller cells)."""
     return int(max(4, min(MAX_CELL_PX, PLOT_WIDTH_PX // max(n_tokens, 1), 600 // max(n_blocks, 1))))

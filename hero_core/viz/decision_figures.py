@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 
 from ..core.labels import plotly_text
 from ..core.trace import RoutingTrace
-from .axes import _token_axis, indexed_hover
-from .memory_figures import _check_token
+from .axes import indexed_hover, token_axis
+from .memory_figures import check_token
 from .palette import (
     EXECUTED_COLOUR,
     HISTORY_COLOUR,
@@ -33,7 +33,7 @@ def decision_split(trace: RoutingTrace, token: int, block: int) -> dict[str, flo
 
     ``block`` is the 0-based routed-block index. ``local_only_executed`` is the counterfactual decision
     with the history logit removed at this block alone (a = 0, everything upstream unchanged)."""
-    t = _check_token(trace, token)
+    t = check_token(trace, token)
     if not 0 <= block < trace.n_routed:
         raise ValueError(f"block index {block!r} is out of range: the trace routes {trace.n_routed} blocks")
     a = float(trace.history_logit[block, t])
@@ -80,7 +80,7 @@ def attribution_bars(tokens: Sequence[str], scores: Sequence[float], *, title: s
                            hovertext=indexed_hover(list(tokens)),
                            hovertemplate="%{hovertext}<br>%{y:+.4f}<extra></extra>"))
     fig.update_layout(title=titled(plotly_text(title), [trace] if trace is not None else []),
-                      xaxis=_token_axis(list(tokens), window), height=340,
+                      xaxis=token_axis(list(tokens), window), height=340,
                       yaxis={"title": {"text": "contribution to a + b"}}, margin={"l": 60, "r": 20, "t": 80, "b": 60})
     return fig
 

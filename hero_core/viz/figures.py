@@ -38,20 +38,20 @@ from plotly.subplots import make_subplots
 from ..core.labels import plotly_text
 from ..core.trace import RoutingTrace
 from .axes import (
-    _block_axis,
-    _cell_size,
-    _token_axis,
-    _window,
+    block_axis,
+    cell_size,
+    clamp_window,
     hover_labels,
     indexed_hover,
+    token_axis,
 )
 
 # The figure functions of decision_figures and memory_figures are part of this module's API: notebooks and pages
 # import every figure from here.
 from .decision_figures import attribution_bars, attribution_html, decision_bars, decision_split, tau_curve  # noqa: F401
 from .memory_figures import (  # noqa: F401
-    _check_token,
     block_labels,
+    check_token,
     forgetting_bars,
     mean_memory_map,
     memory_fill,
@@ -113,7 +113,7 @@ def _cells(trace: RoutingTrace, *, show_scale: bool = True, size: int | None = N
     # A scalar symbol: per-point symbol arrays cost plotly ~0.1 ms of validation each (0.5 s at 30 x 130).
     return cls(
         x=tokens, y=blocks, mode="markers", name=CELLS_NAME, showlegend=False, customdata=custom, hovertext=hover,
-        marker={"symbol": EXECUTED_SYMBOL, "size": size or _cell_size(T, R), "color": trace.gate.reshape(-1),
+        marker={"symbol": EXECUTED_SYMBOL, "size": size or cell_size(T, R), "color": trace.gate.reshape(-1),
                 "colorscale": GATE_SCALE, "cmin": 0.0, "cmax": 1.0, "line": {"width": 0},
                 "showscale": show_scale, "colorbar": {"title": {"text": "g"}, "thickness": 12, "len": 0.8}},
         hovertemplate=("%{hovertext}<br>g = %{marker.color:.4f}<br>a (history) = %{customdata[1]:.3f}<br>"
@@ -127,7 +127,7 @@ def _skip_marks(trace: RoutingTrace, *, size: int | None = None, legend: bool = 
     R, T = trace.n_routed, trace.n_tokens
     cls = go.Scattergl if R * T > _GL_THRESHOLD else go.Scatter
     return cls(x=tokens, y=blocks + 1, mode="markers", name=SKIPPED_NAME, showlegend=legend, hoverinfo="skip",
-               marker={"symbol": SKIP_MARK, "size": max(6, int(0.7 * (size or _cell_size(T, R)))), "color": "white",
+               marker={"symbol": SKIP_MARK, "size": max(6, int(0.7 * (size or cell_size(T, R)))), "color": "white",
                        "line": {"width": 1, "color": "black"}})
 
 
@@ -146,8 +146,8 @@ def _prompt_boundary(fig: go.Figure, trace: RoutingTrace, **where) -> None:
 
 
 def visible_cell_size(trace: RoutingTrace, window: tuple[int, int] | None = None) -> int:
-    first, last = _window(trace.n_tokens, window)
-    return _cell_size(last - first + 1, trace.n_routed)
+    first, last = clamp_window(trace.n_tokens, window)
+    return cell_size(last - first + 1, trace.n_routed)
 
 
 def skip_heatmap(trace: RoutingTrace, *, selected: tuple[int, int] | None = None, title: str | None = None,
@@ -165,12 +165,12 @@ def skip_heatmap(trace: RoutingTrace, *, selected: tuple[int, int] | None = None
                                  marker={"symbol": "square-open", "size": size + 8, "color": MARK_COLOUR,
                                          "line": {"width": 3}}))
     _prompt_boundary(fig, trace)
-    first, last = _window(trace.n_tokens, window)
+    first, last = clamp_window(trace.n_tokens, window)
     shown = "" if (first, last) == (0, trace.n_tokens - 1) else f" · tokens {first}–{last} of {trace.n_tokens}"
     fig.update_layout(
         title=titled(plotly_text(title) if title else f"Skip map · {trace.variant} · τ = {trace.tau:g}{shown}",
                      [trace]),
-        xaxis=_token_axis(trace.tokens, window), yaxis=_block_axis(trace, size=size),
+        xaxis=token_axis(trace.tokens, window), yaxis=block_axis(trace, size=size),
         height=int(max(280, min(900, R * (size + 3) + 190))), clickmode="event+select",
         legend={"orientation": "h", "y": 1.0, "x": 1, "xanchor": "right", "yanchor": "bottom"},
         margin={"l": 60, "r": 20, "t": 90, "b": 60})
@@ -187,7 +187,7 @@ def skip_overview(trace: RoutingTrace, window: tuple[int, int] | None = None) ->
         hovertemplate="%{customdata}<br>%{z} of " + str(trace.n_routed)
                       + " FFNs executed<extra></extra>"))
     if window is not None:
-        first, last = _window(trace.n_tokens, window)
+        first, last = clamp_window(trace.n_tokens, window)
         fig.add_vrect(x0=first - 0.5, x1=last + 0.5, line={"color": MARK_COLOUR, "width": 2},
                       fillcolor="rgba(0,0,0,0)", name="window")
     fig.update_layout(title=titled(f"Overview: all {trace.n_tokens} tokens (outlined: the skip map's window)",
@@ -212,8 +212,8 @@ def skip_heatmaps(traces: Sequence[RoutingTrace], labels: Sequence[str],
     for row, trace in enumerate(traces, start=1):
         fig.add_trace(_cells(trace, show_scale=row == 1, size=size), row=row, col=1)
         fig.add_trace(_skip_marks(trace, size=size, legend=row == 1), row=row, col=1)
-        fig.update_yaxes(_block_axis(trace, size=size), row=row, col=1)
-        fig.update_xaxes(_token_axis(first.tokens, window)
+        fig.update_yaxes(block_axis(trace, size=size), row=row, col=1)
+        fig.update_xaxes(token_axis(first.tokens, window)
                          | {"title": {"text": "token" if row == len(traces) else ""}}, row=row, col=1)
     fig.add_trace(_executed_legend(size))
     per_row = max(180, R * (size + 3) + 40)
@@ -235,7 +235,7 @@ def executed_counts(trace: RoutingTrace, window: tuple[int, int] | None = None) 
         hovertext=indexed_hover(trace.tokens),
         hovertemplate="%{hovertext}<br>%{y} of " + str(R) + " FFNs executed<extra></extra>"))
     _prompt_boundary(fig, trace)
-    fig.update_layout(title=titled("FFNs executed per token", [trace]), xaxis=_token_axis(trace.tokens, window),
+    fig.update_layout(title=titled("FFNs executed per token", [trace]), xaxis=token_axis(trace.tokens, window),
                       yaxis={"title": {"text": "FFNs executed"}, "range": [0, R + 0.5]}, height=320,
                       margin={"l": 60, "r": 20, "t": 70, "b": 60})
     return fig
@@ -259,7 +259,7 @@ def token_quality_bars(trace: RoutingTrace, window: tuple[int, int] | None = Non
                       "top-1 next token vs dense: %{customdata[1]}<extra></extra>"))
     fig.update_layout(title=titled("Quality per token: KL(dense‖routed) of the next-token distribution "
                                    "(hatched orange: top-1 differs from dense)", [trace]),
-                      xaxis=_token_axis(trace.tokens, window), yaxis={"title": {"text": "nats"}}, height=280,
+                      xaxis=token_axis(trace.tokens, window), yaxis={"title": {"text": "nats"}}, height=280,
                       margin={"l": 60, "r": 20, "t": 70, "b": 60}, showlegend=False)
     return fig
 
@@ -342,7 +342,7 @@ def compute_bars(traces: Sequence[RoutingTrace], labels: Sequence[str]) -> go.Fi
 # -- one token across depth ---------------------------------------------------------------------
 def trajectories(trace: RoutingTrace, token: int) -> go.Figure:
     """g, a, b, p_hist, m_hist and nu of one token across routed depth (one panel each)."""
-    t = _check_token(trace, token)
+    t = check_token(trace, token)
     fig = make_subplots(rows=2, cols=3, shared_xaxes=True, subplot_titles=[name for _, name in TRAJECTORY_FIELDS],
                         vertical_spacing=0.16, horizontal_spacing=0.07)
     x = np.arange(1, trace.n_routed + 1)
@@ -395,7 +395,7 @@ def flip_map(trace_a: RoutingTrace, trace_b: RoutingTrace, labels: tuple[str, st
     n_flips = int((codes >= 2).sum())
     fig.update_layout(title=titled(f"Decision flips {la} vs {lb}: {n_flips} of {R * T} "
                                    f"({n_flips / max(R * T, 1):.1%})", [trace_a, trace_b], labels),
-                      xaxis=_token_axis(trace_a.tokens, window), yaxis=_block_axis(trace_a),
+                      xaxis=token_axis(trace_a.tokens, window), yaxis=block_axis(trace_a),
                       height=int(max(280, min(900, R * (visible_cell_size(trace_a, window) + 3) + 190))),
                       margin={"l": 60, "r": 20, "t": title_room([trace_a, trace_b], 80), "b": 60})
     return fig
@@ -459,8 +459,8 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
                                      line={"dash": "dot", "color": DENSE_COLOUR}, hovertext=hover[: len(dense)],
                                      hovertemplate="%{hovertext}: %{y:.3f}<extra>dense</extra>"), row=1, col=1)
     for row in (1, 2):
-        fig.update_xaxes(_token_axis(tokens, window) | {"title": {"text": ""}}, row=row, col=1)
-    fig.update_xaxes(_token_axis(tokens, window), row=3, col=1)
+        fig.update_xaxes(token_axis(tokens, window) | {"title": {"text": ""}}, row=row, col=1)
+    fig.update_xaxes(token_axis(tokens, window), row=3, col=1)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=[plotly_text(s) for s in labels],
                      row=3, col=1)
     fig.update_layout(title=titled("Quality against the dense model, per token", traces or [], labels),

@@ -37,7 +37,7 @@ def block_labels(trace: RoutingTrace) -> list[str]:
     return [f"L{layer}" for layer in trace.routed_layers]
 
 
-def _check_token(trace: RoutingTrace, token: int) -> int:
+def check_token(trace: RoutingTrace, token: int) -> int:
     if not isinstance(token, (int, np.integer)) or not 0 <= token < trace.n_tokens:
         raise ValueError(f"token index {token!r} is out of range: the trace has {trace.n_tokens} tokens")
     return int(token)
@@ -112,7 +112,7 @@ def _memory_heatmap(z: np.ndarray, trace: RoutingTrace, title: str, mode: str = 
 def memory_map(trace: RoutingTrace, token: int, *, mode: str = "weights",
                selected_block: int | None = None) -> go.Figure:
     """The R x R memory-attention map alpha_{j,i} of one token (row j reads the blocks i < j), in ``mode``."""
-    t = _check_token(trace, token)
+    t = check_token(trace, token)
     label = plotly_text(token_label(trace.tokens[t], 24))
     z = contrast(trace.memory_attention[t], trace.mean_memory_attention(), mode)
     return _memory_heatmap(z, trace, f"Memory attention of token {t} “{label}” · {MEMORY_MODE_LABELS[mode]}", mode,
@@ -131,7 +131,7 @@ def mean_memory_map(trace: RoutingTrace, *, mode: str = "weights", selected_bloc
 
 def memory_fill(trace: RoutingTrace, token: int, depth: int, *, mode: str = "weights") -> go.Figure:
     """The memory map of one token as it stands after ``depth`` routed blocks (rows > depth blank)."""
-    t = _check_token(trace, token)
+    t = check_token(trace, token)
     if not 1 <= depth <= trace.n_routed:
         raise ValueError(f"depth must be between 1 and {trace.n_routed}, got {depth}")
     z = contrast(trace.memory_attention[t], trace.mean_memory_attention(), mode)
@@ -145,7 +145,7 @@ def memory_reads(trace: RoutingTrace, token: int, depth: int, top: int = 3) -> d
 
     ``preferred`` lists only the reads above :data:`ABOVE_UNIFORM` x uniform; ``even`` is True when there is none
     (a read that is no more than uniform says nothing about which block the history head wants)."""
-    t = _check_token(trace, token)
+    t = check_token(trace, token)
     if not 1 <= depth <= trace.n_routed:
         raise ValueError(f"depth must be between 1 and {trace.n_routed}, got {depth}")
     row = np.asarray(trace.memory_attention[t, depth - 1, : depth - 1], dtype=np.float64)
