@@ -248,7 +248,10 @@ def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping
 
     records = []
     for name, model, variant, tau in _runs(hero, methods_or_variants):
-        store = AnswerStore(resume_dir, name, store_owner(model, variant), variant, tau) if resume_dir else None
+        store = None
+        if resume_dir:
+            owner = store_owner(variant, model.backbone.name, model.checkpoint_name)
+            store = AnswerStore(resume_dir, name, owner, variant, tau)
         for row in tqdm(rows, desc=f"{name} · answers", disable=not progress, leave=False):
             n = int(row["max_new_tokens"]) if max_new_tokens is None else min(int(row["max_new_tokens"]),
                                                                                max_new_tokens)
@@ -264,10 +267,10 @@ def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping
     return pd.DataFrame.from_records(records, columns=list(COLUMNS))
 
 
-def store_owner(model, variant: str) -> str:
+def store_owner(variant: str, backbone: str, checkpoint: str) -> str:
     """Whose answers a store holds: the backbone for dense (its answers do not depend on any router, so every
     comparison on that backbone shares them), else the checkpoint."""
-    return f"backbone={model.backbone.name}" if variant == "dense" else model.checkpoint_name
+    return f"backbone={backbone}" if variant == "dense" else checkpoint
 
 
 def seed_from_report(report: Mapping[str, Any], directory: Path, rows: Sequence[Mapping[str, Any]],
@@ -294,14 +297,30 @@ def seed_from_report(report: Mapping[str, Any], directory: Path, rows: Sequence[
         reusable = method == REFERENCE or method in own or method in twin_tau
         if row is None or not reusable or item.get("text") is None:
             continue
-        owner = f"backbone={backbone}" if item["variant"] == "dense" else item["checkpoint"]
-        key = (method, owner, item["variant"], twin_tau.get(method))
+        key = (method, store_owner(item["variant"], backbone, item["checkpoint"]), item["variant"],
+               twin_tau.get(method))
         store = stores.setdefault(key, AnswerStore(directory, *key))
         n = int(row["max_new_tokens"]) if cap is None else min(int(row["max_new_tokens"]), int(cap))
         if store.get(item["id"], n) is None:
             store.add(item, n)
             seeded += 1
     return seeded
+
+
+def stored_answers(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(token cap, record) of every answer in one store file; a line that does not parse (a write cut short) is
+    left out, so that answer is generated again."""
+    found = []
+    if Path(path).is_file():
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            try:
+                item = json.loads(line)
+                record, cap = item["record"], int(item["max_new_tokens"])
+                record["id"]  # noqa: B018  (a record without its prompt id cannot be reused)
+            except (ValueError, KeyError, TypeError):
+                continue
+            found.append((cap, record))
+    return found
 
 
 class AnswerStore:
@@ -313,14 +332,7 @@ class AnswerStore:
         key = f"{name}__{checkpoint}__{variant}__{'own' if tau is None else f'{tau:.6g}'}"
         self.path = Path(directory) / (re.sub(r"[^A-Za-z0-9._@=-]+", "_", key) + ".jsonl")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.done: dict[tuple[str, int], dict[str, Any]] = {}
-        if self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    item = json.loads(line)
-                    self.done[(item["record"]["id"], int(item["max_new_tokens"]))] = item["record"]
-                except (ValueError, KeyError, TypeError):
-                    continue
+        self.done = {(record["id"], n): record for n, record in stored_answers(self.path)}
 
     def get(self, prompt_id: str, max_new_tokens: int) -> dict[str, Any] | None:
         return self.done.get((prompt_id, max_new_tokens))

@@ -366,14 +366,16 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         executed_budget = hero.config.n_routed - step_target * total_params / ffn_params
         with torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=compute_dtype == torch.bfloat16):
             logits = hero.forward(batch, None, call, use_cache=False)
+        # weights of the predicted tokens (positions 1..T-1), as the targets below are shifted
+        step_weights = None if weights is None else weights[rows][:, 1:].to(hero.device)
         if targets is not None:
             loss_target = distill_loss(logits[:, :-1], targets["indices"][rows][:, :-1].to(hero.device),
                                        targets["logprobs"][rows][:, :-1].to(hero.device),
                                        tail=cfg.distill_target == "topk_tail",
-                                       weights=None if weights is None else weights[rows][:, 1:].to(hero.device))
+                                       weights=step_weights)
         else:
             token_nll = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), batch[:, 1:], reduction="none")
-            loss_target = weighted_mean(token_nll, None if weights is None else weights[rows][:, 1:].to(hero.device))
+            loss_target = weighted_mean(token_nll, step_weights)
         gates = call.passes[-1].gates
         l_skip = usage_penalty(gates)
         if cfg.budget in ("hinge", "hard"):

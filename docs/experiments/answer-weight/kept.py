@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hero_core.eval.answers import REFERENCE, answers_kept
+from hero_core.eval.answers import REFERENCE, answers_kept, stored_answers
 
 
 def main() -> int:
@@ -19,8 +19,7 @@ def main() -> int:
     parser.add_argument("--runs", default=None, help="comma-separated runs to score (default: every store in DIR)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    records = [json.loads(line)["record"] for path in sorted(args.directory.glob("*.jsonl"))
-               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [record for path in sorted(args.directory.glob("*.jsonl")) for _, record in stored_answers(path)]
     frame = pd.DataFrame.from_records(records)
     if args.runs:
         frame = frame[frame["method"].isin([REFERENCE, *args.runs.split(",")])]
