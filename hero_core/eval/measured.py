@@ -60,23 +60,29 @@ def verdict(hero: dict, local: dict) -> str:
 def history_rows(frontier: dict) -> list[dict]:
     """Per (hero/local pair, domain): both perplexity ratios at the param skip the hero checkpoint realises at
     its own tau (the local curve interpolated there, as in docs/results.md), with :func:`verdict`."""
-    curves = frontier.get("curves", {})
     rows = []
-    for hero_name, local_name in _history_pairs(curves):
-        point = _own_point(curves[hero_name])
+    for hero_name, local_name, domain, skip, hero, local in _at_reference_skip(frontier, _history_pairs):
+        rows.append({"hero": hero_name, "local": local_name, "domain": domain, "param_skip": skip,
+                     **{f"hero_{k}": hero[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
+                     **{f"local_{k}": local[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
+                     "verdict": verdict(hero, local)})
+    return rows
+
+
+def _at_reference_skip(frontier: dict, pairs):
+    """(reference, other, domain, skip, reference's point, other's point) for each of ``pairs(curves)`` and domain:
+    the reference at its own tau, the other curve interpolated to the param skip the reference realises there;
+    left out where the other curve does not reach that skip (no comparison at equal compute)."""
+    curves = frontier.get("curves", {})
+    for reference, other in pairs(curves):
+        point = _own_point(curves[reference])
         if point is None:
             continue
         for domain in frontier.get("domains", []):
             skip = point[domain]["param_skip"]
-            local = at_skip(curves[local_name], domain, skip)
-            if local is None:  # the local curve does not reach this skip: no comparison at equal compute
-                continue
-            hero = point[domain]
-            rows.append({"hero": hero_name, "local": local_name, "domain": domain, "param_skip": skip,
-                         **{f"hero_{k}": hero[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
-                         **{f"local_{k}": local[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
-                         "verdict": verdict(hero, local)})
-    return rows
+            theirs = at_skip(curves[other], domain, skip)
+            if theirs is not None:
+                yield reference, other, domain, skip, point[domain], theirs
 
 
 def _matched_pairs(curves: dict) -> list[tuple[str, str]]:
@@ -98,22 +104,13 @@ def matched_rows(frontier: dict) -> list[dict]:
     the better checkpoint when the intervals are apart, else "" (no clear difference)."""
     curves = frontier.get("curves", {})
     rows = []
-    for reference, other in _matched_pairs(curves):
-        point = _own_point(curves[reference])
-        if point is None:
-            continue
-        for domain in frontier.get("domains", []):
-            skip = point[domain]["param_skip"]
-            theirs = at_skip(curves[other], domain, skip)
-            if theirs is None:  # the other curve does not reach this skip: no comparison at equal compute
-                continue
-            ours = point[domain]
-            found = verdict(ours, theirs)
-            rows.append({"reference": reference, "other": other, "other_variant": curves[other].get("variant"),
-                         "domain": domain, "param_skip": skip,
-                         **{f"reference_{k}": ours[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
-                         **{f"other_{k}": theirs[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
-                         "better": {"history better": reference, "history worse": other}.get(found, "")})
+    for reference, other, domain, skip, ours, theirs in _at_reference_skip(frontier, _matched_pairs):
+        found = verdict(ours, theirs)
+        rows.append({"reference": reference, "other": other, "other_variant": curves[other].get("variant"),
+                     "domain": domain, "param_skip": skip,
+                     **{f"reference_{k}": ours[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
+                     **{f"other_{k}": theirs[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
+                     "better": {"history better": reference, "history worse": other}.get(found, "")})
     return rows
 
 
