@@ -124,6 +124,7 @@ def test_twin_names_and_headline_selection():
     assert twins.twin_name("hero-10") == "local-10" and twins.twin_name("hero-10-s1") == "local-10-s1"
     assert twins.twin_name("hero-10-r2") == "local-10" and twins.twin_name("no_memread-10-r2") == "local-10"
     assert twins.twin_name("hero-10-r2-s1") == "local-10-s1"
+    assert twins.twin_name("hero-10-r3") == "local-10" and twins.twin_name("no_memread-10-r3") == "local-10"
     assert twins.twin_name("local-10") is None and twins.twin_name("measured.json") is None
     bundled = ["hero-25", "local-10-s1", "no_memread-10", "no_memread-10-r2", "hero-10", "local-10", "no_aux-10",
                "hero-10-r2", "hero-10-s1", "hero-40", "local-25"]
