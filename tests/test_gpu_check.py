@@ -1,4 +1,5 @@
-"""scripts/gpu_check.py on its tiny shape, on CPU: every phase runs and the JSON holds its numbers."""
+"""scripts/gpu_check.py (hero_core.gpu_check) on its tiny shape, on CPU: every phase runs and the JSON holds its
+numbers; its --model-dir flow (hero_core.own_model_check) with the app driven by app/headless.py."""
 
 import json
 import tempfile
@@ -6,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import gpu_check
+from hero_core import gpu_check
+from hero_core.own_model_check import write_corpus
+
+APP = Path(__file__).resolve().parents[1] / "app"
 
 
 # Marked slow until timed on an idle machine: the one full run so far (20 training steps) needed ~1 min of
@@ -53,9 +57,13 @@ def test_own_model_flow_trains_traces_and_opens_the_app_on_a_local_directory(tmp
     monkeypatch.setenv("HERO_LENS_THREADS", "1")
     out = tmp_path / "own.json"
     torch.set_num_threads(1)
+    monkeypatch.syspath_prepend(str(APP))  # the app's own modules, as the other app tests import them
+    from headless import open_route_explorer
+
     try:
         code = gpu_check.main(["--model-dir", str(model), "--data", str(text), "--device", "cpu", "--train-steps",
-                               "2", "--batch-size", "2", "--seq-len", "32", "--out", str(out)])
+                               "2", "--batch-size", "2", "--seq-len", "32", "--out", str(out)],
+                              app_phase=open_route_explorer)
     finally:
         torch.set_num_threads(threads)
     assert code == 0
@@ -82,6 +90,6 @@ def test_the_default_corpus_is_enough_for_the_trainer_defaults():
     from hero_core.train.train import TrainConfig
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = gpu_check.write_corpus(Path(tmp))
+        path = write_corpus(Path(tmp))
         corpus = load_corpus(path, AutoTokenizer.from_pretrained(embedded_model_dir()), TrainConfig.seq_len)
     assert len(corpus.blocks) >= 4 * TrainConfig.batch_size
