@@ -172,7 +172,8 @@ def test_parameter_movement_is_zero_for_the_same_router_and_finds_a_moved_weight
 
 
 def test_diagnose_reports_every_part_and_the_script_renders_it(hero):
-    from scripts_loader import load_script
+    from hero_core.core.results_json import finite
+    from hero_core.train.memory_diagnosis_page import render
 
     out = md.diagnose(hero, TEXTS[:2], max_tokens=16)
     assert {"gradients", "consistency", "read", "depth_similarity", "scaled_dot_read", "rho", "stages",
@@ -182,12 +183,11 @@ def test_diagnose_reports_every_part_and_the_script_renders_it(hero):
     assert 0.0 < out["scaled_dot_read"]["normalised_entropy"] <= 1.0
     assert math.isnan(out["rho"]["adam_eta_bound"])  # a tiny model has no training record: the bound is unknown
 
-    script = load_script("memory_diagnosis")
-    data = script.finite({"command": "python scripts/memory_diagnosis.py --limit 1", "limit_per_domain": 1,
-                          "max_tokens": 16, "domains": ["chat"], "n_texts": 2, "backbone": "tiny",
-                          "synthetic": {"elu1_random": [md.random_elu1_read(20, scale=s) for s in (1.0, 3.0, 10.0)]},
-                          "checkpoints": {"tiny": out}})
-    page = script.render(data)
+    data = finite({"command": "python scripts/memory_diagnosis.py --limit 1", "limit_per_domain": 1,
+                   "max_tokens": 16, "domains": ["chat"], "n_texts": 2, "backbone": "tiny",
+                   "synthetic": {"elu1_random": [md.random_elu1_read(20, scale=s) for s in (1.0, 3.0, 10.0)]},
+                   "checkpoints": {"tiny": out}})
+    page = render(data)
     assert page.startswith("# Depth-memory diagnosis")
     assert "`python scripts/memory_diagnosis.py --limit 1`" in page.splitlines()[2]  # the command, at the top
     assert "## What the numbers say" in page and "the bound is unknown" in page

@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scripts_loader import load_script
 
 from hero_core.eval import position_skip as ps
 from hero_core.eval.sweep import SweepResult, sweep
@@ -149,11 +148,12 @@ def test_trace_sequences_summary_and_report(tiny):
 
 
 def test_script_flags():
-    script = load_script("position_skip")
-    args = script.parse_args(["--checkpoints", "hero-10", "local-10", "--limit", "3"])
+    from hero_core.reports.position_skip_run import parse_args
+
+    args = parse_args(["--checkpoints", "hero-10", "local-10", "--limit", "3"])
     assert args.checkpoints == ["hero-10", "local-10"] and args.sequences == 3 and args.max_tokens == 2048
     with pytest.raises(SystemExit):
-        script.parse_args(["--sequences", "0"])
+        parse_args(["--sequences", "0"])
 
 
 def test_ratio_chart_fits_its_axis_to_the_intervals(result):
