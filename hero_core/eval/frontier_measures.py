@@ -1,0 +1,153 @@
+"""What ``scripts/make_frontier.py`` measures beside the frontier, into docs/results.json: greedy chat answers
+against dense (common prefix, answers shown side by side), the memory-attention entropy, the read-matters ablation
+(learned against uniform read) and hero-10 on a bf16 backbone. Each takes the loaded checkpoints by name
+(hero_core.eval.frontier_results.load_models) and returns its JSON section.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+DOMAINS = ("chat", "code", "reasoning")
+SHOWN_PROMPTS = ("What is the capital of France?", "Give me three tips for staying focused while studying.",
+                 "Explain why the sky is blue in two sentences.", "Write a Python function that reverses a string.",
+                 "If I have 3 apples and buy 5 more, how many apples do I have?")
+PREFIX_TOKENS = 24
+MAX_TOKENS = 192  # tokens per held-out text (chat and reasoning texts are shorter; code is cut here)
+
+
+def common_prefix(a: list[int], b: list[int], n: int) -> int:
+    k = 0
+    for x, y in zip(a[:n], b[:n]):
+        if x != y:
+            break
+        k += 1
+    return k
+
+
+def generations(models: dict, n_prompts: int, stage_one: tuple[str, ...]) -> dict:
+    """Greedy chat answers against dense: the common prefix within PREFIX_TOKENS on ``n_prompts`` held-out prompts
+    (hero-10, local-10 and the ``stage_one`` checkpoints loaded), and SHOWN_PROMPTS' answers side by side."""
+    from hero_core.core.data import chat_prompts
+
+    hero = next(iter(models.values()))
+    tok = hero.tokenizer
+    held_out = chat_prompts("eval")[:n_prompts]
+    routed = [name for name in ("hero-10", "local-10") if name in models] or list(models)[:1]
+    compared = routed + [name for name in stage_one if name in models]  # common prefix only, not shown
+
+    def answer(model, prompt, variant):
+        text, _ = model.generate(prompt, max_new_tokens=PREFIX_TOKENS, variant=variant, chat_template=True)
+        return text, tok(text, add_special_tokens=False)["input_ids"]
+
+    prefixes = {name: [] for name in compared}
+    for prompt in held_out:
+        _, dense_ids = answer(hero, prompt, "dense")
+        for name in compared:
+            _, ids = answer(models[name], prompt, models[name].config.variant)
+            prefixes[name].append(common_prefix(dense_ids, ids, PREFIX_TOKENS))
+    shown = []
+    for prompt in SHOWN_PROMPTS:
+        row = {"prompt": prompt, "dense": models[routed[0]].generate(prompt, max_new_tokens=48, variant="dense",
+                                                                     chat_template=True)[0]}
+        for name in routed:
+            row[name] = models[name].generate(prompt, max_new_tokens=48, variant=models[name].config.variant,
+                                              chat_template=True)[0]
+        shown.append(row)
+    return {"prompts": len(held_out), "prefix_tokens": PREFIX_TOKENS,
+            "common_prefix": {n: {"median": statistics.median(v), "mean": statistics.fmean(v), "values": v}
+                              for n, v in prefixes.items()},
+            "shown": shown}
+
+
+def memory_entropy(models: dict, limit: int) -> dict:
+    from hero_core.analysis.memory_stats import memory_stats
+    from hero_core.core.config import VARIANTS
+    from hero_core.core.data import domain_texts
+
+    hero = next(iter(models.values()))
+    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+    out = {}
+    for name, model in models.items():
+        if not VARIANTS[model.config.variant].memory_read:
+            continue
+        traces = {d: [model.trace(t, variant=model.config.variant, max_tokens=256) for t in ts]
+                  for d, ts in texts.items()}
+        stats = memory_stats(traces)
+        out[name] = {row["domain"]: {"normalised_entropy": row["normalised_entropy"],
+                                     "previous_share": row["previous_share"],
+                                     "uniform_previous_share": row["uniform_previous_share"]}
+                     for row in stats.to_dict("records")}
+    return out
+
+
+def learned_and_uniform_read(model, texts: dict[str, list[str]], max_tokens: int) -> dict[str, dict[str, dict]]:
+    """Held-out quality of ``model`` at its own tau with its learned memory read and with every read replaced by
+    the uniform average of the same values: {"learned" | "uniform": {domain: summary}} (evaluate_points)."""
+    from hero_core.eval import HeroMethod
+    from hero_core.eval.frontier import evaluate_points
+
+    variant = model.config.variant
+    methods = [HeroMethod(model, variant, name="learned"),
+               HeroMethod(model, variant, name="uniform", memory_read="uniform")]
+    return evaluate_points(model, methods, texts, max_tokens=max_tokens)
+
+
+def read_matters(models: dict, limit: int) -> dict:
+    """Per memory-reading checkpoint and domain, at its own tau: the share of decisions that flip when every read
+    is replaced by the uniform average of the same values, the learned read's entropy, and the perplexity ratio
+    to dense with the learned and with the uniform read (95 % bootstrap intervals over texts)."""
+    from hero_core.analysis.read_ablation import read_effect
+    from hero_core.core.config import VARIANTS
+    from hero_core.core.data import domain_texts
+
+    hero = next(iter(models.values()))
+    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+    out = {}
+    for name, model in models.items():
+        if not VARIANTS[model.config.variant].memory_read:
+            continue
+        quality = learned_and_uniform_read(model, texts, MAX_TOKENS)
+        out[name] = {d: {**read_effect(model, texts[d], max_tokens=MAX_TOKENS), "texts": len(texts[d]),
+                         "learned": quality["learned"][d],
+                         "uniform": quality["uniform"][d]} for d in DOMAINS}
+        print(f"read matters {name}: " + ", ".join(f"{d} {100 * v['flip_share']:.2f} % flips"
+                                                   for d, v in out[name].items()), flush=True)
+    return out
+
+
+def bf16_check(models: dict, limit: int) -> dict:
+    """hero-10 on a bf16 backbone against the same router on fp32: decision flips and perplexity ratios, both
+    against the fp32 dense model, on held-out text."""
+    import torch
+
+    from hero_core.core.backbones import load_backbone
+    from hero_core.core.data import domain_texts
+    from hero_core.core.model import HeroModel
+    from hero_core.core.quality import next_token_nll
+
+    if "hero-10" not in models:
+        return {}
+    fp32 = models["hero-10"]
+    bf16 = HeroModel(load_backbone(device="cpu", dtype=torch.bfloat16), fp32.router, "hero-10")
+    out = {}
+    for domain in DOMAINS:
+        flips = cells = near = 0
+        sums = {"fp32": 0.0, "bf16": 0.0, "dense": 0.0}
+        n = 0
+        for text in domain_texts(domain, "eval", limit, hero=fp32):
+            a, b = fp32.trace(text, max_tokens=MAX_TOKENS), bf16.trace(text, max_tokens=MAX_TOKENS)
+            flips += int((a.executed != b.executed).sum())
+            cells += a.executed.size
+            near += int((abs(a.gate - a.tau) < 0.05).sum())
+            ids = torch.tensor(a.token_ids)
+            sums["dense"] += float(next_token_nll(fp32.logits(text, variant="dense", max_tokens=MAX_TOKENS), ids).sum())
+            sums["fp32"] += float(next_token_nll(fp32.logits(text, max_tokens=MAX_TOKENS), ids).sum())
+            sums["bf16"] += float(next_token_nll(bf16.logits(text, max_tokens=MAX_TOKENS), ids).sum())
+            n += len(ids) - 1
+        ratios = {k: math.exp((sums[k] - sums["dense"]) / n) for k in ("fp32", "bf16")}
+        out[domain] = {"texts": limit, "flip_rate": flips / cells, "gates_within_0.05_of_tau": near / cells,
+                       "ratio_fp32": ratios["fp32"], "ratio_bf16": ratios["bf16"],
+                       "bf16_vs_fp32": ratios["bf16"] / ratios["fp32"] - 1}
+    return out
