@@ -30,7 +30,7 @@ from ..core.quality import compare_to_dense, next_token_nll
 from ..core.trace import RoutingTrace
 from .memory_stats import MEMORY_STATS, memory_depth_profile, memory_row_stats, memory_stats, memory_token_stats  # noqa: F401  (re-exported: notebooks read every analysis from this module)
 from .token_categories import CATEGORIES, CATEGORY_LABELS, CODE_DOMAINS, token_categories, token_category  # noqa: F401  (re-exported)
-from .trace_sets import TracesByDomain, check_domains, check_same_tokens
+from .trace_sets import TracesByDomain, check_domains, check_same_tokens, domains_with_traces
 
 
 # -- skipping by token category and by depth -----------------------------------------------------
@@ -73,11 +73,8 @@ def layer_skip_profiles(traces_by_domain: TracesByDomain) -> pd.DataFrame:
     """Per (domain, routed block): skip_rate pooled over every token of the domain.
 
     Columns: domain, block (1-based), layer (backbone index), skip_rate, n_tokens."""
-    check_domains(traces_by_domain)
     rows = []
-    for domain, traces in traces_by_domain.items():
-        if not traces:
-            continue
+    for domain, traces in domains_with_traces(traces_by_domain):
         layers = list(traces[0].routed_layers)
         if any(list(t.routed_layers) != layers for t in traces):
             raise ValueError(f"domain {domain!r} mixes traces with different routed layers")
@@ -177,10 +174,14 @@ def traces_by_domain(runs: Sequence[ItemRun], label: str) -> dict[str, list[Rout
     return out
 
 
-def _domains(runs: Sequence[ItemRun]) -> list[str]:
+def _runs_by_domain(runs: Sequence[ItemRun]) -> dict[str, list[ItemRun]]:
+    """The runs grouped by domain, domains in the order they first appear."""
     if not runs:
         raise ValueError("no item runs given")
-    return list(dict.fromkeys(run.domain for run in runs))
+    grouped: dict[str, list[ItemRun]] = {}
+    for run in runs:
+        grouped.setdefault(run.domain, []).append(run)
+    return grouped
 
 
 def _require(runs: Sequence[ItemRun], labels: Sequence[str], *, traces: bool) -> None:
@@ -231,8 +232,7 @@ def flip_summary(runs: Sequence[ItemRun], a: str = "hero", b: str = "no_history"
     _require(runs, [a, b], traces=True)
     _require(runs, [a, b], traces=False)
     rows = []
-    for domain in _domains(runs):
-        items = [r for r in runs if r.domain == domain]
+    for domain, items in _runs_by_domain(runs).items():
         flips = [decision_flips(r.traces[a], r.traces[b]) for r in items]
         costs = [flip_cost(r.traces[a], r.traces[b], r.logits[a], r.logits[b]) for r in items]
         n_dec = sum(f["n_decisions"] for f in flips)
@@ -261,8 +261,7 @@ def flip_layer_profile(runs: Sequence[ItemRun], a: str = "hero", b: str = "no_hi
     """Per (domain, routed block): share of tokens whose decision there differs between runs a and b."""
     _require(runs, [a, b], traces=True)
     rows = []
-    for domain in _domains(runs):
-        items = [r for r in runs if r.domain == domain]
+    for domain, items in _runs_by_domain(runs).items():
         flips = sum((r.traces[a].executed != r.traces[b].executed).sum(axis=1) for r in items)
         n = sum(r.traces[a].n_tokens for r in items)
         for j, layer in enumerate(items[0].traces[a].routed_layers):
@@ -277,8 +276,7 @@ def quality_table(runs: Sequence[ItemRun], labels: Sequence[str], dense: str = "
     param_skip (the paper's metric, token-weighted) where the label has a trace."""
     _require(runs, [*labels, dense], traces=False)
     rows = []
-    for domain in _domains(runs):
-        items = [r for r in runs if r.domain == domain]
+    for domain, items in _runs_by_domain(runs).items():
         for label in labels:
             per_item = [compare_to_dense(r.logits[dense], r.logits[label], r.ids) for r in items]
             nll = np.concatenate([q["nll"] for q in per_item])
@@ -305,10 +303,9 @@ def quality_gap(runs: Sequence[ItemRun], hero: str = "hero", local: str = "local
     gap_param_skip (hero minus local: positive = hero also skips more)."""
     table = quality_table(runs, [hero, local], dense)
     rows = []
-    for domain in _domains(runs):
+    for domain, items in _runs_by_domain(runs).items():
         h = table[(table.domain == domain) & (table.label == hero)].iloc[0]
         lo_ = table[(table.domain == domain) & (table.label == local)].iloc[0]
-        items = [r for r in runs if r.domain == domain]
         diffs, weights = [], []
         for r in items:
             ids = r.ids

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..core.trace import RoutingTrace
 from .token_categories import token_categories
-from .trace_sets import TracesByDomain, check_domains
+from .trace_sets import TracesByDomain, check_domains, domains_with_traces
 
 MEMORY_STATS = ("entropy", "normalised_entropy", "lookback", "previous_share")
 
@@ -94,12 +94,9 @@ def memory_stats(traces_by_domain: TracesByDomain) -> pd.DataFrame:
 def memory_depth_profile(traces_by_domain: TracesByDomain) -> pd.DataFrame:
     """Per (domain, routed block j): the memory statistics of row j averaged over the tokens that read
     the memory there. Shows at which depths the router reads far back and where only the previous block."""
-    check_domains(traces_by_domain)
     names = (*MEMORY_STATS, "uniform_lookback", "uniform_previous_share")
     rows = []
-    for domain, traces in traces_by_domain.items():
-        if not traces:
-            continue
+    for domain, traces in domains_with_traces(traces_by_domain):
         stats = [memory_row_stats(t) for t in traces]
         pooled = {name: _nanmean_rows(np.concatenate([s[name] for s in stats], axis=0).T) for name in names}
         for j, layer in enumerate(traces[0].routed_layers):

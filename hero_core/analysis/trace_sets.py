@@ -18,6 +18,13 @@ def check_domains(traces_by_domain: TracesByDomain) -> None:
             raise ValueError(f"domain {domain!r}: expected a list of RoutingTrace objects")
 
 
+def domains_with_traces(traces_by_domain: TracesByDomain) -> list[tuple[str, Sequence[RoutingTrace]]]:
+    """The checked mapping's (domain, traces) pairs, leaving out domains given no trace: the per-depth profiles
+    read the routed layers off a domain's first trace, so an empty domain has no rows to give."""
+    check_domains(traces_by_domain)
+    return [(domain, traces) for domain, traces in traces_by_domain.items() if traces]
+
+
 def check_same_tokens(trace_a: RoutingTrace, trace_b: RoutingTrace) -> None:
     if list(trace_a.token_ids) != list(trace_b.token_ids):
         raise ValueError("the two traces route different tokens: compare runs of the same prompt "
