@@ -163,6 +163,16 @@ def _nf4_config(device: torch.device):
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute)
 
 
+def freeze_for_inference(model, tokenizer) -> None:
+    """Put a freshly made backbone in the state routing expects: eval mode, no parameter learning (only the routers
+    train), and a pad token (batched encoding pads; models without one pad with end-of-sequence)."""
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+
+
 def load_backbone(path: str | os.PathLike | None = None, *, quantization: str | None = None,
                   device: str | torch.device = "auto", dtype: torch.dtype = torch.float32) -> Backbone:
     """Load a frozen causal LM and its tokenizer.
@@ -197,9 +207,5 @@ def load_backbone(path: str | os.PathLike | None = None, *, quantization: str | 
         raise BackboneError(f"could not load a causal LM from {str(model_dir)!r}: {err}") from None
     if quantization != "nf4":
         model.to(dev)
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    freeze_for_inference(model, tokenizer)
     return Backbone(model=model, tokenizer=tokenizer, name=name, quantization=quantization, device=dev)

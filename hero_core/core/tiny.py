@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .backbones import Backbone, embedded_model_dir, resolve_device
+from .backbones import Backbone, embedded_model_dir, freeze_for_inference, resolve_device
 from .model import HeroModel, fresh_router
 
 TINY_NAME = "tiny-random-llama"
@@ -24,11 +24,8 @@ def tiny_backbone(*, seed: int = 0, n_layers: int = 4, hidden: int = 64, interme
                          max_position_embeddings=2048, tie_word_embeddings=True,
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    model = LlamaForCausalLM(config)
+    freeze_for_inference(model, tokenizer)
     dev = resolve_device(device)
     return Backbone(model=model.to(dev), tokenizer=tokenizer, name=TINY_NAME, quantization=None, device=dev)
 
