@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .data import EVAL_SHARE, split_of
+from .files import json_lines
 
 FORMATS = (".txt", ".jsonl", ".parquet")
 ITEM_CHARS = 1000  # a .txt item: paragraphs joined up to this size, so a short line is not an item of its own
@@ -77,13 +77,8 @@ def _record_text(record: dict, where: str, chat_format) -> str:
 
 def _read_jsonl(path: Path, chat_format) -> list[str]:
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise CorpusError(f"{path}, line {n}: not JSON ({err.msg})") from None
+    text = path.read_text(encoding="utf-8")
+    for n, record in json_lines(text, lambda n, err: CorpusError(f"{path}, line {n}: not JSON ({err.msg})")):
         if not isinstance(record, dict):
             raise CorpusError(f"{path}, line {n}: a JSON object is needed, found {type(record).__name__}")
         items.append(_record_text(record, f"{path}, line {n}", chat_format))

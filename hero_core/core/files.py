@@ -1,11 +1,14 @@
-"""Atomic file writes: a temp file beside the target, then one rename, so a crash never leaves half a file."""
+"""Atomic file writes (a temp file beside the target, then one rename, so a crash never leaves half a file), and
+reading JSON lines with the number of the line that is not JSON."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], object], *, mode: int | None = None) -> Path:
@@ -29,3 +32,17 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], object], *, mod
 def atomic_write_text(path: str | os.PathLike, text: str, *, mode: int | None = None) -> Path:
     """:func:`atomic_write` of a UTF-8 text."""
     return atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), mode=mode)
+
+
+def json_lines(text: str, not_json: Callable[[int, json.JSONDecodeError], Exception]) -> Iterator[tuple[int, Any]]:
+    """``(line number from 1, parsed value)`` for each non-blank line of a JSONL text, lazily (a caller's check of
+    one record raises before later lines are parsed). A line that is not JSON raises ``not_json(number, error)``,
+    so each reader words the error for its own users."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise not_json(number, err) from None
+        yield number, value

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.analysis import CATEGORIES, CATEGORY_LABELS, token_categories
+from ..core.files import json_lines
 from ..core.trace import RoutingTrace
 from .frontier import ratio_interval
 from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
@@ -87,12 +88,8 @@ def read_prompts(data: bytes | str, name: str, *, domain: str = "custom") -> lis
             if not isinstance(rows, list):
                 raise ValueError(f"{name}: a JSON data set must be a list of prompts or objects")
         else:
-            for i, line in enumerate(text.splitlines()):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as err:
-                        raise ValueError(f"{name} line {i + 1} is not valid JSON ({err})") from None
+            rows = [row for _, row in json_lines(
+                text, lambda n, err: ValueError(f"{name} line {n} is not valid JSON ({err})"))]
         for i, row in enumerate(rows):
             row = {"prompt": row} if isinstance(row, str) else row
             if not isinstance(row, Mapping):
