@@ -92,20 +92,16 @@ def _summarise(stats: _TextStats) -> dict:
 def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str]], *, max_tokens: int = 256,
                     batch_size: int = 2, progress: bool = False) -> dict[str, dict[str, dict]]:
     """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
-    from tqdm import tqdm
-
     from ..core.quality import log_probs, quality_of_log_probs
-    from .methods import HeroMethod
+    from .methods import HeroMethod, dense_batches
 
     reference = HeroMethod(hero, "dense")
     out: dict[str, dict[str, dict]] = {m.name: {} for m in methods}
     for domain, texts in texts_by_domain.items():
         stats = {m.name: _TextStats() for m in methods}
-        for i in tqdm(range(0, len(texts), batch_size), desc=f"frontier {domain}", disable=not progress):
-            enc = hero.encode(texts[i: i + batch_size], max_tokens=max_tokens)
-            ids, mask = enc.input_ids.cpu(), enc.attention_mask.cpu()
-            lengths = mask.sum(1).tolist()
-            dense = reference.forward(ids, mask).logits
+        for ids, mask, lengths, dense in dense_batches(hero, reference, texts, batch_size=batch_size,
+                                                       max_tokens=max_tokens, desc=f"frontier {domain}",
+                                                       progress=progress):
             dense_log = log_probs(dense)  # once per batch, shared by every method
             for m in methods:
                 fwd = m.forward(ids, mask)

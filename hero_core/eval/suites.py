@@ -28,7 +28,7 @@ import numpy as np
 from ..core.accounting import ComputeTally, compact
 from ..core.quality import token_quality
 from . import bigbench, humaneval
-from .methods import Forward, Method
+from .methods import Forward, Method, dense_batches
 from .scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
 
 EVAL_TASKS_FILE = Path(__file__).parent.parent / "eval_tasks.json"
@@ -178,8 +178,6 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
 
     Each batch of held-out texts is run once through ``reference`` (dense) and then every method, so
     dense logits never need storing. Returns ``{method: {domain: figures}}``."""
-    from tqdm import tqdm
-
     from ..core.data import domain_texts
 
     out: dict[str, dict[str, Any]] = {m.name: {} for m in methods}
@@ -187,11 +185,9 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
         texts = domain_texts(domain, "eval", limit or 20, hero=hero)
         acc = {m.name: {"nll": 0.0, "nll_dense": 0.0, "kl": 0.0, "agree": 0.0, "n_pred": 0, "n_pos": 0,
                         "tally": ComputeTally(m.profile, m.routed)} for m in methods}
-        for i in tqdm(range(0, len(texts), batch_size), desc=f"domain {domain}", disable=not progress, leave=False):
-            enc = hero.encode(texts[i: i + batch_size], max_tokens=max_tokens)
-            ids, mask = enc.input_ids.cpu(), enc.attention_mask.cpu()
-            lengths = mask.sum(1).tolist()
-            dense = reference.forward(ids, mask).logits
+        for ids, mask, lengths, dense in dense_batches(hero, reference, texts, batch_size=batch_size,
+                                                       max_tokens=max_tokens, desc=f"domain {domain}",
+                                                       progress=progress, leave=False):
             for m in methods:
                 fwd = Forward(dense, None) if m is reference else m.forward(ids, mask)
                 a = acc[m.name]
