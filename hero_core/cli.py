@@ -22,15 +22,21 @@ def load_from_args(args):
                      dtype=args.dtype)
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", default=None,
-                   help="bundled name (default hero-10; also local-10, hero-25, local-25, hero-40, local-40, "
-                        "no_memread-10, no_aux-10, no_pos-10) or a checkpoint directory")
+def add_backbone_arguments(p: argparse.ArgumentParser) -> None:
+    """The backbone options :func:`load_from_args` reads besides ``--checkpoint`` (whose help each command words
+    for itself)."""
     p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
     p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"],
                    help="backbone precision without --quantization (auto: bf16 where a probe shows it faster)")
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", default=None,
+                   help="bundled name (default hero-10; also local-10, hero-25, local-25, hero-40, local-40, "
+                        "no_memread-10, no_aux-10, no_pos-10) or a checkpoint directory")
+    add_backbone_arguments(p)
     p.add_argument("--variant", default="hero", choices=INFERENCE_VARIANTS,
                    help="router variant at inference (dense: every FFN, routers bypassed)")
     p.add_argument("--tau", type=float, default=None, help="gate threshold (default: the checkpoint's, 0.5)")

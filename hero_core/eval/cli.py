@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,14 @@ HEADLINE = "headline"  # --answers --checkpoint headline: every checkpoint of th
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``python -m hero_core eval``: the suites, task selection, BIG-bench fetching and lm-eval runs."""
+    from ..cli import add_backbone_arguments
+
     p.description = DESCRIPTION
     p.add_argument("--checkpoint", default=None,
                    help="bundled name (hero-25, …) or checkpoint directory; with --answers a comma-separated list "
                         "(default: the bundled default hero-10 and its local twin local-10), or 'headline': every "
                         "checkpoint of the README's headline table (bundled hero-/local- and recipe-2 ones)")
-    p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
-    p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"],
-                   help="backbone precision without --quantization (auto: bf16 where a probe shows it faster)")
+    add_backbone_arguments(p)
     p.add_argument("--variants", default=None,
                    help=f"comma-separated, from {', '.join(INFERENCE_VARIANTS)} (dense always runs as reference; "
                         f"default {SUITE_VARIANTS}; with --answers: the variant each checkpoint was trained as)")
@@ -125,26 +124,38 @@ def run_cli(args) -> int:
                               for v in variants]}
         print(json.dumps(output, indent=2))
         if args.out:
-            args.out.write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
+            _write_json(args.out, output)
         return 0
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     result = evaluate(hero, variants, suites, args.limit, tau=args.tau, progress=progress,
                       humaneval_tokens=args.humaneval_tokens, humaneval_style=args.humaneval_style,
                       keep_samples=not args.no_samples)
     _print_summary(result)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"results written to {args.out}")
+    _write_results(args.out, result)
     return 0
 
 
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _write_results(path: Path | None, data: dict) -> None:
+    """``--out``: the results JSON, and a line that says where it went."""
+    if path:
+        _write_json(path, data)
+        print(f"results written to {path}")
+
+
+def _percent(value, digits: int) -> str:
+    """A share as a percentage for the printed tables; "-" where the figure is missing (None, or not a number)."""
+    return f"{100 * value:.{digits}f}" if isinstance(value, (int, float)) else "-"
+
+
 def _print_summary(result: dict) -> None:
+    pct = partial(_percent, digits=2)
     print(f"{'method':14s} {'suite':18s} {'score':>8s} {'retain %':>9s} {'param skip %':>13s} {'net %':>7s} "
           f"{'FLOPs saved %':>14s}")
     for row in result["summary"]:
-        def pct(v):
-            return f"{100 * v:.2f}" if isinstance(v, (int, float)) else "-"
-
         retain_text = f"{row['retain']:.2f}" if isinstance(row.get("retain"), (int, float)) else "-"
         score = f"{row['score']:.4f}" if isinstance(row.get("score"), (int, float)) else "-"
         print(f"{row['method']:14s} {row['suite']:18s} {score:>8s} {retain_text:>9s} "
@@ -196,16 +207,12 @@ def _run_answers(args, load, progress: bool) -> int:
                         "answers_tokens": args.answers_tokens,
                         "matched": {name: m.match.to_dict() for name, m in matched.items()}}
     _print_answers(report)
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        print(f"results written to {args.out}")
+    _write_results(args.out, report)
     return 0
 
 
 def _print_answers(report: dict) -> None:
-    def pct(v):
-        return f"{100 * v:.1f}" if isinstance(v, (int, float)) else "-"
-
+    pct = partial(_percent, digits=1)
     print(f"{'method':24s} {'category':14s} {'n':>4s} {'dense %':>8s} {'method %':>9s} {'kept %':>7s} "
           f"{'95 % interval':>14s} {'answer skip %':>14s} {'all skip %':>11s}")
     for method, kept in report["kept"].items():
