@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pandas as pd
 import plotly.graph_objects as go
 
 from ..eval.sweep import SweepResult
@@ -10,12 +13,24 @@ _LAYOUT = {"template": "plotly_white", "height": 340, "margin": {"l": 60, "r": 2
            "legend": {"orientation": "h", "y": -0.25}}
 
 
+def _one_trace_per_run(table: pd.DataFrame, trace: Callable[[str, pd.DataFrame], go.Scatter | go.Bar]) -> go.Figure:
+    """A figure with ``trace(run, rows)`` for each run of a long table, in the table's run order (the legend then
+    lists the runs as the page does)."""
+    fig = go.Figure()
+    for run, rows in table.groupby("run", sort=False):
+        fig.add_trace(trace(run, rows))
+    return fig
+
+
+def _naming_the_run(hover: str, run: str) -> str:
+    """A hover template whose side box (plotly's ``<extra>``) names the run, as the legend does."""
+    return f"{hover}<extra>{run}</extra>"
+
+
 def sweep_layer_skip(result: SweepResult) -> go.Figure:
     """Skip rate per routed layer, pooled over every token of the data set, one line per run."""
-    table = result.layer_skip()
-    fig = go.Figure()
-    for run, g in table.groupby("run", sort=False):
-        fig.add_trace(go.Scatter(x=[f"L{layer}" for layer in g.layer], y=g.skip_rate, mode="lines+markers", name=run))
+    fig = _one_trace_per_run(result.layer_skip(), lambda run, g: go.Scatter(
+        x=[f"L{layer}" for layer in g.layer], y=g.skip_rate, mode="lines+markers", name=run))
     fig.update_layout(title="Skip rate per routed layer (data set)", xaxis_title="routed layer",
                       yaxis={"title": "share of tokens skipping the FFN", "range": [0, 1], "tickformat": ".0%"},
                       **_LAYOUT)
@@ -24,12 +39,10 @@ def sweep_layer_skip(result: SweepResult) -> go.Figure:
 
 def sweep_category_skip(result: SweepResult) -> go.Figure:
     """Skip rate by token category, grouped bars per run (hover: the category's share of tokens)."""
-    table = result.skip_by_category()
-    fig = go.Figure()
-    for run, g in table.groupby("run", sort=False):
-        fig.add_trace(go.Bar(x=g.category_label, y=g.skip_rate, name=run, customdata=g[["n_tokens", "share_of_tokens"]],
-                             hovertemplate="%{x}: %{y:.1%} skipped<br>%{customdata[0]} tokens "
-                                           "(%{customdata[1]:.0%})<extra>" + run + "</extra>"))
+    fig = _one_trace_per_run(result.skip_by_category(), lambda run, g: go.Bar(
+        x=g.category_label, y=g.skip_rate, name=run, customdata=g[["n_tokens", "share_of_tokens"]],
+        hovertemplate=_naming_the_run("%{x}: %{y:.1%} skipped<br>%{customdata[0]} tokens (%{customdata[1]:.0%})",
+                                      run)))
     # No x title and the legend on top: rotated category names need the room below the axis (they were cut and
     # ran into the title "token category").
     fig.update_layout(title="Skip rate by token category", barmode="group",
@@ -49,13 +62,11 @@ def sweep_position_skip(result: SweepResult) -> go.Figure:
     skips most FFNs; the routers were trained on 128-token blocks), and a relative axis smears those effects
     over prompts of every length."""
     table = result.skip_by_absolute_position()
-    fig = go.Figure()
-    for run, g in table.groupby("run", sort=False):
-        fig.add_trace(go.Scatter(x=g.label, y=g.skip_rate, mode="lines+markers", name=run,
-                                 customdata=g[["n_tokens", "ffn_skipped_per_token", "param_skip"]],
-                                 hovertemplate="tokens %{x}: %{y:.1%} skipped, %{customdata[1]:.2f} FFNs per token, "
-                                               "param skip %{customdata[2]:.1%} (%{customdata[0]} tokens)"
-                                               "<extra>" + run + "</extra>"))
+    fig = _one_trace_per_run(table, lambda run, g: go.Scatter(
+        x=g.label, y=g.skip_rate, mode="lines+markers", name=run,
+        customdata=g[["n_tokens", "ffn_skipped_per_token", "param_skip"]],
+        hovertemplate=_naming_the_run("tokens %{x}: %{y:.1%} skipped, %{customdata[1]:.2f} FFNs per token, param "
+                                      "skip %{customdata[2]:.1%} (%{customdata[0]} tokens)", run)))
     fig.update_layout(title="Skip rate by position in the prompt",
                       xaxis={"title": "absolute token position (bins of the token index)", "type": "category",
                              "categoryorder": "array", "categoryarray": list(dict.fromkeys(table.label))},
@@ -66,12 +77,9 @@ def sweep_position_skip(result: SweepResult) -> go.Figure:
 def sweep_relative_position_skip(result: SweepResult, bins: int = 10) -> go.Figure:
     """Skip rate against relative position in the prompt (0 = first token, 1 = last). Kept for comparison;
     the page draws :func:`sweep_position_skip`, since a relative axis hides the first-token effect."""
-    table = result.skip_by_position(bins)
-    fig = go.Figure()
-    for run, g in table.groupby("run", sort=False):
-        fig.add_trace(go.Scatter(x=g.position, y=g.skip_rate, mode="lines+markers", name=run,
-                                 customdata=g.n_tokens, hovertemplate="position %{x:.2f}: %{y:.1%} skipped "
-                                                                      "(%{customdata} tokens)<extra></extra>"))
+    fig = _one_trace_per_run(result.skip_by_position(bins), lambda run, g: go.Scatter(
+        x=g.position, y=g.skip_rate, mode="lines+markers", name=run, customdata=g.n_tokens,
+        hovertemplate="position %{x:.2f}: %{y:.1%} skipped (%{customdata} tokens)<extra></extra>"))
     fig.update_layout(title="Skip rate by relative position in the prompt",
                       xaxis={"title": "relative position", "range": [0, 1]},
                       yaxis={"title": "share of decisions skipped", "tickformat": ".0%"}, **_LAYOUT)
@@ -80,13 +88,11 @@ def sweep_relative_position_skip(result: SweepResult, bins: int = 10) -> go.Figu
 
 def sweep_item_quality(result: SweepResult) -> go.Figure:
     """Each item: its param skip against its perplexity ratio to dense, one marker colour per run."""
-    fig = go.Figure()
-    for run, g in result.items.groupby("run", sort=False):
-        fig.add_trace(go.Scatter(x=g.param_skip, y=g.perplexity_ratio, mode="markers", name=run,
-                                 customdata=g[["item", "id", "param_skip_excluding_first_token"]],
-                                 hovertemplate="item %{customdata[0]} (%{customdata[1]}): skip %{x:.1%} "
-                                               "(%{customdata[2]:.1%} without the first token), "
-                                               "ratio %{y:.3f}<extra>" + run + "</extra>"))
+    fig = _one_trace_per_run(result.items, lambda run, g: go.Scatter(
+        x=g.param_skip, y=g.perplexity_ratio, mode="markers", name=run,
+        customdata=g[["item", "id", "param_skip_excluding_first_token"]],
+        hovertemplate=_naming_the_run("item %{customdata[0]} (%{customdata[1]}): skip %{x:.1%} "
+                                      "(%{customdata[2]:.1%} without the first token), ratio %{y:.3f}", run)))
     fig.add_hline(y=1.0, line={"dash": "dot", "color": "grey"})
     fig.update_layout(title="Quality against dense per item", xaxis={"title": "param skip", "tickformat": ".0%"},
                       yaxis_title="perplexity ratio routed / dense", **_LAYOUT)
