@@ -79,6 +79,11 @@ MEMORY_KERNEL_CHOICES = ("elu1", "softmax")
 GATE_GRADIENTS = ("straight_through", "paper")
 
 
+def _check_choice(name: str, value, choices: tuple) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
 @dataclass
 class TrainConfig:
     """One training run. The measurements behind the defaults: docs/experiments/training-config-notes.md."""
@@ -159,22 +164,17 @@ class TrainConfig:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
         if self.target not in TRAIN_TARGETS:
             raise ValueError("target must be 'distill' or 'lm'")
-        if self.distill_target not in DISTILL_TARGETS:
-            raise ValueError(f"distill_target must be one of {DISTILL_TARGETS}, got {self.distill_target!r}")
-        if self.memory_kernel not in MEMORY_KERNEL_CHOICES:
-            raise ValueError(f"memory_kernel must be one of {MEMORY_KERNEL_CHOICES}, got {self.memory_kernel!r}")
+        _check_choice("distill_target", self.distill_target, DISTILL_TARGETS)
+        _check_choice("memory_kernel", self.memory_kernel, MEMORY_KERNEL_CHOICES)
         if not self.memory_lr_scale > 0 or not self.memory_scale_init > 0 or not 0 < self.rho_init < 1:
             raise ValueError("memory_lr_scale and memory_scale_init must be positive, rho_init in (0, 1)")
         if not self.answer_weight > 0:
             raise ValueError(f"answer_weight must be positive, got {self.answer_weight}")
-        if self.budget not in BUDGETS:
-            raise ValueError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
-        if self.budget_scope not in BUDGET_SCOPES:
-            raise ValueError(f"budget_scope must be one of {BUDGET_SCOPES}, got {self.budget_scope!r}")
+        _check_choice("budget", self.budget, BUDGETS)
+        _check_choice("budget_scope", self.budget_scope, BUDGET_SCOPES)
         if self.gate_gradient not in GATE_GRADIENTS:
             raise ValueError("gate_gradient must be 'straight_through' or 'paper'")
-        if self.branch_scaling not in BRANCH_SCALINGS:
-            raise ValueError(f"branch_scaling must be one of {BRANCH_SCALINGS}, got {self.branch_scaling!r}")
+        _check_choice("branch_scaling", self.branch_scaling, BRANCH_SCALINGS)
         check_dtype(self.dtype)
         if not 0.0 <= self.budget_ramp <= 1.0:
             raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")

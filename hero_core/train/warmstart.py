@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -61,6 +62,22 @@ def collect_ffn_pairs(model: torch.nn.Module, blocks: torch.Tensor, routed_layer
     return out
 
 
+def _minimise_mse(module: torch.nn.Module, x: torch.Tensor, target: torch.Tensor, optimizer: torch.optim.Optimizer,
+                  steps: Iterable, *, batch: int, generator: torch.Generator,
+                  schedule: torch.optim.lr_scheduler.LRScheduler | None = None) -> None:
+    """The warm starts' inner loop: one optimizer step on the MSE of ``module(x)`` against ``target`` per item of
+    ``steps`` (a range, or a progress bar over one), each on ``batch`` rows drawn with replacement."""
+    with torch.enable_grad():
+        for _ in steps:
+            rows = torch.randint(0, len(x), (batch,), generator=generator)
+            loss = F.mse_loss(module(x[rows]), target[rows])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if schedule is not None:
+                schedule.step()
+
+
 def _r2(adapter: torch.nn.Module, u: torch.Tensor, target: torch.Tensor) -> float:
     with torch.no_grad():
         residual = (adapter(u) - target).pow(2).sum()
@@ -103,14 +120,8 @@ def fit_adapter(adapter: torch.nn.Module, u: torch.Tensor, target: torch.Tensor,
     u, target = u.to(device, dtype), target.to(device, dtype)
     optimizer = torch.optim.Adam(params, lr=lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(1, steps))
-    with torch.enable_grad():
-        for _ in range(steps):
-            rows = torch.randint(0, len(u), (min(batch, len(u)),), generator=generator)
-            loss = F.mse_loss(adapter(u[rows]), target[rows])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            schedule.step()
+    _minimise_mse(adapter, u, target, optimizer, range(steps), batch=min(batch, len(u)), generator=generator,
+                  schedule=schedule)
     return _r2(adapter, u, target)
 
 
@@ -197,13 +208,8 @@ def fit_gate_to_adapter_error(model: torch.nn.Module, router, blocks: torch.Tens
     x, target = x.to(dtype), target.to(dtype)
     optimizer = torch.optim.Adam(head.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(0)
-    with torch.enable_grad():
-        for _ in tqdm(range(steps), desc="gate warm start", disable=not progress):
-            rows = torch.randint(0, len(x), (2048,), generator=generator)
-            loss = F.mse_loss(head(x[rows]), target[rows])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+    _minimise_mse(head, x, target, optimizer, tqdm(range(steps), desc="gate warm start", disable=not progress),
+                  batch=2048, generator=generator)
     with torch.no_grad():
         logits = torch.cat([head(x[i: i + 8192]) for i in range(0, len(x), 8192)])
         agree = float(((logits >= 0) == (target >= 0)).float().mean())
