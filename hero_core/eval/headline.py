@@ -12,7 +12,7 @@ lines between the README's ``headline`` markers.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,29 +68,29 @@ def _num(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "–" if value is None else f"{scale * value:.{digits}f}"
 
 
-def retain_cell(fig: Mapping[str, Any] | None) -> str:
+def _figure_cell(fig: Mapping[str, Any] | None, key: str, undefined: Callable[[Mapping[str, Any]], str],
+                 shown: Callable[[Mapping[str, Any]], str]) -> str:
+    """A figure's cell: "not measured" without its record, ``undefined(record)`` where the record holds no value
+    under ``key`` (the figure has no meaning there), else ``shown(record)``."""
     if fig is None:
         return NOT_MEASURED
-    if fig.get("retain") is None:
-        return "undefined (dense scores 0 on every task)"
-    return f"{fig['retain']:.1f} [{_num(fig.get('low'))}, {_num(fig.get('high'))}]"
+    return undefined(fig) if fig.get(key) is None else shown(fig)
+
+
+def retain_cell(fig: Mapping[str, Any] | None) -> str:
+    return _figure_cell(fig, "retain", lambda f: "undefined (dense scores 0 on every task)",
+                        lambda f: f"{f['retain']:.1f} [{_num(f.get('low'))}, {_num(f.get('high'))}]")
 
 
 def kept_cell(fig: Mapping[str, Any] | None) -> str:
-    if fig is None:
-        return NOT_MEASURED
-    if fig.get("kept") is None:
-        return f"undefined (dense right on none of {fig['n']})"
-    return (f"{100 * fig['kept']:.1f} [{_num(fig['kept_low'], 100)}, {_num(fig['kept_high'], 100)}] "
-            f"(of {fig['dense_correct']})")
+    return _figure_cell(fig, "kept", lambda f: f"undefined (dense right on none of {f['n']})",
+                        lambda f: f"{100 * f['kept']:.1f} [{_num(f['kept_low'], 100)}, {_num(f['kept_high'], 100)}] "
+                                  f"(of {f['dense_correct']})")
 
 
 def difference_cell(diff: Mapping[str, Any] | None) -> str:
-    if diff is None:
-        return NOT_MEASURED
-    if diff.get("difference") is None:
-        return "undefined"
-    return f"{diff['difference']:+.1f} [{diff['low']:+.1f}, {diff['high']:+.1f}]"
+    return _figure_cell(diff, "difference", lambda d: "undefined",
+                        lambda d: f"{d['difference']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]")
 
 
 def twin_cell(name: str, match: Mapping[str, Any] | None, retain: Mapping, kept: Mapping) -> str:
