@@ -150,40 +150,47 @@ def warnings(result: dict) -> list[str]:
 
 
 # -- one precision's rows -------------------------------------------------------------------------------------
+def _speedup_cells(figures: dict) -> list[str]:
+    """A routed configuration against dense: wall-clock speedup [spread], CPU-time speedup, the ideal (from the
+    FLOPs skipped) and the share of the ideal reached."""
+    return [_spread(figures["speedup"]), _num(figures["speedup_cpu"]["median"]), _num(figures["ideal_speedup"]),
+            _pct(figures["efficiency"], 0)]
+
+
+def _ratio_cells(section: dict, key: str, *, cpu: bool = True) -> list[str]:
+    """A measured ratio with no ideal to set it against: wall clock [spread], and the CPU-time median where the
+    section timed one (``<key>_cpu``)."""
+    return [_spread(section[key]), _num(section[f"{key}_cpu"]["median"]) if cpu else "—", "—", "—"]
+
+
 def summary_rows(block: dict) -> Rows:
     """The ratios of one precision: (ratio,) -> [wall, CPU, ideal, of ideal]."""
     rows: Rows = []
     for row in block.get("prefill") or []:
         for name, f in row["routed"].items():
-            rows.append(((f"prefill {row['batch']}x{row['tokens']}: dense / {name}",),
-                         [_spread(f["speedup"]), _num(f["speedup_cpu"]["median"]), _num(f["ideal_speedup"]),
-                          _pct(f["efficiency"], 0)]))
+            rows.append(((f"prefill {row['batch']}x{row['tokens']}: dense / {name}",), _speedup_cells(f)))
     for row in block.get("decode") or []:
         for name, f in row["routed"].items():
-            rows.append(((f"decode batch {row['batch']}: dense / {name}",),
-                         [_spread(f["speedup"]), _num(f["speedup_cpu"]["median"]), _num(f["ideal_speedup"]),
-                          _pct(f["efficiency"], 0)]))
+            rows.append(((f"decode batch {row['batch']}: dense / {name}",), _speedup_cells(f)))
         if row.get("router_overhead") is not None:
             rows.append(((f"decode batch {row['batch']}: router only (τ = 0) / dense",),
                          [_num(1.0 + row["router_overhead"]), "—", "1", "—"]))
     if block.get("recording"):
         r = block["recording"]
         rows.append(((f"record=True / record=False ({r['router']}, {r['batch']}x{r['tokens']})",),
-                     [_spread(r["record_ratio"]), _num(r["record_ratio_cpu"]["median"]), "—", "—"]))
-        rows.append((("record + trace assembly / record=False",), [_spread(r["assemble_ratio"]), "—", "—", "—"]))
+                     _ratio_cells(r, "record_ratio")))
+        rows.append((("record + trace assembly / record=False",), _ratio_cells(r, "assemble_ratio", cpu=False)))
     if block.get("overhead"):
         o = block["overhead"]
         rows.append(((f"dense variant / bare backbone ({o['batch']}x{o['tokens']})",),
-                     [_spread(o["dense_over_bare"]), _num(o["dense_over_bare_cpu"]["median"]), "—", "—"]))
-        rows.append((("wrapped, no call active / bare",), [_spread(o["no_call_over_bare"]), "—", "—", "—"]))
+                     _ratio_cells(o, "dense_over_bare")))
+        rows.append((("wrapped, no call active / bare",), _ratio_cells(o, "no_call_over_bare", cpu=False)))
     if block.get("training"):
         t = block["training"]
         rows.append(((f"routed train step (straight-through) / dense fwd+bwd ({t['router']}, "
-                      f"{t['batch']}x{t['tokens']})",),
-                     [_spread(t["routed_over_dense"]), _num(t["routed_over_dense_cpu"]["median"]), "—", "—"]))
+                      f"{t['batch']}x{t['tokens']})",), _ratio_cells(t, "routed_over_dense")))
         if "paper_over_dense" in t:
-            rows.append((("routed train step (hard branch) / dense fwd+bwd",),
-                         [_spread(t["paper_over_dense"]), _num(t["paper_over_dense_cpu"]["median"]), "—", "—"]))
+            rows.append((("routed train step (hard branch) / dense fwd+bwd",), _ratio_cells(t, "paper_over_dense")))
     return rows
 
 

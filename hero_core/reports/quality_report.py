@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..eval.frontier import at_skip
+from .pages import save_figure, table_row
 from .readme_block import replace_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def own_tau_table(frontier: dict, names: list[str]) -> list[str]:
         for d in DOMAINS:
             c = point[d]
             cells += [f"{100 * c['param_skip']:.1f}", _ratio(c), f"{100 * c['top1_agreement']:.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(table_row(*cells))
     return lines
 
 
@@ -87,9 +88,9 @@ def target_lines(frontier: dict, generations: dict | None = None) -> list[str]:
     prefix = (generations or {}).get("common_prefix", {}).get(name)
     if prefix is not None:
         n = generations["prefix_tokens"]
-        lines.append(f"| {name} | greedy chat answers: median ≥ {median_needed} of the first {n} tokens equal to "
-                     f"dense | median {prefix['median']:g} of {n} ({generations['prompts']} prompts) | "
-                     f"{'yes' if prefix['median'] >= median_needed else 'no'} |")
+        target = f"greedy chat answers: median ≥ {median_needed} of the first {n} tokens equal to dense"
+        measured = f"median {prefix['median']:g} of {n} ({generations['prompts']} prompts)"
+        lines.append(table_row(name, target, measured, "yes" if prefix["median"] >= median_needed else "no"))
     return lines
 
 
@@ -192,9 +193,7 @@ def plot(frontier: dict, out: Path) -> None:
     fig.suptitle(f"Skip–quality frontier on held-out text, {frontier['backbone']} "
                  f"({frontier['limit']} texts per domain, {frontier['max_tokens']} tokens each); big dots: "
                  "the bundled checkpoints at their own tau; y cut at 100", fontsize=9)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
+    save_figure(fig, out, dpi=120)
 
 
 def generation_lines(gen: dict) -> list[str]:
@@ -235,9 +234,9 @@ def read_matters_lines(read: dict) -> list[str]:
     for name, per in read.items():
         for d in DOMAINS:
             r = per[d]
-            lines.append(f"| {name} | {d} | {r['read_entropy']:.3f} | {100 * r['flip_share']:.2f} | "
-                         f"{_ratio(r['learned'])} | {_ratio(r['uniform'])} | "
-                         f"{100 * r['learned']['param_skip']:.1f} / {100 * r['uniform']['param_skip']:.1f} |")
+            lines.append(table_row(name, d, f"{r['read_entropy']:.3f}", f"{100 * r['flip_share']:.2f}",
+                                   _ratio(r["learned"]), _ratio(r["uniform"]),
+                                   f"{100 * r['learned']['param_skip']:.1f} / {100 * r['uniform']['param_skip']:.1f}"))
     return lines
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..eval.answers_figure import plot_answers_kept
 from ..eval.headline import headline_lines, load_json
 from ..eval.twins import is_headline
+from .pages import save_figure, table_row
 from .readme_block import replace_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def comparison_table(result: dict, methods: list[str]) -> list[str]:
             cells.append("–" if r is None else
                          f"{r['score'] / rows[('dense', f'domain:{d}')]['score']:.2f} / "
                          f"{_fmt(r.get('top1_agreement'), 0, True)} % / {_fmt(r.get('kl_from_dense'), 2)}")
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(table_row(*cells))
     return lines
 
 
@@ -107,9 +108,7 @@ def plot(result: dict, methods: list[str], out: Path) -> None:
     ax.set_title("Retain vs param skip — ours (SmolLM2-135M, BIG-bench main suite) and the paper's (grey x)")
     ax.title.set_fontsize(8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
+    save_figure(fig, out, dpi=130)
 
 
 def humaneval_table(result: dict) -> list[str]:
@@ -154,9 +153,9 @@ def matched_table(result: dict) -> list[str]:
         skips = [_fmt((rows.get((k, "main")) or {}).get("param_skip"), 1, True) for k in (name, m["method"])]
         delta = "–" if diff.get("difference") is None else \
             f"{diff['difference']:+.1f} [{diff['low']:+.1f}, {diff['high']:+.1f}]"
-        out.append(f"| {name} | {m['twin']} | {m['tau']:.3f} | {100 * m['target_skip']:.1f} / "
-                   f"{100 * m['realised_skip']:.1f} | {' / '.join(skips)} | {_retain_ci(result, name)} | "
-                   f"{_retain_ci(result, m['method'])} | {delta} |")
+        out.append(table_row(name, m["twin"], f"{m['tau']:.3f}",
+                             f"{100 * m['target_skip']:.1f} / {100 * m['realised_skip']:.1f}", " / ".join(skips),
+                             _retain_ci(result, name), _retain_ci(result, m["method"]), delta))
     return out
 
 
