@@ -11,6 +11,7 @@ import streamlit as st
 from hero_core import RoutingTrace
 from hero_core.viz.figures import flip_map, layer_divergence, skip_heatmaps
 
+from .exports import show_figure
 from .widgets import windowed
 
 
@@ -24,8 +25,7 @@ def draw_same_token_comparison(traces: Sequence[RoutingTrace], labels: Sequence[
     st.plotly_chart(figures["skip maps"], key=f"{key}_maps")
     for i in range(1, len(traces)):
         name = f"flips {labels[0]} vs {labels[i]}"
-        figures[name] = flip_map(traces[0], traces[i], (labels[0], labels[i]), window)
-        st.plotly_chart(figures[name], key=f"{key}_flip_{i}")
-    figures["layer divergence"] = layer_divergence(traces, labels)
-    st.plotly_chart(figures["layer divergence"], key=f"{key}_divergence")
+        show_figure(figures, name, flip_map(traces[0], traces[i], (labels[0], labels[i]), window),
+                    key=f"{key}_flip_{i}")
+    show_figure(figures, "layer divergence", layer_divergence(traces, labels), key=f"{key}_divergence")
     return figures

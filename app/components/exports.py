@@ -40,6 +40,13 @@ def trace_csv(trace: RoutingTrace) -> str:
     return trace.to_frame().to_csv(index=False)
 
 
+def show_figure(figures: dict[str, go.Figure], name: str, figure: go.Figure, *, key: str, where=st) -> None:
+    """Draw ``figure`` (in ``where``: the page, or a column) and keep it under ``name`` for the page's
+    :func:`export_panel`, so every figure a page shows can be exported."""
+    figures[name] = figure
+    where.plotly_chart(figure, key=key)
+
+
 def export_panel(trace: RoutingTrace | None, figures: Mapping[str, go.Figure], *, key: str, context: str,
                  traces: Mapping[str, RoutingTrace] | None = None) -> None:
     """An expander with the trace (JSON, CSV), every run's trace in ``traces`` (Compare), and each figure as

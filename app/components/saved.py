@@ -21,7 +21,7 @@ from hero_core.viz.figures import (
 )
 
 from .comparison import draw_same_token_comparison
-from .exports import export_panel
+from .exports import export_panel, show_figure
 
 LIVE = "live model"
 SOURCE_KEY = "saved_source"
@@ -144,13 +144,11 @@ def render_comparison(prefix: str) -> None:
                    "decision comparison needs traces of the same prompt on the same backbone.")
         cols = st.columns(len(chosen))
         for i, (col, label, t) in enumerate(zip(cols, labels, chosen, strict=True)):
-            figures[f"skip map {label}"] = skip_heatmap(t, title=f"{label} · {t.n_tokens} tokens")
-            col.plotly_chart(figures[f"skip map {label}"], key=f"{prefix}_saved_side_{i}")
+            show_figure(figures, f"skip map {label}", skip_heatmap(t, title=f"{label} · {t.n_tokens} tokens"),
+                        key=f"{prefix}_saved_side_{i}", where=col)
             col.metric("Param skip", f"{t.param_skip:.1%}")
     if all(t.routed_layers == chosen[0].routed_layers for t in chosen):
-        figures["layer skip rates"] = layer_skip_bars(chosen, labels)
-        st.plotly_chart(figures["layer skip rates"], key=f"{prefix}_saved_layers")
-    figures["compute"] = compute_bars(chosen, labels)
-    st.plotly_chart(figures["compute"], key=f"{prefix}_saved_compute")
+        show_figure(figures, "layer skip rates", layer_skip_bars(chosen, labels), key=f"{prefix}_saved_layers")
+    show_figure(figures, "compute", compute_bars(chosen, labels), key=f"{prefix}_saved_compute")
     export_panel(None, figures, key=f"{prefix}_saved_export", context=f"{prefix}-saved",
                  traces=dict(zip(labels, chosen, strict=True)))

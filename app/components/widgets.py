@@ -101,17 +101,29 @@ def show_notices(trace: RoutingTrace) -> None:
         st.warning(f"Notice: {notice}")
 
 
+def show_compute_metrics(*, param_skip: float, net_param_skip: float, flop_share_saved: float,
+                         ffn_per_token: float, n_routed: int, n_tokens: int, tokens_label: str = "Tokens",
+                         param_skip_help: str | None = None, flops_saved_help: str | None = None) -> list:
+    """One row of five metrics: param skip, net param skip, FLOPs saved, FFNs per token (of ``n_routed``) and the
+    tokens counted. Returns the columns, so a page can write under a figure."""
+    cols = st.columns(5)
+    cols[0].metric("Param skip", f"{param_skip:.1%}", help=param_skip_help)
+    cols[1].metric("Net param skip", f"{net_param_skip:.1%}", help="Param skip minus the adapters and "
+                   "router work actually done.")
+    cols[2].metric("FLOPs saved", f"{flop_share_saved:.1%}", help=flops_saved_help)
+    cols[3].metric("FFNs per token", f"{ffn_per_token:.1f} / {n_routed}")
+    cols[4].metric(tokens_label, f"{n_tokens}")
+    return cols
+
+
 def show_metrics(trace: RoutingTrace) -> None:
     s = trace.summary()
-    cols = st.columns(5)
-    cols[0].metric("Param skip", f"{s['param_skip']:.1%}", help="The paper's metric: parameters not used per "
-                   "token (skipped FFNs), over all parameters, averaged over tokens.")
-    cols[1].metric("Net param skip", f"{s['net_param_skip']:.1%}", help="Param skip minus the adapters and "
-                   "router work actually done.")
-    cols[2].metric("FLOPs saved", f"{s['flop_share_saved']:.1%}", help="Share of the dense model's FLOPs not "
-                   "spent, net of adapter, router and memory-read FLOPs.")
-    cols[3].metric("FFNs per token", f"{s['ffn_executed_per_token']:.1f} / {trace.n_routed}")
-    cols[4].metric("Tokens", f"{trace.n_tokens}")
+    cols = show_compute_metrics(
+        param_skip=s["param_skip"], net_param_skip=s["net_param_skip"], flop_share_saved=s["flop_share_saved"],
+        ffn_per_token=s["ffn_executed_per_token"], n_routed=trace.n_routed, n_tokens=trace.n_tokens,
+        param_skip_help="The paper's metric: parameters not used per token (skipped FFNs), over all parameters, "
+                        "averaged over tokens.",
+        flops_saved_help="Share of the dense model's FLOPs not spent, net of adapter, router and memory-read FLOPs.")
     lift = first_token_lift(trace)
     if lift is not None:  # token 0 skips most FFNs: the figure without it, where the figure is shown
         cols[0].caption(f"{lift[0]:.1%} without token 0 (which skipped {lift[1]:.0%} of the skipped FFNs)")

@@ -5,7 +5,7 @@ from components import saved as saved_traces
 from components import settings as app_settings
 from components.compare import RUN_COLUMNS, build_runs, match_compute, run_table
 from components.comparison import draw_same_token_comparison
-from components.exports import export_panel
+from components.exports import export_panel, show_figure
 from components.runtime import get_qualities, get_trace
 from components.verdict import pairs_for, render_verdict
 from components.widgets import BIND, prompt_input, show_net_cost, show_notices, shown_window
@@ -50,11 +50,10 @@ pairs = pairs_for([r.checkpoint_name for r in runs], [r.variant for r in runs], 
 render_verdict(pairs, measured_results.load(), what=" vs ".join(labels))
 
 figures = draw_same_token_comparison(traces, labels, key=P)
-figures["layer skip rates"] = layer_skip_bars(traces, labels)
-st.plotly_chart(figures["layer skip rates"], key=f"{P}_layers")
-figures["quality"] = quality_lines(qualities, labels, traces[0].tokens, traces, window=shown_window(traces[0], P))
-st.plotly_chart(figures["quality"], key=f"{P}_quality")
-figures["compute"] = compute_bars(traces, labels)
-st.plotly_chart(figures["compute"], key=f"{P}_compute")
+show_figure(figures, "layer skip rates", layer_skip_bars(traces, labels), key=f"{P}_layers")
+show_figure(figures, "quality",
+            quality_lines(qualities, labels, traces[0].tokens, traces, window=shown_window(traces[0], P)),
+            key=f"{P}_quality")
+show_figure(figures, "compute", compute_bars(traces, labels), key=f"{P}_compute")
 export_panel(traces[0], figures, key=f"{P}_export", context=f"{P}-" + "-vs-".join(labels),
              traces=dict(zip(labels, traces, strict=True)))

@@ -5,7 +5,7 @@ import time
 import streamlit as st
 from components import settings as app_settings
 from components import widgets
-from components.exports import export_panel
+from components.exports import export_panel, show_figure
 from components.positions import show_position_skip
 from components.runtime import RunSpec
 from components.saved import trace_for
@@ -44,24 +44,21 @@ st.markdown(
     f"g = {split['gate']:.4f} (a = {split['history_logit']:+.3f}, b = {split['local_logit']:+.3f}, "
     f"margin to τ {split['margin']:+.4f}) → FFN **{verdict}**. Click any cell to select it.")
 if trace.quality is not None:
-    figures["quality per token"] = token_quality_bars(trace, window)
-    st.plotly_chart(figures["quality per token"], key=f"{P}_quality")
+    show_figure(figures, "quality per token", token_quality_bars(trace, window), key=f"{P}_quality")
 links = st.columns(3)
 links[0].page_link("views/memory.py", label="Its memory →", icon=":material/memory:")
 links[1].page_link("views/why.py", label="Why this decision? →", icon=":material/help:")
 
 st.subheader("Tokens coloured by compute")
 widgets.show_token_compute(trace)
-figures["ffns per token"] = executed_counts(trace, window)
-st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
+show_figure(figures, "ffns per token", executed_counts(trace, window), key=f"{P}_counts")
 st.subheader("Per-token table")
 st.caption("Click a column header to sort: the tokens that ran the most FFNs, the decisions nearest τ (smallest "
            "margin, negative = skipped), the tokens the routing cost most against dense.")
 st.dataframe(token_summary(trace)[["token_index", "token", "ffn_executed", "mean_gate", "min_margin", "nll",
                                    "dense_nll", "delta_nll"]],
              hide_index=True, key=f"{P}_tokens", column_config=TOKEN_COLUMNS)
-figures["layer skip rates"] = layer_skip_bars([trace], [trace.variant])
-st.plotly_chart(figures["layer skip rates"], key=f"{P}_layers")
+show_figure(figures, "layer skip rates", layer_skip_bars([trace], [trace.variant]), key=f"{P}_layers")
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")
 st.caption(f"Server time for this page: {time.perf_counter() - started:.2f} s "
            f"({trace.n_tokens} tokens × {trace.n_routed} routed layers; repeated runs come from the cache).")

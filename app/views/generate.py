@@ -5,11 +5,11 @@ template on, the prompt is mostly the template's system turn. Every control live
 
 import streamlit as st
 from components import settings as app_settings
-from components.exports import export_panel
+from components.exports import export_panel, show_figure
 from components.generation import agreement, generate, span_table
 from components.positions import show_position_skip
 from components.runtime import load_model
-from components.widgets import BIND, prompt_input, show_net_cost, show_notices, windowed
+from components.widgets import BIND, prompt_input, show_compute_metrics, show_net_cost, show_notices, windowed
 
 from hero_core import RoutingTrace
 from hero_core.analysis.spans import answer_and_prompt, span_figures
@@ -91,14 +91,12 @@ if answer is None:
     st.info("No generated token went through the model, so the answer has no routing to show: the only new token "
             "(the last one is never fed back) ended the generation. The prompt's figures are below.")
 else:
-    m = st.columns(5)
-    m[0].metric("Param skip", f"{answer.param_skip:.1%}", help="Over the generated tokens the model processed "
-                "(every one but the last, which is never fed back); the prompt's figure is in the table below.")
-    m[1].metric("Net param skip", f"{answer.net_param_skip:.1%}", help="Param skip minus the adapters and "
-                "router work actually done.")
-    m[2].metric("FLOPs saved", f"{answer.flop_share_saved:.1%}")
-    m[3].metric("FFNs per token", f"{answer.ffn_executed_per_token:.1f} / {trace.n_routed}")
-    m[4].metric("Answer tokens", f"{answer.n_tokens}")
+    show_compute_metrics(
+        param_skip=answer.param_skip, net_param_skip=answer.net_param_skip,
+        flop_share_saved=answer.flop_share_saved, ffn_per_token=answer.ffn_executed_per_token,
+        n_routed=trace.n_routed, n_tokens=answer.n_tokens, tokens_label="Answer tokens",
+        param_skip_help="Over the generated tokens the model processed (every one but the last, which is never fed "
+                        "back); the prompt's figure is in the table below.")
     show_net_cost(answer.net_param_skip, "this answer")
 spans = {"answer (generated)": answer,
          "prompt" + (" (chat template included)" if result["params"]["chat"] else ""): prompt_figures,
@@ -117,8 +115,6 @@ figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generat
            **by_position}
 st.plotly_chart(figures["skip map"], key=f"{P}_map")
 if trace.quality is not None:
-    figures["quality per token"] = token_quality_bars(trace, window)
-    st.plotly_chart(figures["quality per token"], key=f"{P}_quality")
-figures["ffns per token"] = executed_counts(trace, window)
-st.plotly_chart(figures["ffns per token"], key=f"{P}_counts")
+    show_figure(figures, "quality per token", token_quality_bars(trace, window), key=f"{P}_quality")
+show_figure(figures, "ffns per token", executed_counts(trace, window), key=f"{P}_counts")
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")

@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 from components import settings as app_settings
-from components.exports import export_panel
+from components.exports import export_panel, show_figure
 from components.runtime import RunSpec
 from components.saved import trace_for
 from components.widgets import BIND, clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
@@ -92,9 +92,7 @@ st.caption(f"Row j of a map is the read at block j: how much of each earlier blo
            f"“{token_label(trace.tokens[token], 24)}” drew on (rows sum to 1 from block 2 on). A uniform read gives "
            f"each of the j − 1 earlier blocks 1/(j − 1), which draws the same triangle for every token.{floor}")
 
-figures["trajectories"] = trajectories(trace, token)
-st.plotly_chart(figures["trajectories"], key=f"{P}_trajectories")
-figures["forgetting factors"] = forgetting_bars(trace)
-st.plotly_chart(figures["forgetting factors"], key=f"{P}_forgetting")
+show_figure(figures, "trajectories", trajectories(trace, token), key=f"{P}_trajectories")
+show_figure(figures, "forgetting factors", forgetting_bars(trace), key=f"{P}_forgetting")
 st.markdown(describe_forgetting(trace.forgetting, trace.forgetting_init, trace.routed_layers))
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-token{token}")

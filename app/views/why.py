@@ -5,7 +5,7 @@ from types import MappingProxyType
 
 import streamlit as st
 from components import settings as app_settings
-from components.exports import export_panel
+from components.exports import export_panel, show_figure
 from components.runtime import RunSpec, get_attribution
 from components.saved import trace_for
 from components.widgets import (
@@ -60,8 +60,7 @@ m[1].metric("history logit a", f"{split['history_logit']:+.3f}")
 m[2].metric("a + b", f"{split['gate_logit']:+.3f}", help=f"logit(τ) = {split['tau_logit']:+.3f}")
 m[3].metric("gate g", f"{split['gate']:.4f}", f"{split['margin']:+.4f} vs τ", delta_color="off", delta_arrow="off")
 m[4].metric("FFN", "executed" if split["executed"] else "skipped")
-figures["decision"] = decision_bars(split, trace)
-st.plotly_chart(figures["decision"], key=f"{P}_decision")
+show_figure(figures, "decision", decision_bars(split, trace), key=f"{P}_decision")
 if trace.variant == "no_history":
     st.caption("no_history: a = 0, the local head decides alone.")
 elif split["history_flips"]:
