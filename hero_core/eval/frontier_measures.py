@@ -61,17 +61,27 @@ def generations(models: dict, n_prompts: int, stage_one: tuple[str, ...]) -> dic
             "shown": shown}
 
 
-def memory_entropy(models: dict, limit: int) -> dict:
-    from hero_core.analysis.memory_stats import memory_stats
-    from hero_core.core.config import VARIANTS
+def held_out_texts(models: dict, limit: int) -> dict[str, list[str]]:
+    """``limit`` held-out texts per domain, in the backbone's token space (every model shares one backbone)."""
     from hero_core.core.data import domain_texts
 
     hero = next(iter(models.values()))
-    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+    return {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+
+
+def memory_readers(models: dict):
+    """(name, model) of the checkpoints whose variant reads its memory (no_memread and local have no map)."""
+    from hero_core.core.config import VARIANTS
+
+    return [(name, model) for name, model in models.items() if VARIANTS[model.config.variant].memory_read]
+
+
+def memory_entropy(models: dict, limit: int) -> dict:
+    from hero_core.analysis.memory_stats import memory_stats
+
+    texts = held_out_texts(models, limit)
     out = {}
-    for name, model in models.items():
-        if not VARIANTS[model.config.variant].memory_read:
-            continue
+    for name, model in memory_readers(models):
         traces = {d: [model.trace(t, variant=model.config.variant, max_tokens=256) for t in ts]
                   for d, ts in texts.items()}
         stats = memory_stats(traces)
@@ -99,15 +109,10 @@ def read_matters(models: dict, limit: int) -> dict:
     is replaced by the uniform average of the same values, the learned read's entropy, and the perplexity ratio
     to dense with the learned and with the uniform read (95 % bootstrap intervals over texts)."""
     from hero_core.analysis.read_ablation import read_effect
-    from hero_core.core.config import VARIANTS
-    from hero_core.core.data import domain_texts
 
-    hero = next(iter(models.values()))
-    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+    texts = held_out_texts(models, limit)
     out = {}
-    for name, model in models.items():
-        if not VARIANTS[model.config.variant].memory_read:
-            continue
+    for name, model in memory_readers(models):
         quality = learned_and_uniform_read(model, texts, MAX_TOKENS)
         out[name] = {d: {**read_effect(model, texts[d], max_tokens=MAX_TOKENS), "texts": len(texts[d]),
                          "learned": quality["learned"][d],

@@ -5,7 +5,9 @@ number in it read from the JSON.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 HEADS = ("history_head", "local_head")
 
@@ -29,6 +31,59 @@ def span(values: list[float], spec: str = ".3g") -> str:
     return f"{num(lo, spec)} to {num(hi, spec)}" if lo < 0 else f"{num(lo, spec)}–{num(hi, spec)}"
 
 
+# Title, reading and (where it does not depend on the checkpoints) table head of each section: prose kept as data.
+SECTIONS = json.loads(Path(__file__).with_name("memory_diagnosis_sections.json").read_text(encoding="utf-8"))
+MOVED_GROUPS = ("to_q", "to_k", "to_v", "eta", "history_head", "local_head", "state_encoder")
+
+
+def section(key: str, rows: list[list[str]], head: list[str] | None = None) -> list[str]:
+    """A titled section of SECTIONS: its reading, then its table (``head`` for one that names the checkpoints)."""
+    text = SECTIONS[key]
+    return ["", text["title"], "", text["reading"], "", *table(head or text["head"], rows)]
+
+
+def read_row(name: str, cp: dict) -> list[str]:
+    r = cp["read"]
+    return [name, cp["memory_kernel"], str(r["read"]["n_rows"]), num(r["read"]["normalised_entropy"], ".5f"),
+            num(r["scores"]["normalised_entropy"], ".5f"), num(r["decay_only"]["normalised_entropy"], ".5f"),
+            f"{num(r['read']['spread_mean'], '.4f')} / {num(r['read']['spread_median'], '.4f')}",
+            f"{num(r['scores']['spread_mean'], '.4f')} / {num(r['scores']['spread_median'], '.4f')}",
+            num(r["decay_only"]["spread_median"], ".4f")]
+
+
+def gradient_row(group: str, cells: list[dict]) -> list[str]:
+    return [group, *[num(c.get("ratio"), ".2e") for c in cells], *[num(c.get("ratio_vs_heads"), ".2e") for c in cells],
+            num(cells[0].get("grad_rms_mean_loss"), ".1e")]
+
+
+def consistency_row(group: str, cells: list[dict]) -> list[str]:
+    ref = next(c for c in cells if c)
+    return [group, str(ref["numel"]), num(ref["noise_cosine_sd"], ".3f"),
+            *[f"{num(c.get('mean_cosine'), '.3f')} / {num(c.get('adam_step_share'), '.2f')}" for c in cells],
+            num(ref["noise_step_share"], ".2f")]
+
+
+def depth_row(name: str, cp: dict) -> list[str]:
+    s, d = cp["depth_similarity"], cp["scaled_dot_read"]
+    return [name, num(s["key_cosine"], ".3f"), num(s["query_cosine"], ".3f"), num(s["key_feature_cosine"], ".3f"),
+            num(s["query_feature_cosine"], ".3f"), num(s["key_norm"], ".3g"), num(s["query_norm"], ".3g"),
+            num(d.get("normalised_entropy"), ".4f"), num(d.get("spread_median"), ".3f")]
+
+
+def rho_row(name: str, cp: dict) -> list[str]:
+    r = cp["rho"]
+    stages = " + ".join(f"{s['steps']} @ {num(s['lr'], '.0e')}" for s in cp["stages"])
+    return [name, stages, num(r["rho_init"], ".3f"), num(r["rho_min"], ".5f"), num(r["rho_max"], ".5f"),
+            num(r["max_abs_rho_change"], ".2e"), num(r["max_abs_eta_change"], ".3f"),
+            num(r["adam_eta_bound"], ".3f"), num(r["adam_rho_bound"], ".1e")]
+
+
+def movement_row(name: str, m: dict) -> list[str]:
+    return [name, m["from"], str(m["steps"]), num(m["adam_bound"], ".3f"),
+            *[" / ".join((num(m["groups"][g]["rms_change"], ".4f"), num(m["groups"][g]["max_abs_change"], ".4f"),
+                          num(m["groups"][g]["relative_change"], ".3f"))) for g in MOVED_GROUPS]]
+
+
 def render(data: dict) -> str:
     cps = data["checkpoints"]
     names = list(cps)
@@ -39,102 +94,27 @@ def render(data: dict) -> str:
              f"({data['n_texts']} texts; {cps[names[0]]['n_tokens']} tokens). Backbone {data['backbone']}, fp32, "
              f"every checkpoint at its own tau. Measuring functions: `hero_core/train/memory_diagnosis.py`.", ""]
     lines += explanation(data)
-    lines += ["", "## 1. The read: entropy and spread", "",
-              "Rows of the memory-attention map with at least two entries (blocks 3..R), pooled over tokens. "
-              "Normalised entropy: 1 = uniform. Spread: max / min of the weights in a row (1 = uniform). "
-              "*read* is alpha as the router reads it; *scores* divides out the decay (alpha / decay, what q and k "
-              "choose); *decay only* is the read rho alone would give with equal scores.", ""]
-    head = ["checkpoint", "kernel", "rows", "entropy read", "entropy scores", "entropy decay only",
-            "spread read (mean / median)", "spread scores (mean / median)", "spread decay only (median)"]
-    rows = []
-    for n in names:
-        r = cps[n]["read"]
-        rows.append([n, cps[n]["memory_kernel"], str(r["read"]["n_rows"]), num(r["read"]["normalised_entropy"], ".5f"),
-                     num(r["scores"]["normalised_entropy"], ".5f"), num(r["decay_only"]["normalised_entropy"], ".5f"),
-                     f"{num(r['read']['spread_mean'], '.4f')} / {num(r['read']['spread_median'], '.4f')}",
-                     f"{num(r['scores']['spread_mean'], '.4f')} / {num(r['scores']['spread_median'], '.4f')}",
-                     num(r["decay_only"]["spread_median"], ".4f")])
-    lines += table(head, rows)
-    lines += ["", "## 2. Gradients of KL(dense || routed)", "",
-              "One backward of the KL summed over all tokens, in training semantics (the straight-through call "
-              "hero_core.train.train makes). Grad-norm / param-norm per parameter group; *vs heads* divides that by "
-              "the same ratio of the history and local heads taken together. *rms/token* is the per-element RMS of "
-              "the gradient of the mean KL per token (the scale of training's loss; AdamW's eps is 1e-8).", ""]
+    lines += section("read", [read_row(n, cps[n]) for n in names])
     groups = [g for g in ("state_encoder", "path_encoder", "to_q", "to_k", "to_v", "eta", "memory_log_scale",
                           "novelty_state", "novelty_context", "history_head", "local_head", "adapters")
               if any(g in cps[n]["gradients"] for n in names)]
-    head = ["group", *[f"{n}: grad/param" for n in names], *[f"{n}: vs heads" for n in names],
-            f"rms/token ({names[0]})"]
-    rows = []
-    for g in groups:
-        cells = [dig(cps[n], ("gradients", g)) or {} for n in names]
-        rows.append([g, *[num(c.get("ratio"), ".2e") for c in cells], *[num(c.get("ratio_vs_heads"), ".2e")
-                                                                         for c in cells],
-                     num(cells[0].get("grad_rms_mean_loss"), ".1e")])
-    lines += table(head, rows)
-    lines += ["", "### Signal or noise: the same gradient across texts", "",
-              "Per-text gradients (one text each). *cosine*: mean over pairs of texts (a consistent direction: "
-              "near 1; noise: 0 +- 1/sqrt(numel)). *Adam share*: mean over elements of |mean g| / rms g across "
-              "texts, the size of Adam's step relative to its learning rate once its moments have averaged "
-              "(1 = every text pushes the same way); *noise* is the same figure for independent Gaussian "
-              "gradients over as many texts. The heads are the contrast.", ""]
-    cgroups = [g for g in ("to_q", "to_k", "eta", "memory_log_scale", "history_head", "local_head")
-               if any(g in cps[n]["consistency"] for n in names)]
-    head = ["group", "numel", "noise cosine sd", *[f"{n}: cosine / Adam share" for n in names], "noise Adam share"]
-    rows = []
-    for g in cgroups:
-        cells = [dig(cps[n], ("consistency", g)) or {} for n in names]
-        ref = next(c for c in cells if c)
-        rows.append([g, str(ref["numel"]), num(ref["noise_cosine_sd"], ".3f"),
-                     *[f"{num(c.get('mean_cosine'), '.3f')} / {num(c.get('adam_step_share'), '.2f')}" for c in cells],
-                     num(ref["noise_step_share"], ".2f")])
-    lines += table(head, rows)
-    lines += ["", "## 3. Keys and queries across depth", "",
-              "k_j = W_k s_j and q_j = W_q s_j from the recorded router states (trace with record_states); mean "
-              "cosine between different blocks of the same token, raw and through phi = ELU + 1 (what the elu1 "
-              "score multiplies). *softmax(q.k/8)*: the read a softmax over the same trained q, k at the usual "
-              "1/sqrt(d_m) scaling would give (no decay).", ""]
-    head = ["checkpoint", "key cosine", "query cosine", "phi(k) cosine", "phi(q) cosine", r"\|k\| mean", r"\|q\| mean",
-            "softmax(q.k/8) entropy", "softmax(q.k/8) spread median"]
-    rows = []
-    for n in names:
-        s, d = cps[n]["depth_similarity"], cps[n]["scaled_dot_read"]
-        rows.append([n, num(s["key_cosine"], ".3f"), num(s["query_cosine"], ".3f"), num(s["key_feature_cosine"], ".3f"),
-                     num(s["query_feature_cosine"], ".3f"), num(s["key_norm"], ".3g"), num(s["query_norm"], ".3g"),
-                     num(d.get("normalised_entropy"), ".4f"), num(d.get("spread_median"), ".3f")])
-    lines += table(head, rows)
-    lines += ["", "## 4. rho before and after training", "",
-              "rho = sigmoid(eta), initialised at the config's rho_init. *Adam bound*: the sum of the learning rate "
-              "over every training step of the checkpoint's stages (hero_core.train.train.lr_at), the farthest Adam "
-              "moves one parameter (a step of about lr per step, reached only when the gradient's sign never "
-              "changes); on rho it is that times rho (1 - rho).", ""]
-    head = ["checkpoint", "stages (steps @ peak lr)", "rho init", "rho min", "rho max", r"max \|rho - init\|",
-            r"max \|eta - init\|", "Adam bound on eta", "Adam bound on rho"]
-    rows = []
-    for n in names:
-        r = cps[n]["rho"]
-        stages = " + ".join(f"{s['steps']} @ {num(s['lr'], '.0e')}" for s in cps[n]["stages"])
-        rows.append([n, stages, num(r["rho_init"], ".3f"), num(r["rho_min"], ".5f"), num(r["rho_max"], ".5f"),
-                     num(r["max_abs_rho_change"], ".2e"), num(r["max_abs_eta_change"], ".3f"),
-                     num(r["adam_eta_bound"], ".3f"), num(r["adam_rho_bound"], ".1e")])
-    lines += table(head, rows)
+    lines += section("gradients", [gradient_row(g, [dig(cps[n], ("gradients", g)) or {} for n in names])
+                                   for g in groups],
+                     head=["group", *[f"{n}: grad/param" for n in names], *[f"{n}: vs heads" for n in names],
+                           f"rms/token ({names[0]})"])
+    groups = [g for g in ("to_q", "to_k", "eta", "memory_log_scale", "history_head", "local_head")
+              if any(g in cps[n]["consistency"] for n in names)]
+    lines += section("consistency", [consistency_row(g, [dig(cps[n], ("consistency", g)) or {} for n in names])
+                                     for g in groups],
+                     head=["group", "numel", "noise cosine sd", *[f"{n}: cosine / Adam share" for n in names],
+                           "noise Adam share"])
+    lines += section("depth", [depth_row(n, cps[n]) for n in names])
+    lines += section("rho", [rho_row(n, cps[n]) for n in names])
     moved = [n for n in names if cps[n].get("movement")]
     if moved:
-        lines += ["", "### How far the weights moved", "",
-                  "From the latest bundled stage a checkpoint trained through (a continuation's exact start) to the "
-                  "checkpoint: per group, the RMS and the largest change of one element, and ||change|| / ||start||; "
-                  "*Adam bound* as above, over the steps in between. (hero-10-s1 trained from a fresh router, "
-                  "whose init is not stored.)", ""]
-        groups = ("to_q", "to_k", "to_v", "eta", "history_head", "local_head", "state_encoder")
-        head = ["checkpoint", "from", "steps", "Adam bound", *[f"{g}: rms / max / rel" for g in groups]]
-        rows = []
-        for n in moved:
-            m = cps[n]["movement"]
-            rows.append([n, m["from"], str(m["steps"]), num(m["adam_bound"], ".3f"),
-                         *[" / ".join((num(m["groups"][g]["rms_change"], ".4f"),
-                                       num(m["groups"][g]["max_abs_change"], ".4f"),
-                                       num(m["groups"][g]["relative_change"], ".3f"))) for g in groups]])
-        lines += table(head, rows)
+        lines += section("movement", [movement_row(n, cps[n]["movement"]) for n in moved],
+                         head=["checkpoint", "from", "steps", "Adam bound",
+                               *[f"{g}: rms / max / rel" for g in MOVED_GROUPS]])
     lines += ["", "## 5. Flat by construction", "",
               f"The elu1 read of random Gaussian q, k (d_m = {data['synthetic']['elu1_random'][0]['d']}, "
               f"{data['synthetic']['elu1_random'][0]['n_rows']} queries over "
