@@ -1,4 +1,4 @@
-"""Router cost at one token per decode step: the module path (reference) vs the packed path, side by side.
+"""Router cost at one token per decode step: the module path (reference) vs the packed and fused paths.
 
     python -m scripts.bench_router_step [--dtypes fp32,bf16] [--steps 16] [--reps 5] [--json out.json]
 
@@ -11,8 +11,9 @@ and interleaved rep by rep (so slow drifts of the machine hit every configuratio
   (the bench's ``router_overhead`` + 1);
 * hero-25 and hero-40 decode steps over a dense step, i.e. their decode speed-up is the inverse.
 
-Every ratio is the median of per-rep ratios. ``reference`` forces the module path for decode steps,
-``packed`` is the default (HeroRouter._decide_packed).
+Every ratio is the median of per-rep ratios. Each decode path of hero_core.core.packed_router is timed
+(``HERO_DECODE_PATH``): ``module`` (the reference), ``packed`` (the packed Python step) and ``fused`` (the
+compiled step, the default).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import time
 
@@ -29,31 +31,38 @@ from hero_core import load_hero
 from hero_core.bench.sections import decode_step_seconds
 from hero_core.core import checkpoint as ckpt
 from hero_core.core.call_state import RoutingCall
+from hero_core.core.fused_router import ENV, warm_up
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when movable type made books "
           "cheaper to produce and ideas travelled faster across Europe than ever before.")
 
 
+PATHS = ("module", "packed", "fused")
+
+
 @contextlib.contextmanager
-def reference_path(router):
-    """Make decode steps take the module path: new_path ignores its ``packed`` request."""
-    original = router.new_path
-    router.new_path = lambda *args, packed=False, **kwargs: original(*args, **kwargs)
+def decode_path(path: str):
+    """Decode steps of this block take ``path`` (HERO_DECODE_PATH is read at each new call)."""
+    before = os.environ.get(ENV)
+    os.environ[ENV] = path
     try:
         yield
     finally:
-        del router.new_path
+        if before is None:
+            del os.environ[ENV]
+        else:
+            os.environ[ENV] = before
 
 
-def router_step_time(router, variant: str, *, packed: bool, n: int = 1, loops: int = 20) -> float:
+def router_step_time(router, variant: str, *, path: str, n: int = 1, loops: int = 20) -> float:
     """Seconds for one decode step's R ``decide`` calls on n tokens, router alone."""
     torch.manual_seed(0)
     hbars = [torch.randn(n, router.config.d_model) * (1 + j) for j in range(router.config.n_routed)]
-    with torch.no_grad():
+    with torch.no_grad(), decode_path(path):
         def once():
-            path = router.new_path(n, variant, device="cpu", dtype=router.eta.dtype, packed=packed)
+            state = router.new_path(n, variant, device="cpu", dtype=router.eta.dtype, packed=True)
             for j, hbar in enumerate(hbars, start=1):
-                router.decide(j, hbar, path, variant)
+                router.decide(j, hbar, state, variant)
         once()
         t0 = time.perf_counter()
         for _ in range(loops):
@@ -74,22 +83,22 @@ def bench_precision(dtype: str, steps: int, reps: int, names: list[str]) -> dict
         return lambda: RoutingCall(router=h.router, variant=h.config.variant,
                                    tau=h.config.tau if tau is None else tau, record=False)
 
-    configs = {"dense": (hero, lambda: hero.new_call("dense", record=False), False)}
-    for path in ("reference", "packed"):
-        configs[f"router_only_tau0/{path}"] = (base, routed(base, 0.0), path == "reference")
+    configs = {"dense": (hero, lambda: hero.new_call("dense", record=False), "module")}
+    for path in PATHS:
+        configs[f"router_only_tau0/{path}"] = (base, routed(base, 0.0), path)
         for name, h in routers.items():
-            configs[f"{name}/{path}"] = (h, routed(h), path == "reference")
+            configs[f"{name}/{path}"] = (h, routed(h), path)
     times: dict[str, list[float]] = {k: [] for k in configs}
-    alone: dict[str, list[float]] = {"reference": [], "packed": []}
-    for h, make, ref in configs.values():  # warm-up
-        with reference_path(h.router) if ref else contextlib.nullcontext():
+    alone: dict[str, list[float]] = {path: [] for path in PATHS}
+    for h, make, path in configs.values():  # warm-up
+        with decode_path(path):
             decode_step_seconds(h, make, ids, 2)
     for _ in range(reps):
-        for k, (h, make, ref) in configs.items():
-            with reference_path(h.router) if ref else contextlib.nullcontext():
+        for k, (h, make, path) in configs.items():
+            with decode_path(path):
                 times[k].append(decode_step_seconds(h, make, ids, steps))
         for path in alone:
-            alone[path].append(router_step_time(base.router, base.config.variant, packed=path == "packed"))
+            alone[path].append(router_step_time(base.router, base.config.variant, path=path))
 
     def ratio(a: list[float], b: list[float]) -> float:
         return statistics.median(x / y for x, y in zip(a, b))
@@ -108,15 +117,14 @@ def report(row: dict) -> str:
     lines = [f"{row['dtype']}: dense decode step {row['dense_step_ms']:.1f} ms (batch 1, "
              f"{row['prompt_tokens']}-token prompt, {row['steps']} steps x {row['reps']} reps)"]
     ra, ro = row["router_alone_ms"], row["router_alone_over_dense"]
-    lines.append(f"  router alone per step:   reference {ra['reference']:.2f} ms ({100 * ro['reference']:.1f} % of "
-                 f"dense) | packed {ra['packed']:.2f} ms ({100 * ro['packed']:.1f} % of dense) | "
-                 f"x{ra['reference'] / ra['packed']:.2f} faster")
+    lines.append("  router alone per step:   " + " | ".join(
+        f"{p} {ra[p]:.2f} ms ({100 * ro[p]:.1f} % of dense)" for p in PATHS))
     keys = sorted({k.split("/")[0] for k in row["step_over_dense"]}, key=lambda k: (k != "router_only_tau0", k))
     for k in keys:
-        ref, new = row["step_over_dense"][f"{k}/reference"], row["step_over_dense"][f"{k}/packed"]
         label = "router only (tau=0) step" if k == "router_only_tau0" else f"{k} step"
-        lines.append(f"  {label:<25s} / dense: reference x{ref:.3f} | packed x{new:.3f}   (decode speed-up "
-                     f"x{1 / ref:.2f} -> x{1 / new:.2f})")
+        lines.append(f"  {label:<25s} / dense: " + " | ".join(
+            f"{p} x{row['step_over_dense'][f'{k}/{p}']:.3f} (speed-up x{1 / row['step_over_dense'][f'{k}/{p}']:.2f})"
+            for p in PATHS))
     return "\n".join(lines)
 
 
@@ -125,12 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", default="fp32,bf16")
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--checkpoints", default="hero-25,hero-40")
+    parser.add_argument("--checkpoints", default="hero-10,hero-25,hero-40")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave as is)")
     parser.add_argument("--json", default=None, help="also write the numbers here")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    print(f"fused step: {warm_up()} path available", flush=True)
     rows = []
     for dtype in args.dtypes.split(","):
         row = bench_precision(dtype.strip(), args.steps, args.reps, args.checkpoints.split(","))

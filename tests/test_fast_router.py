@@ -1,10 +1,12 @@
-"""The router's packed single-token path (decode steps) against the module path it rewrites."""
+"""The router's decode paths (packed Python step, compiled fused step) against the module path they rewrite."""
+
+import shutil
 
 import pytest
 import torch
 
 from hero_core.core.config import TRAINABLE_VARIANTS
-from hero_core.core.router import PackedPath
+from hero_core.core.packed_router import PackedPath
 from hero_core.core.tiny import tiny_hero
 
 FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu", "memory_attention", "router_state",
@@ -12,10 +14,29 @@ FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu", "mem
 PROMPT = "The quick brown fox jumps over the lazy dog."
 
 
-def _decisions(router, hbars, variant, packed):
+# Every fast decode path, each held to the module path. The compiled step needs a C++ compiler (g++ via torch's
+# extension builder and ninja): where there is none it is skipped with that reason; where there is one, a
+# failed build fails the test (decode_path would otherwise fall back to the packed step without it).
+FAST_PATHS = ["packed", pytest.param("fused", marks=pytest.mark.skipif(
+    shutil.which("g++") is None and shutil.which("c++") is None, reason="no C++ compiler for the fused step"))]
+
+
+@pytest.fixture(params=FAST_PATHS)
+def decode_path(request, monkeypatch):
+    monkeypatch.setenv("HERO_DECODE_PATH", request.param)
+    if request.param == "fused":
+        from hero_core.core.fused_router import fused_extension
+
+        assert fused_extension() is not None, "the fused router step did not build (see the warning logged)"
+    return request.param
+
+
+def _decisions(router, hbars, variant, packed, expect_fused=False):
     with torch.no_grad():
         path = router.new_path(hbars[0].shape[0], variant, device="cpu", dtype=router.eta.dtype, packed=packed)
         assert isinstance(path, PackedPath) == packed
+        if packed:
+            assert (path.fused is not None) == expect_fused
         out = []
         for j, hbar in enumerate(hbars, start=1):
             d = router.decide(j, hbar.to(router.eta.dtype), path, variant)
@@ -32,14 +53,15 @@ def _hbars(router, n=3, seed=3):
 @pytest.mark.parametrize("variant", TRAINABLE_VARIANTS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("kernel", ["elu1", "softmax"])
-def test_packed_path_gives_the_module_paths_decisions(variant, dtype, kernel):
+def test_packed_path_gives_the_module_paths_decisions(variant, dtype, kernel, decode_path):
     router = tiny_hero(seed=1, variant=variant, n_layers=6, memory_kernel=kernel,
                        memory_scale_init=4.0).router.to(dtype)
     hbars = _hbars(router)
     atol = 2e-5 if dtype == torch.float32 else 0.1  # bf16: a few roundings of 2^-8 through two heads
     tau = router.config.tau
     for (ref, ref_norm), (new, new_norm) in zip(_decisions(router, hbars, variant, False),
-                                                _decisions(router, hbars, variant, True)):
+                                                _decisions(router, hbars, variant, True,
+                                                           expect_fused=decode_path == "fused")):
         for f in FIELDS:
             assert ref[f].shape == new[f].shape, f
             torch.testing.assert_close(new[f].float(), ref[f].float(), rtol=0, atol=atol, msg=f)
@@ -50,14 +72,15 @@ def test_packed_path_gives_the_module_paths_decisions(variant, dtype, kernel):
         assert torch.equal((ref["gate"] >= tau)[clear], (new["gate"] >= tau)[clear])
 
 
-def test_packed_weights_follow_in_place_updates():
+def test_packed_weights_follow_in_place_updates(decode_path):
     router = tiny_hero(seed=2).router
     hbars = _hbars(router)
-    before = _decisions(router, hbars, "hero", True)[-1][0]["gate"]
+    fused = decode_path == "fused"
+    before = _decisions(router, hbars, "hero", True, expect_fused=fused)[-1][0]["gate"]
     with torch.no_grad():
         router.to_q.weight.mul_(-2.0)
         router.eta.add_(-1.0)
-    after = _decisions(router, hbars, "hero", True)
+    after = _decisions(router, hbars, "hero", True, expect_fused=fused)
     reference = _decisions(router, hbars, "hero", False)
     assert (after[-1][0]["gate"] - before).abs().max() > 1e-4  # rebuilt, not stale
     for (new, _), (ref, _) in zip(after, reference):
@@ -99,7 +122,7 @@ def _decode(hero, steps, *, reference, record_states=False):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_decode_steps_give_the_same_logits_and_decisions(dtype):
+def test_decode_steps_give_the_same_logits_and_decisions(dtype, decode_path):
     hero = tiny_hero(seed=0)
     hero.model.to(dtype)  # the backbone's precision; routers stay fp32
     ref_logits, ref_call = _decode(hero, 6, reference=True, record_states=True)
@@ -120,3 +143,26 @@ def test_generate_takes_the_packed_path_and_traces_every_token():
     text, trace = hero.generate(PROMPT, max_new_tokens=5)
     assert trace.gate.shape[1] == len(trace.tokens)
     assert trace.memory_attention.shape == (len(trace.tokens), hero.config.n_routed, hero.config.n_routed)
+
+
+def test_the_decode_path_is_chosen_by_name(monkeypatch):
+    router = tiny_hero(seed=2).router
+    monkeypatch.setenv("HERO_DECODE_PATH", "module")
+    with torch.no_grad():
+        assert not isinstance(router.new_path(2, "hero", device="cpu", dtype=torch.float32, packed=True), PackedPath)
+    monkeypatch.setenv("HERO_DECODE_PATH", "fastest")
+    with pytest.raises(ValueError, match="HERO_DECODE_PATH='fastest': choose one of fused, packed, module"), \
+            torch.no_grad():
+        router.new_path(2, "hero", device="cpu", dtype=torch.float32, packed=True)
+
+
+def test_a_fused_step_that_cannot_be_built_falls_back_loudly(monkeypatch, caplog):
+    from hero_core.core import fused_router
+
+    monkeypatch.setenv("HERO_DECODE_PATH", "fused")
+    monkeypatch.setattr(fused_router, "_compiled", lambda: (None, "CalledProcessError: ninja: build stopped"))
+    fused_router._warn_once.cache_clear()
+    with caplog.at_level("WARNING", logger=fused_router.__name__):
+        assert fused_router.decode_path() == "packed"
+    assert "could not be built (CalledProcessError: ninja: build stopped)" in caplog.text
+    fused_router._warn_once.cache_clear()

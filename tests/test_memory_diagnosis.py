@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from hero_core.core.packed_router import packed_layers
 from hero_core.core.tiny import tiny_hero
 from hero_core.train import memory_diagnosis as md
 
@@ -46,7 +47,7 @@ def test_decay_matrix_is_the_routers_own(hero):
     R = router.config.n_routed
     rho = router.forgetting().detach().double().numpy()
     with torch.no_grad():
-        packed = router._packed_layers("hero").decay[:R].double().numpy()  # decay[j-1, i-1], 1-based j, i
+        packed = packed_layers(router, "hero").decay[:R].double().numpy()  # decay[j-1, i-1], 1-based j, i
     assert np.allclose(md.decay_matrix(rho), packed, atol=1e-6)
     assert md.decay_matrix(rho)[R - 1, R - 2] == 1.0  # the previous block is not decayed yet
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .router import Decision, HeroRouter, PathState
+from .path_state import Decision, PathState
+from .router import HeroRouter
 
 _CURRENT_CALL: contextvars.ContextVar[RoutingCall | None] = contextvars.ContextVar("hero_routing_call",
                                                                                       default=None)
