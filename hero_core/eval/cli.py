@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = DESCRIPTION
     p.add_argument("--checkpoint", default=None,
                    help="bundled name (hero-25, …) or checkpoint directory; with --answers a comma-separated list "
-                        "(default: the bundled default hero-10 and its local twin local-10), or 'headline': every "
+                        "(default: the bundled default checkpoint and its local twin), or 'headline': every "
                         "checkpoint of the README's headline table (bundled hero-/local- and recipe-2 ones)")
     add_backbone_arguments(p)
     p.add_argument("--variants", default=None,
@@ -171,7 +171,7 @@ def _run_answers(args, load, progress: bool) -> int:
     from .sweep import with_checkpoint
 
     names = [c.strip() for c in (args.checkpoint or "").split(",") if c.strip()]
-    names = names or [DEFAULT_CHECKPOINT, DEFAULT_CHECKPOINT.replace("hero-", "local-", 1)]
+    names = names or [DEFAULT_CHECKPOINT, *filter(None, [twins.twin_name(DEFAULT_CHECKPOINT)])]
     if names == [HEADLINE]:
         names = twins.headline_checkpoints()
         if not names:
