@@ -207,6 +207,11 @@ def test_verdict_pairs_for_runs():
     assert pairs_for(["hero-10"] * 3, ["hero", "no_history", "no_memread"], ["hero"] * 3) == \
         [Pair("hero-10", "local-10", "no_history"), Pair("hero-10", "no_memread-10", "no_memread")]
     assert pairs_for(["tiny-random"] * 2, ["hero", "no_history"], ["hero"] * 2) == []
+    # a later recipe's checkpoint: its local twin is the first recipe's local-10, its ablation twin shares its tags
+    assert pairs_for(["hero-10-r4", "local-10", "hero-25"], ["hero", "no_history", "hero"],
+                     ["hero", "no_history", "hero"]) == [Pair("hero-10-r4", "local-10")]
+    assert pairs_for(["hero-10-r4"] * 2, ["hero", "no_memread"], ["hero"] * 2) == \
+        [Pair("hero-10-r4", "no_memread-10-r4", "no_memread")]
     assert run_kind("hero-10", "hero", "no_history") == \
         "inference-time ablation: hero-10 (trained as hero) run as no_history"
     assert run_kind("local-10", "no_history", "no_history") == \

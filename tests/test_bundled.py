@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from hero_core.core import checkpoint as ckpt
+from hero_core.core.model import DEFAULT_CHECKPOINT
 
 EXPECTED = {"hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40", "no_memread-10", "no_aux-10",
             "no_pos-10"}
@@ -36,12 +37,29 @@ def test_the_default_checkpoint_keeps_the_model_working():
     from hero_core.core.data import domain_texts
 
     hero = load_hero()
-    assert hero.checkpoint_name == "hero-10"
+    assert hero.checkpoint_name == DEFAULT_CHECKPOINT
     for domain in ("chat", "code", "reasoning"):
         text = " ".join(domain_texts(domain, "eval", 3, hero=hero))
         trace = hero.trace(text, quality=True, max_tokens=256)
         assert 0.04 <= trace.param_skip <= 0.25, domain  # it skips, near its 10 % budget
         assert trace.quality_summary()["perplexity_ratio"] < 1.8, domain  # and the model still works
+
+
+@pytest.mark.slow
+def test_the_default_checkpoints_memory_reads_selectively():
+    """Issue target: the default's depth memory is not the uniform average (normalised entropy <= 0.85 on held-out
+    text) and the read decides something (replacing it by the uniform one flips decisions)."""
+    from hero_core import load_hero
+    from hero_core.analysis.memory_stats import memory_stats
+    from hero_core.analysis.read_ablation import read_effect
+    from hero_core.core.data import domain_texts
+
+    hero = load_hero()
+    texts = {d: domain_texts(d, "eval", 2, hero=hero) for d in ("chat", "code")}
+    traces = {d: [hero.trace(t, max_tokens=128) for t in ts] for d, ts in texts.items()}
+    for row in memory_stats(traces).to_dict("records"):
+        assert row["normalised_entropy"] <= 0.85, row
+    assert read_effect(hero, texts["chat"], max_tokens=128)["flip_share"] >= 0.02
 
 
 def test_recipe_2_is_bundled_with_its_twin_and_a_softmax_memory():

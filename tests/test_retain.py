@@ -132,6 +132,16 @@ def test_twin_names_and_headline_selection():
                                                    "hero-10-s1", "local-10-s1", "hero-25", "local-25", "hero-40"]
 
 
+def test_counterparts_are_the_twin_and_the_same_recipes_ablations():
+    names = ["hero-10", "local-10", "no_memread-10", "no_memread-10-r4", "hero-10-r4", "local-25", "hero-10-s1",
+             "local-10-s1"]
+    assert twins.counterparts("hero-10", names) == ["local-10", "no_memread-10"]
+    assert twins.counterparts("hero-10-r4", names) == ["local-10", "no_memread-10-r4"]
+    assert twins.counterparts("hero-10-s1", names) == ["local-10-s1"]
+    assert twins.counterparts("local-10", names) == [] and twins.counterparts("tiny-random", names) == []
+    assert twins.counterpart("hero-10-r4", "no_aux") == "no_aux-10-r4" and twins.counterpart("x", "local") is None
+
+
 @pytest.fixture(scope="module")
 def twin_pair():
     from hero_core.core.tiny import tiny_hero

@@ -12,6 +12,8 @@ from hero_core import RoutingTrace
 from hero_core.analysis.spans import first_token_lift
 from hero_core.core.checkpoint import bundled_names
 from hero_core.core.config import INFERENCE_VARIANTS
+from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.eval.twins import twin_name
 
 from .runtime import RunSpec, load_model, matched_tau
 from .settings import PRECISIONS, Settings, checkpoint_options
@@ -46,7 +48,11 @@ MAX_RUNS = 4
 
 
 def default_checkpoints() -> list[str]:
+    """The default checkpoint beside its local twin (hero-10-r4 / local-10), else the first hero-N / local-N pair."""
     names = bundled_names()
+    pair = [BUNDLED_DEFAULT, twin_name(BUNDLED_DEFAULT)]
+    if all(n in names for n in pair):
+        return pair
     for target in ("10", "25", "40"):
         pair = [f"hero-{target}", f"local-{target}"]
         if all(n in names for n in pair):

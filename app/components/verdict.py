@@ -8,7 +8,6 @@ interval. The verdict comes from ``hero_core/checkpoints/measured.json`` (derive
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from hero_core.eval import measured as measured_results
+from hero_core.eval.twins import counterpart, counterparts
 
 # what a trained checkpoint's variant means, in words a label can carry
 TRAINED_AS = {"hero": "with history", "no_history": "local router, no history",
@@ -41,27 +41,19 @@ def run_kind(checkpoint: str, trained: str, variant: str) -> str:
     return f"inference-time ablation: {checkpoint} (trained as {trained}) run as {variant}"
 
 
-def _budget(name: str) -> str | None:
-    found = re.fullmatch(r"[a-z_]+-(\d+)", name)
-    return found.group(1) if found else None
-
-
 def pairs_for(checkpoints: Sequence[str], variants: Sequence[str], trained: Sequence[str]) -> list[Pair]:
     """The measured pairs that speak to these runs (one per run i: ``checkpoints[i]`` run as ``variants[i]``,
-    trained as ``trained[i]``): two trained checkpoints of one budget directly; an inference-time ablation of hero-N
-    through the checkpoint trained without that part (its trained counterpart)."""
+    trained as ``trained[i]``): a hero checkpoint and one it is read against (hero_core.eval.twins.counterparts:
+    hero-10 / local-10, hero-10-r4 / local-10 or no_memread-10-r4) directly; an inference-time ablation of a hero
+    checkpoint through the checkpoint trained without that part (its trained counterpart)."""
     pairs: list[Pair] = []
     as_trained = [c for c, v, t in zip(checkpoints, variants, trained, strict=True) if v == t]
-    heroes = [c for c in as_trained if c.startswith("hero-") and _budget(c)]
-    for hero in heroes:
-        for other in as_trained:
-            if other != hero and _budget(other) == _budget(hero) and not other.startswith("hero-"):
-                pairs.append(Pair(hero, other))
+    for hero in as_trained:
+        pairs += [Pair(hero, other) for other in counterparts(hero, as_trained)]
     for checkpoint, variant, was in zip(checkpoints, variants, trained, strict=True):
-        if was == "hero" and variant in TRAINED_COUNTERPART and _budget(checkpoint):
-            pair = Pair(checkpoint, f"{TRAINED_COUNTERPART[variant]}-{_budget(checkpoint)}", variant)
-            if all((p.reference, p.other) != (pair.reference, pair.other) for p in pairs):
-                pairs.append(pair)
+        other = counterpart(checkpoint, TRAINED_COUNTERPART[variant]) if variant in TRAINED_COUNTERPART else None
+        if was == "hero" and other and all((p.reference, p.other) != (checkpoint, other) for p in pairs):
+            pairs.append(Pair(checkpoint, other, variant))
     return pairs
 
 

@@ -28,7 +28,7 @@ from .trace import RoutingTrace
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHECKPOINT = "hero-10"  # the quality-first default: 10 % param skip
+DEFAULT_CHECKPOINT = "hero-10-r4"  # the quality-first default: 10 % param skip, a selective depth memory
 UNTRAINED = "untrained"
 DEFAULT_MAX_TOKENS = 2048  # prompts are cut here (with a notice) so memory stays bounded
 _CHARS_PER_TOKEN_CAP = 32  # pre-cut absurdly long strings before tokenising them
@@ -399,8 +399,9 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
               dtype: str = "fp32") -> HeroModel:
     """Load a backbone (embedded SmolLM2-135M-Instruct by default) with a router checkpoint.
 
-    ``checkpoint`` is a bundled name (``hero-10`` (the default), ``local-10``, ``hero-25``, ``local-25``,
-    ``hero-40``, ``local-40``, ``no_memread-10``, ``no_aux-10``, ``no_pos-10``), a checkpoint directory, or
+    ``checkpoint`` is a bundled name (``hero-10-r4`` (the default), ``hero-10``, ``local-10``, ``hero-25``,
+    ``local-25``, ``hero-40``, ``local-40``, ``no_memread-10``, ``no_aux-10``, ``no_pos-10``, …), a checkpoint
+    directory, or
     None for the bundled default; when no trained checkpoint fits, fresh (untrained)
     routers are used and a warning says so.
 

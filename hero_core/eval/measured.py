@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
 from ..core.checkpoint import BUNDLED_DIR
 from ..core.files import atomic_write_text
 from .frontier import at_skip
+from .twins import counterparts, parse_name
 
 MEASURED_FILE = BUNDLED_DIR / "measured.json"
 RESULTS_FILE = Path(__file__).resolve().parents[2] / "docs" / "results.json"
@@ -30,16 +30,11 @@ FORMAT_VERSION = 1
 
 
 def _history_pairs(curves: dict) -> list[tuple[str, str]]:
-    """(hero checkpoint, local checkpoint) pairs trained alike: hero-10 / local-10, hero-25 / local-25 … The final
-    checkpoint of each budget only, as in docs/results.md's equal-compute table: an earlier stage (hero-10-s1) is
-    the same recipe part-trained, and counting it too would count one comparison twice."""
-    pairs = []
-    for name, curve in sorted(curves.items()):
-        partner = name.replace("hero", "local", 1)
-        if re.fullmatch(r"hero-\d+", name) and curve.get("variant") == "hero" and \
-                curves.get(partner, {}).get("variant") == "no_history":
-            pairs.append((name, partner))
-    return pairs
+    """(hero checkpoint, its local twin) pairs: hero-10 / local-10, hero-25 / local-25, hero-10-r4 / local-10 … The
+    final checkpoint of each recipe only, as in docs/results.md's equal-compute table: an earlier stage (hero-10-s1)
+    is the same recipe part-trained, and counting it too would count one comparison twice."""
+    return [(hero, local) for hero, local in _matched_pairs(curves)
+            if curves[local].get("variant") == "no_history"]
 
 
 def _own_point(curve: dict) -> dict | None:
@@ -86,16 +81,18 @@ def _at_reference_skip(frontier: dict, pairs):
 
 
 def _matched_pairs(curves: dict) -> list[tuple[str, str]]:
-    """(hero-N, X-N): every other final checkpoint trained for budget N (local-N, no_memread-N …) beside the hero
-    checkpoint of that budget, which every comparison in docs/results.md is read against."""
-    pairs = []
-    for name, curve in sorted(curves.items()):
-        found = re.fullmatch(r"([a-z_]+)-(\d+)", name)
-        hero = f"hero-{found.group(2)}" if found else ""
-        if found and found.group(1) != "hero" and curve.get("kind", "checkpoint") == "checkpoint" and \
-                curves.get(hero, {}).get("variant") == "hero":
-            pairs.append((hero, name))
-    return pairs
+    """(hero checkpoint, counterpart): every final checkpoint each final hero checkpoint is read against
+    (hero_core.eval.twins.counterparts: local-10 and no_memread-10 for hero-10; local-10 and no_memread-10-r4
+    for hero-10-r4), which every comparison in docs/results.md is read against."""
+    checkpoints = [n for n, c in sorted(curves.items()) if c.get("kind", "checkpoint") == "checkpoint"]
+    return [(hero, other) for hero in checkpoints if curves[hero].get("variant") == "hero" and _final(hero)
+            for other in counterparts(hero, checkpoints) if _final(other)]
+
+
+def _final(name: str) -> bool:
+    """A finished checkpoint, not an earlier stage of one (hero-10-s1, hero-10-seq)."""
+    parsed = parse_name(name)
+    return parsed is not None and not parsed.stage
 
 
 def matched_rows(frontier: dict) -> list[dict]:

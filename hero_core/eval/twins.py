@@ -83,6 +83,26 @@ def twin_name(name: str) -> str | None:
     return "-".join([LOCAL, str(parsed.budget), *parsed.stage])
 
 
+def counterpart(hero: str, kind: str) -> str | None:
+    """The checkpoint of ``kind`` that ``hero`` is compared with: the local twin for ``local`` (hero-10-r4 ->
+    local-10), else the same budget and tags (hero-10-r4 -> no_memread-10-r4); None for a name not of that form."""
+    parsed = parse_name(hero)
+    if parsed is None:
+        return None
+    if kind == LOCAL:
+        return twin_name(hero)
+    return "-".join([kind, str(parsed.budget), *parsed.tags])
+
+
+def counterparts(hero: str, names: Iterable[str]) -> list[str]:
+    """Every checkpoint among ``names`` that ``hero`` (a hero-kind name) is read against at matched compute."""
+    parsed = parse_name(hero)
+    if parsed is None or parsed.kind != "hero":
+        return []
+    return [n for n in names if n != hero and (p := parse_name(n)) is not None and p.kind != "hero"
+            and counterpart(hero, p.kind) == n]
+
+
 def matched_method(checkpoint: str, twin: str) -> str:
     """The run name of ``twin`` at ``checkpoint``'s param skip, e.g. ``local-10@hero-10``."""
     return f"{twin}@{checkpoint}"
