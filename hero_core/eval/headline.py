@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .retain import REFERENCE, retain_summary
-from .twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, twin_name
+from .twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, parse_name, twin_name
 
 NOT_MEASURED = "not measured"
 HEADER = ["checkpoint", "param skip % (tasks)", "Retain % [95 % CI]", "param skip % (answers)",
@@ -156,13 +156,15 @@ def headline_lines(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
                    available: Sequence[str] | None = None) -> list[str]:
     """The markdown block: a line on the reference, the table, and a line per missing file.
 
-    ``expected``: the rows to show even if unmeasured (default: the bundled headline checkpoints and
-    :data:`~hero_core.eval.twins.ALWAYS_SHOWN`); ``available``: the bundled checkpoints (default: as found)."""
+    ``expected``: the rows to show even if unmeasured (default: the bundled finished headline checkpoints, not
+    their earlier stages, and :data:`~hero_core.eval.twins.ALWAYS_SHOWN`); ``available``: the bundled checkpoints
+    (default: as found). A measured earlier stage still gets its row."""
     if expected is None or available is None:
         from ..core.checkpoint import bundled_names
 
         bundled = bundled_names()
-        expected = [*headline_checkpoints(bundled), *ALWAYS_SHOWN] if expected is None else expected
+        finished = [n for n in headline_checkpoints(bundled) if not parse_name(n).stage]
+        expected = [*finished, *ALWAYS_SHOWN] if expected is None else expected
         available = bundled if available is None else available
     retain, kept = retain_figures(bigbench), kept_figures(answers)
     matched = matched_twins(bigbench, answers)

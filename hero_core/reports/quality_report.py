@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOMAINS = ("chat", "code", "reasoning")
 PAPER_BUDGETS = (26.87, 38.82)  # the paper's two HeRo operating points (Llama-3.1-8B), param skip %
 TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agreement or None)
+    "hero-10-r4": (0.10, 1.10, 0.85),  # the default
     "hero-10": (0.10, 1.10, 0.85),
     "hero-25": (0.25, 2.0, None),
     "hero-40": (0.38, 6.0, None),
@@ -267,6 +268,8 @@ ABLATION_STAGES = (("hero-10", "local-10", "no_memread-10", "no_aux-10", "no_pos
                    ("hero-10-r2", "no_memread-10-r2", "local-10", "hero-10", "no_memread-10"),
                    # recipe 3 (recipe 2 with answer-weighted distillation) against its twin and recipe 2
                    ("hero-10-r3", "no_memread-10-r3", "hero-10-r2", "local-10", "hero-10"),
+                   # recipe 4, the default (recipe 2's memory, hero-10's tokens) against its twin, local and recipe 1
+                   ("hero-10-r4", "no_memread-10-r4", "local-10", "hero-10", "no_memread-10"),
                    ("hero-10-r2-s1", "no_memread-10-r2-s1", "local-10-s1", "hero-10-s1", "no_memread-10-s1"))
 
 
@@ -392,7 +395,8 @@ def read_summary_lines(read: dict) -> list[str]:
     return lines
 
 
-README_CHECKPOINTS = ("hero-10", "local-10", "hero-10-r2", "hero-25", "local-25", "hero-40", "local-40")
+# the default first, then the paper-kernel checkpoint it replaced and the other budgets
+README_CHECKPOINTS = ("hero-10-r4", "hero-10", "local-10", "hero-10-r2", "hero-25", "local-25", "hero-40", "local-40")
 
 
 def readme_lines(result: dict) -> list[str]:
