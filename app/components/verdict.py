@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from hero_core.eval import measured as measured_results
-from hero_core.eval.twins import counterpart, counterparts
+from hero_core.eval.twins import CONTROL_CAVEATS, counterpart, counterparts
 
 # what a trained checkpoint's variant means, in words a label can carry
 TRAINED_AS = {"hero": "with history", "no_history": "local router, no history",
@@ -90,6 +90,8 @@ def render_verdict(pairs: list[Pair], measured: dict | None, *, what: str) -> No
             box.caption(f"{pair.stands_for} here is an inference-time ablation of {pair.reference}: the held-out set "
                         f"measures the router **trained** that way, {pair.other}, which stands in for it below.")
         box.markdown(measured_results.matched_words(rows))
+        if pair.other in CONTROL_CAVEATS:
+            box.warning(CONTROL_CAVEATS[pair.other])
         box.dataframe(verdict_table(rows), hide_index=True)
     if not shown:
         box.caption(f"The held-out set has no matched-compute measurement of {what}: it measures the bundled "

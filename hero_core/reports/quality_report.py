@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..eval.frontier import at_skip
+from ..eval.twins import CONTROL_CAVEATS
 from .pages import save_figure, table_row
 from .readme_block import replace_block
 
@@ -314,6 +315,7 @@ def ablation_tables(frontier: dict, checkpoints: dict, stages: tuple = ABLATION_
                           f"{100 * gap:.1f} points on a domain: part of a difference in ratio is that skip, not "
                           "the component (the frontier figure shows what a point of skip costs)."]
         lines += matched_ablation_table(frontier, matched)
+        lines += [f"\n**Caveat.** {CONTROL_CAVEATS[n]}" for n in matched if n in CONTROL_CAVEATS]
         left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
         if left_out:
             lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]
