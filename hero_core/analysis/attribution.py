@@ -225,6 +225,186 @@ def _check(hero, token_ids: list[int], token: int, block: int, variant: str, met
         raise AttributionError(f"n_steps must be an integer between 2 and 512, got {n_steps!r}")
 
 
+def _resolve_auto(method: str, quantized: bool, notices: list[str]) -> str:
+    """The method "auto" stands for: ablation on a 4-bit backbone (said in a notice), integrated gradients
+    otherwise (they may still fall back later, when they fail their completeness check)."""
+    if method != "auto":
+        return method
+    if quantized:
+        notices.append("4-bit backbone: using token ablation (no gradients needed)")
+        return "ablation"
+    return "integrated_gradients"
+
+
+def _ablation_if_no_gradients(hero, chosen: str, quantized: bool, notices: list[str]) -> str:
+    """Token ablation instead of integrated gradients whose 4-bit kernels lost autograd: their gradients would be
+    silently zero. Call it after a no-grad forward pass: that pass is what makes bitsandbytes drop the path."""
+    if chosen == "integrated_gradients" and quantized and not gradients_available(hero):
+        notices.append("the 4-bit kernels on this device have no autograd path (bitsandbytes repacks CPU "
+                       "weights for inference), so gradients would be silently zero: used token ablation")
+        return "ablation"
+    return chosen
+
+
+def _input_embeddings(hero, input_ids: torch.Tensor, token: int) -> torch.Tensor:
+    """Floating-point embeddings (1, token + 1, d) of the tokens up to ``token``: the model is causal, so later
+    tokens cannot change this decision."""
+    embeds = hero.model.get_input_embeddings()(input_ids[:, : token + 1]).detach()
+    return embeds.to(embeds.dtype if embeds.dtype.is_floating_point else torch.float32)
+
+
+@dataclass
+class _Try:
+    """One integrated-gradients try and its completeness gap."""
+
+    baseline: str
+    n_steps: int
+    scores: np.ndarray
+    delta: float  # captum's convergence delta: sum(scores) - change
+    baseline_logit: float  # z(e0) of this try's baseline
+    change: float  # z(e) - z(e0)
+
+    @property
+    def relative_gap(self) -> float:
+        return abs(self.delta) / max(abs(self.change), 1e-12)
+
+    @property
+    def passed(self) -> bool:
+        return completeness_passed(self.delta, self.change)
+
+    def record(self) -> dict:
+        """The entry of :attr:`Attribution.tries`."""
+        return {"baseline": self.baseline, "n_steps": self.n_steps, "delta": self.delta, "change": self.change}
+
+
+@dataclass
+class _Scores:
+    """What one method produced: the fields of :class:`Attribution` that depend on the method."""
+
+    method: str
+    scores: np.ndarray
+    baseline_logit: float
+    baseline: str
+    delta: float | None = None
+    n_steps: int | None = None
+    passed: bool = True
+    tries: list[dict] = field(default_factory=list)
+
+
+def _ig_try(ig, f: Callable[[torch.Tensor], torch.Tensor], embeds: torch.Tensor, base: torch.Tensor, z: float, *,
+            kind: str, n_steps: int, internal_batch_size: int) -> _Try:
+    """One integrated-gradients run from the baseline ``base`` (named ``kind``) with ``n_steps`` steps.
+
+    Non-finite scores raise RuntimeError: they explain nothing, and the caller falls back to ablation."""
+    with torch.no_grad():
+        z_base = float(f(base)[0])
+    with torch.enable_grad():
+        attr, conv = ig.attribute(embeds.clone().requires_grad_(True), baselines=base, n_steps=n_steps,
+                                  internal_batch_size=internal_batch_size, return_convergence_delta=True)
+    scores = attr.detach().float().sum(-1)[0].cpu().double().numpy()
+    if not np.all(np.isfinite(scores)):
+        raise RuntimeError("non-finite gradients")
+    delta = float(conv.detach().float().reshape(-1)[0])
+    return _Try(baseline=kind, n_steps=n_steps, scores=scores, delta=delta, baseline_logit=z_base, change=z - z_base)
+
+
+def _ig_plan(baseline: str, n_steps: int, max_steps: int, adaptive: bool) -> tuple[list[int], list[str]]:
+    """The step counts to try on the requested baseline, and the other baselines to turn to when they fail."""
+    if not adaptive:
+        return [n_steps], []
+    return step_schedule(n_steps, max(n_steps, max_steps)), [other for other in BASELINES if other != baseline]
+
+
+def _stalled(previous: _Try, latest: _Try) -> bool:
+    """Whether doubling the steps failed to halve the gap.
+
+    Quadrature error shrinks as the steps double; a gap from a decision flipping on the path does not, so more
+    steps are then wasted."""
+    return abs(latest.delta) > 0.5 * abs(previous.delta)
+
+
+def _ig_tries(attempt: Callable[[str, int], _Try], baseline: str, schedule: list[int], others: list[str],
+              progress: Progress | None) -> list[_Try]:
+    """Integrated-gradients tries, in order, up to the first that passes its completeness check.
+
+    The steps double along ``schedule`` on the requested baseline until the gap stalls or the schedule ends; then
+    one try on the first other baseline (the path changes, so the flip may leave it) at the steps reached."""
+    tries: list[_Try] = []
+    for steps in schedule:
+        tries.append(attempt(baseline, steps))
+        if progress is not None:
+            progress(len(tries), len(schedule) + len(others), "integrated-gradients tries")
+        if tries[-1].passed:
+            return tries
+        if len(tries) >= 2 and _stalled(tries[-2], tries[-1]):
+            break
+    if others:  # the remaining steps of the schedule are dropped: the total shrinks to the tries now planned
+        tries.append(attempt(others[0], tries[-1].n_steps))
+        if progress is not None:
+            progress(len(tries), len(tries) + len(others) - 1, "integrated-gradients tries")
+    return tries
+
+
+def _ig_notices(best: _Try, tries: list[_Try], baseline: str) -> list[str]:
+    """What the user must know about a kept integrated-gradients result: that it comes from another baseline than
+    asked, and that it failed its completeness check (then the scores are no explanation)."""
+    notices = []
+    if best.baseline != baseline:
+        notices.append(f"the {baseline} baseline did not pass the completeness check; the {best.baseline} "
+                       "baseline did better")
+    if not best.passed:
+        kinds = ", ".join(sorted({t.baseline for t in tries}))
+        notices.append(
+            f"integrated gradients failed on this decision: after {len(tries)} tries (up to "
+            f"{max(t.n_steps for t in tries)} steps, baselines {kinds}) "
+            f"the attributions still miss the change z(input) − z(baseline) = {best.change:+.4f} by {best.delta:+.4f}. "
+            "A routed block below this one flips its hard decision on the path, a jump gradients cannot "
+            "see: trust the exact a/b split, or use token ablation.")
+    return notices
+
+
+def _by_ablation(f: Callable[[torch.Tensor], torch.Tensor], embeds: torch.Tensor, base: torch.Tensor, *,
+                 baseline: str, baseline_logit: float, batch_size: int, progress: Progress | None,
+                 tries: list[dict] | None = None) -> _Scores:
+    """Token ablation; ``tries`` keeps the failed integrated-gradients tries on record when it is their fallback."""
+    scores = ablation_scores(f, embeds, base, batch_size=batch_size, progress=progress)
+    return _Scores(method="ablation", scores=scores, baseline_logit=baseline_logit, baseline=baseline,
+                   tries=tries or [])
+
+
+def _by_integrated_gradients(ig, hero, f: Callable[[torch.Tensor], torch.Tensor], embeds: torch.Tensor,
+                             base: torch.Tensor, z: float, *, method: str, baseline: str, n_steps: int,
+                             max_steps: int, adaptive: bool, internal_batch_size: int, progress: Progress | None,
+                             notices: list[str]) -> _Scores:
+    """Integrated gradients, the try with the smallest relative gap kept; token ablation (with a notice) when they
+    break down, or when "auto" was asked and even the best try misses its completeness check."""
+
+    def attempt(kind: str, steps: int) -> _Try:
+        b = base if kind == baseline else _baseline(hero, embeds, kind)
+        return _ig_try(ig, f, embeds, b, z, kind=kind, n_steps=steps, internal_batch_size=internal_batch_size)
+
+    schedule, others = _ig_plan(baseline, n_steps, max_steps, adaptive)
+    tries: list[_Try] = []  # stays empty when a try breaks down: none of them is kept then
+    try:
+        tries = _ig_tries(attempt, baseline, schedule, others, progress)
+    except RuntimeError as err:
+        notices.append(f"integrated gradients failed ({err}); used token ablation instead")
+    best = min(tries, key=lambda t: t.relative_gap) if tries else None  # the first of equals
+    if best is not None and not best.passed and method == "auto":  # scores that miss their own check explain nothing
+        notices.append(f"integrated gradients did not pass their completeness check on this decision (gap "
+                       f"{best.delta:+.4f} against a change of {best.change:+.4f} after {len(tries)} tries): used "
+                       "token ablation, which needs no gradients")
+        best = None
+    if best is None:
+        return _by_ablation(f, embeds, base, baseline=baseline, baseline_logit=float(f(base)[0].detach()),
+                            batch_size=internal_batch_size, progress=progress,
+                            tries=[t.record() for t in tries])
+    notices.extend(_ig_notices(best, tries, baseline))
+    return _Scores(method="integrated_gradients", scores=best.scores, baseline_logit=best.baseline_logit,
+                   baseline=best.baseline, delta=best.delta, n_steps=best.n_steps, passed=best.passed,
+                   tries=[t.record() for t in tries])
+
+
 def explain(hero, prompt: str, token: int, block: int, *, variant: str = "hero", tau: float | None = None,
             chat_template: bool = False, method: str = "auto", n_steps: int = 32, baseline: str = "pad",
             internal_batch_size: int = 16, max_tokens: int | None = None, adaptive: bool = True,
@@ -242,7 +422,7 @@ def explain(hero, prompt: str, token: int, block: int, *, variant: str = "hero",
     (:func:`completeness_passed`). When none does, the try with the smallest relative gap is returned with
     ``passed=False`` and a notice that says the method failed on this decision. ``progress(done, total, what)``
     is called after every try (IG) or batch of tokens (ablation)."""
-    from captum.attr import IntegratedGradients
+    from captum.attr import IntegratedGradients  # the optional "app" extra: without it no method runs
 
     tau = check_tau(hero.config.tau if tau is None else tau)
     enc = hero.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
@@ -250,94 +430,24 @@ def explain(hero, prompt: str, token: int, block: int, *, variant: str = "hero",
     _check(hero, ids, token, block, variant, method, baseline, n_steps)
     notices = list(enc.notices[0])
     quantized = bool(hero.backbone.quantization)
-    chosen = method
-    if method == "auto":
-        chosen = "ablation" if quantized else "integrated_gradients"
-        if quantized:
-            notices.append("4-bit backbone: using token ablation (no gradients needed)")
-
-    input_ids = enc.input_ids[:, : token + 1]  # causal: later tokens cannot change this decision
-    embeds = hero.model.get_input_embeddings()(input_ids).detach()
-    dtype = embeds.dtype if embeds.dtype.is_floating_point else torch.float32
-    embeds = embeds.to(dtype)
+    chosen = _resolve_auto(method, quantized, notices)
+    embeds = _input_embeddings(hero, enc.input_ids, token)
     base = _baseline(hero, embeds, baseline)
     f = gate_logit_function(hero, variant=variant, tau=tau, block=block, token=token)
     with torch.no_grad():
-        z = float(f(embeds)[0])
-        z0 = float(f(base)[0])
-
-    scores, delta, tries, passed, used_steps = None, None, [], True, None
-    if chosen == "integrated_gradients" and quantized and not gradients_available(hero):
-        notices.append("the 4-bit kernels on this device have no autograd path (bitsandbytes repacks CPU "
-                       "weights for inference), so gradients would be silently zero: used token ablation")
-        chosen = "ablation"
+        z, z0 = float(f(embeds)[0]), float(f(base)[0])
+    chosen = _ablation_if_no_gradients(hero, chosen, quantized, notices)  # after the no-grad pass, on purpose
     if chosen == "integrated_gradients":
-        plan = [(baseline, s) for s in (step_schedule(n_steps, max(n_steps, max_steps)) if adaptive else [n_steps])]
-        others = [other for other in BASELINES if other != baseline] if adaptive else []
-        best = None
-        try:
-            k = 0
-            while k < len(plan):
-                kind, steps = plan[k]
-                b = base if kind == baseline else _baseline(hero, embeds, kind)
-                with torch.no_grad():
-                    z_b = float(f(b)[0])
-                with torch.enable_grad():
-                    attr, conv = IntegratedGradients(f).attribute(
-                        embeds.clone().requires_grad_(True), baselines=b, n_steps=steps,
-                        internal_batch_size=internal_batch_size, return_convergence_delta=True)
-                s_try = attr.detach().float().sum(-1)[0].cpu().double().numpy()
-                if not np.all(np.isfinite(s_try)):
-                    raise RuntimeError("non-finite gradients")
-                d_try = float(conv.detach().float().reshape(-1)[0])
-                tries.append({"baseline": kind, "n_steps": steps, "delta": d_try, "change": z - z_b})
-                relative = abs(d_try) / max(abs(z - z_b), 1e-12)
-                if best is None or relative < best[0]:
-                    best = (relative, kind, steps, s_try, d_try, z_b)
-                if progress is not None:
-                    progress(k + 1, len(plan) + len(others), "integrated-gradients tries")
-                if completeness_passed(d_try, z - z_b):
-                    break
-                # Quadrature error shrinks as the steps double; a gap from a decision flipping on the path does
-                # not. When doubling did not halve the gap, more steps are wasted: try the other baseline (the
-                # path changes, so the flip may leave it) at the steps reached so far.
-                previous = tries[-2] if len(tries) >= 2 and tries[-2]["baseline"] == kind else None
-                stalled = previous is not None and abs(d_try) > 0.5 * abs(previous["delta"])
-                if (stalled or k == len(plan) - 1) and others and kind == baseline:
-                    plan = plan[: k + 1] + [(others.pop(0), steps)]
-                elif stalled:
-                    break
-                k += 1
-            _, used_baseline, used_steps, scores, delta, z0 = best
-            passed = completeness_passed(delta, z - z0)
-            if not passed and method == "auto":  # scores that miss their own check explain nothing: ablate instead
-                notices.append(f"integrated gradients did not pass their completeness check on this decision (gap "
-                               f"{delta:+.4f} against a change of {z - z0:+.4f} after {len(tries)} tries): used "
-                               "token ablation, which needs no gradients")
-                chosen, scores, delta, passed, used_steps = "ablation", None, None, True, None
-                z0 = float(f(base)[0].detach())
-            elif used_baseline != baseline:
-                notices.append(f"the {baseline} baseline did not pass the completeness check; the {used_baseline} "
-                               "baseline did better")
-                baseline = used_baseline
-            if chosen == "integrated_gradients" and not passed:
-                kinds = ", ".join(sorted({t["baseline"] for t in tries}))
-                notices.append(
-                    f"integrated gradients failed on this decision: after {len(tries)} tries (up to "
-                    f"{max(t['n_steps'] for t in tries)} steps, baselines {kinds}) "
-                    f"the attributions still miss the change z(input) − z(baseline) = {z - z0:+.4f} by {delta:+.4f}. "
-                    "A routed block below this one flips its hard decision on the path, a jump gradients cannot "
-                    "see: trust the exact a/b split, or use token ablation.")
-        except RuntimeError as err:
-            notices.append(f"integrated gradients failed ({err}); used token ablation instead")
-            chosen, scores, delta, tries, passed, used_steps = "ablation", None, None, [], True, None
-            z0 = float(f(base)[0].detach())
-    if chosen == "ablation":
-        scores = ablation_scores(f, embeds, base, batch_size=internal_batch_size, progress=progress)
-
+        result = _by_integrated_gradients(
+            IntegratedGradients(f), hero, f, embeds, base, z, method=method, baseline=baseline, n_steps=n_steps,
+            max_steps=max_steps, adaptive=adaptive, internal_batch_size=internal_batch_size, progress=progress,
+            notices=notices)
+    else:
+        result = _by_ablation(f, embeds, base, baseline=baseline, baseline_logit=z0, batch_size=internal_batch_size,
+                              progress=progress)
     tokens = piece_texts(hero.tokenizer.decode, ids)[: token + 1]
-    return Attribution(method=chosen, token=int(token), block=int(block), layer=hero.config.routed_layers[block],
-                       tokens=tokens, token_ids=ids[: token + 1], scores=scores, gate_logit=z, baseline_logit=z0,
-                       tau=tau, variant=variant, baseline=baseline, delta=delta,
-                       n_steps=used_steps if chosen == "integrated_gradients" else None, notices=notices,
-                       passed=passed, tries=tries)
+    return Attribution(method=result.method, token=int(token), block=int(block), layer=hero.config.routed_layers[block],
+                       tokens=tokens, token_ids=ids[: token + 1], scores=result.scores, gate_logit=z,
+                       baseline_logit=result.baseline_logit, tau=tau, variant=variant, baseline=result.baseline,
+                       delta=result.delta, n_steps=result.n_steps, notices=notices, passed=result.passed,
+                       tries=result.tries)
