@@ -29,20 +29,16 @@ from __future__ import annotations
 import json
 import logging
 import math
-import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from ..core import checkpoint as ckpt
 from ..core.config import BRANCH_SCALINGS, check_variant
-from ..core.files import atomic_write, atomic_write_text
-from ..core.inject import wrapped_layers
-from ..core.model import HeroModel, fresh_router, load_hero
-from ..core.precision import check_dtype, resolve_dtype
+from ..core.model import HeroModel, load_hero
+from ..core.precision import check_dtype
 from .losses import (
     budget_hinge,
     distill_loss,
@@ -52,15 +48,19 @@ from .losses import (
     usage_penalty,
     weighted_mean,
 )
-from .train_data import (
-    adapter_cache_path,
-    block_order,
-    loss_weights,
-    teacher_dtype,
-    teacher_targets,
-    training_set,
+from .train_data import block_order
+from .train_memory import memory_log_row
+from .train_steps import (
+    RunClock,
+    TrainingRun,
+    progress_bar,
+    resume,
+    save_state_if_due,
+    set_threads_and_seeds,
+    set_up_run,
+    warm_start_or_restore,
+    write_checkpoint,
 )
-from .train_memory import memory_log_row, param_groups
 
 log = logging.getLogger(__name__)
 
@@ -192,48 +192,6 @@ def target_skip_at(step: int, cfg: TrainConfig, start_skip: float) -> float:
     return start_skip + (cfg.target_skip - start_skip) * min(1.0, (step + 1) / ramp_steps)
 
 
-# -- state ---------------------------------------------------------------------------------------------
-NO_TIME_SPENT = {"wall_s": 0.0, "cpu_s": 0.0}
-
-
-def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: float,
-                spent: dict[str, float]) -> None:
-    from safetensors.torch import save_file
-
-    state_dir.mkdir(parents=True, exist_ok=True)
-    tensors = {f"router.{k}": v.detach().cpu().contiguous() for k, v in hero.router.state_dict().items()}
-    names = {id(p): n for n, p in hero.router.named_parameters()}
-    opt_meta = {}
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            st = optimizer.state.get(p, {})
-            for key, value in st.items():
-                if torch.is_tensor(value):
-                    tensors[f"opt.{names[id(p)]}.{key}"] = value.detach().cpu().contiguous()
-            opt_meta[names[id(p)]] = {k: float(v) for k, v in st.items() if not torch.is_tensor(v)}
-    meta = {"step": step, "alpha": alpha, "python_rng": repr(random.getstate()), "opt_meta": opt_meta,
-            "spent": spent}
-    atomic_write(state_dir / "state.safetensors", lambda tmp: save_file(tensors, tmp))
-    atomic_write_text(state_dir / "state.json", json.dumps(meta))
-
-
-def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float, dict[str, float]] | None:
-    from safetensors.torch import load_file
-
-    if not (state_dir / "state.json").is_file():
-        return None
-    meta = json.loads((state_dir / "state.json").read_text())
-    tensors = load_file(state_dir / "state.safetensors")
-    hero.router.load_state_dict({k[len("router."):]: v for k, v in tensors.items() if k.startswith("router.")})
-    for name, p in hero.router.named_parameters():
-        st = {key.split(".")[-1]: v.to(p.device) for key, v in tensors.items()
-              if key.startswith(f"opt.{name}.") and key.count(".") == name.count(".") + 2}
-        st.update({k: torch.tensor(v) if k == "step" else v for k, v in meta["opt_meta"].get(name, {}).items()})
-        if st:
-            optimizer.state[p] = st
-    return int(meta["step"]), float(meta["alpha"]), meta.get("spent", NO_TIME_SPENT)
-
-
 # -- the loop ------------------------------------------------------------------------------------------
 def lr_at(step: int, cfg: TrainConfig) -> float:
     warm = max(1, int(cfg.warmup * cfg.steps))
@@ -243,13 +201,108 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))  # cosine to 10 %
 
 
-def _stages(training: dict, name: str) -> list[dict]:
-    """The training stages a start checkpoint went through, oldest first, so a chain of runs stays on record."""
-    cfg = training.get("train_config", {})
-    own = {"checkpoint": name, "steps": training.get("steps_done"), "tokens_seen": training.get("tokens_seen"),
-           "target_skip": cfg.get("target_skip"), "variant": cfg.get("variant"),
-           "budget_scope": cfg.get("budget_scope", "batch"), "timing": training.get("timing")}
-    return list(training.get("earlier_stages", [])) + [own]
+# -- one step ------------------------------------------------------------------------------------------
+def _batch_rows(run: TrainingRun, order: torch.Tensor, step: int) -> torch.Tensor:
+    """The blocks of step ``step``, cycling through the training set; each process takes its share."""
+    rank, world = run.accelerator.process_index, run.accelerator.num_processes
+    rows = order[torch.arange(step * run.cfg.batch_size, (step + 1) * run.cfg.batch_size) % len(run.blocks)]
+    return rows[rank::world] if world > 1 else rows
+
+
+def _target_loss(run: TrainingRun, logits: torch.Tensor, batch: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """L_target: distillation from the teacher's top-k, or cross-entropy on the data's next tokens."""
+    device = run.hero.device
+    # weights of the predicted tokens (positions 1..T-1), as the targets below are shifted
+    step_weights = None if run.weights is None else run.weights[rows][:, 1:].to(device)
+    if run.targets is not None:
+        return distill_loss(logits[:, :-1], run.targets["indices"][rows][:, :-1].to(device),
+                            run.targets["logprobs"][rows][:, :-1].to(device),
+                            tail=run.cfg.distill_target == "topk_tail", weights=step_weights)
+    token_nll = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), batch[:, 1:], reduction="none")
+    return weighted_mean(token_nll, step_weights)
+
+
+def _loss_with_budget(run: TrainingRun, loss_target: torch.Tensor, l_skip: torch.Tensor, call, step_target: float,
+                 alpha: float, n_sequences: int) -> tuple[torch.Tensor, float]:
+    """L = L_target + alpha * (the budget's penalty) [+ the separation term]; returns L and the alpha used."""
+    cfg, hero = run.cfg, run.hero
+    gates = call.passes[-1].gates
+    if cfg.budget in ("hinge", "hard"):
+        # E*: FFNs a token may run on average so that the skipped ones make up the step's target skip.
+        executed_budget = hero.config.n_routed - step_target * hero.profile.total_params / hero.profile.ffn_params
+        alpha = cfg.hinge_alpha
+        counted = hard_executed(gates, call.tau) if cfg.budget == "hard" else gates
+        sequences = n_sequences if cfg.budget_scope == "sequence" else 1
+        loss = loss_target + alpha * budget_hinge(counted, executed_budget, sequences)
+    else:
+        loss = loss_target + alpha * l_skip
+    if cfg.separation > 0:
+        loss = loss + cfg.separation * separation_penalty(gates, call.tau)
+    return loss, alpha
+
+
+def _apply_gradients(run: TrainingRun, loss: torch.Tensor) -> torch.Tensor:
+    """Backpropagate, average across processes, clip and step the optimiser; returns the gradient norm."""
+    run.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if run.accelerator.num_processes > 1:  # the router is not DDP-wrapped: average its gradients by hand
+        for p in run.hero.router.parameters():
+            if p.grad is not None:
+                p.grad = run.accelerator.reduce(p.grad, reduction="mean")
+    grad_norm = torch.nn.utils.clip_grad_norm_(run.hero.router.parameters(), run.cfg.clip)
+    run.optimizer.step()
+    return grad_norm
+
+
+def _steered_alpha(cfg: TrainConfig, alpha: float, realised: float) -> float:
+    """The controller budget moves log alpha by gain * skip error; the hinge budgets keep alpha fixed."""
+    if cfg.budget != "controller":
+        return alpha
+    step_factor = math.exp(cfg.controller_gain * (cfg.target_skip - realised))
+    return float(min(cfg.alpha_max, max(1e-6, alpha * step_factor)))
+
+
+def _train_step(run: TrainingRun, order: torch.Tensor, step: int, alpha: float) -> tuple[dict, float]:
+    """One optimisation step; returns its log row and the alpha the next step starts from."""
+    cfg, hero = run.cfg, run.hero
+    t0 = time.perf_counter()
+    rows = _batch_rows(run, order, step)
+    batch = run.blocks[rows].to(hero.device)
+    for group in run.optimizer.param_groups:
+        group["lr"] = lr_at(step, cfg) * group["lr_scale"]
+    call = hero.new_call(cfg.variant, record=True, keep_gates=True,
+                         straight_through=cfg.gate_gradient == "straight_through")
+    step_target = target_skip_at(step, cfg, run.start_skip)
+    with torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=run.compute_dtype == torch.bfloat16):
+        logits = hero.forward(batch, None, call, use_cache=False)
+    loss_target = _target_loss(run, logits, batch, rows)
+    gates = call.passes[-1].gates
+    l_skip = usage_penalty(gates)
+    loss, alpha = _loss_with_budget(run, loss_target, l_skip, call, step_target, alpha, batch.shape[0])
+    grad_norm = _apply_gradients(run, loss)
+
+    executed = call.passes[-1].executed()  # (R, N)
+    skipped = (~executed).float().sum(0)
+    realised = float((skipped * hero.profile.ffn_params / hero.profile.total_params).mean())
+    alpha = _steered_alpha(cfg, alpha, realised)
+    dt = time.perf_counter() - t0
+    row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
+           "alpha": alpha, "param_skip": realised, "target_skip": step_target,
+           "mean_gate": torch.stack(gates).mean().item(), "near_tau": near_tau_share(gates, call.tau),
+           "grad_norm": float(grad_norm), "lr": lr_at(step, cfg),
+           "tokens_per_s": batch.numel() * run.accelerator.num_processes / dt,
+           **memory_log_row(hero.router, call.passes[-1].records)}
+    return row, alpha
+
+
+def _log_step(run: TrainingRun, bar, row: dict) -> None:
+    """Append the step's row to train_log.jsonl and show it on the progress bar (main process only)."""
+    if not run.accelerator.is_main_process:
+        return
+    with run.log_path.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+    bar.set_postfix(skip=f"{100 * row['param_skip']:.1f}%", kd=f"{row['loss_target']:.3f}",
+                    tok_s=f"{row['tokens_per_s']:.0f}", near_tau=f"{row['near_tau']:.2f}")
 
 
 def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = True,
@@ -258,180 +311,26 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
 
     ``stop_after`` ends the process's work early (tests of resume); the saved state lets a rerun finish."""
     from accelerate import Accelerator
-    from tqdm import tqdm
 
     # cpu=True on a machine without CUDA: accelerate otherwise ignores the launcher's WORLD_SIZE there and every
     # process trains alone on the full batch.
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
-    clock = (time.perf_counter(), time.process_time())  # this process's share of the run's time
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
-    random.seed(cfg.seed)
+    clock = RunClock()  # this process's share of the run's time
+    set_threads_and_seeds(cfg)
     if hero is None:
         hero = load_hero(device=str(accelerator.device.type))
-    out = Path(cfg.out)
-    state_dir = out / "_state"
-    # Fresh router of the requested variant on this backbone (the bundled default is never fine-tuned).
-    injected = wrapped_layers(hero.model)
-    if cfg.routed_layers is not None and list(cfg.routed_layers) != injected:
-        raise ValueError(f"routed_layers {cfg.routed_layers} differ from the wrapped model's {injected}")
-    router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected,
-                          branch_scaling=cfg.branch_scaling, memory_kernel=cfg.memory_kernel,
-                          memory_scale_init=cfg.memory_scale_init, rho_init=cfg.rho_init)
-    compute_dtype = resolve_dtype(cfg.dtype, hero.device)
-    router.config.extra = {"train_config": asdict(cfg), "compute_dtype": str(compute_dtype).removeprefix("torch.")}
-    log.info("training %s in %s autocast (asked for %s), %d torch threads", out.name, compute_dtype, cfg.dtype,
-             torch.get_num_threads())
-    start_skip = 0.0
-    if cfg.init_from is not None:
-        start_from = ckpt.read_checkpoint(cfg.init_from)
-        ckpt.check_backbone(start_from, hero.backbone.fingerprint, hero.backbone.name)
-        if start_from.config.branch_scaling != cfg.branch_scaling:
-            raise ValueError(f"{cfg.init_from} was trained with branch_scaling={start_from.config.branch_scaling!r}, "
-                             f"this run asks for {cfg.branch_scaling!r}: start fresh or match it")
-        router.load_state_dict({k: v.float() for k, v in ckpt.build_router(start_from).state_dict().items()})
-        start_skip = float(start_from.training.get("train_config", {}).get("target_skip", 0.0))
-        router.config.extra["tokens_before"] = int(start_from.training.get("tokens_seen", 0))
-        router.config.extra["earlier_stages"] = _stages(start_from.training, Path(cfg.init_from).name)
-    # The new router on the given model's backbone, as a copy: the caller's HeroModel keeps its own router.
-    hero = hero.with_router(router, out.name)
-    router.train()  # with_router hands the router over in eval mode; a fresh module starts in train mode
-
-    blocks, data_card = training_set(hero, cfg)
-    n_blocks = len(blocks)
-    targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
-    weights = loss_weights(hero, cfg, blocks)
-
-    optimizer = torch.optim.AdamW(param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    start, alpha = 0, cfg.alpha_init
-    spent_before = NO_TIME_SPENT  # time of earlier, interrupted processes of this run
-
-    def spent() -> dict[str, float]:
-        return {"wall_s": round(spent_before["wall_s"] + time.perf_counter() - clock[0], 1),
-                "cpu_s": round(spent_before["cpu_s"] + time.process_time() - clock[1], 1)}
-    if cfg.warm_start and cfg.init_from is None and not (state_dir / "state.json").is_file():
-        from .warmstart import cached_warm_start
-
-        # Every fresh run on the same data fits the same adapters: the fit is cached beside the teacher's.
-        cache = adapter_cache_path(hero, cfg, router.config.adapter_rank)
-        router.config.extra["warm_start"] = cached_warm_start(hero.model, hero.router, blocks, cache,
-                                                              max_tokens=cfg.warm_start_tokens, progress=progress)
-        if cfg.gate_warm_start and cfg.target_skip > 0:
-            from .warmstart import fit_gate_to_adapter_error
-
-            share = cfg.target_skip * hero.profile.total_params / hero.profile.ffn_params / hero.config.n_routed
-            router.config.extra["gate_warm_start"] = fit_gate_to_adapter_error(
-                hero.model, hero.router, blocks, min(share, 0.95), progress=progress)
-            start_skip = cfg.target_skip  # the fitted gates already skip at the budget: no ramp from 0
-        if accelerator.is_main_process:  # every rank fits the same adapters (same data, same seed)
-            _save_state(state_dir, hero, optimizer, 0, alpha, spent())  # a resumed run does not fit them again
-            (state_dir / "warm_start.json").write_text(json.dumps(
-                {k: router.config.extra[k] for k in ("warm_start", "gate_warm_start") if k in router.config.extra}))
-        accelerator.wait_for_everyone()
-    elif (state_dir / "warm_start.json").is_file():
-        saved = json.loads((state_dir / "warm_start.json").read_text())
-        router.config.extra.update(saved)
-        if "gate_warm_start" in saved:
-            start_skip = cfg.target_skip
-    resumed = _load_state(state_dir, hero, optimizer)
-    log_path = out / "train_log.jsonl"
-    out.mkdir(parents=True, exist_ok=True)
-    if resumed:
-        start, alpha, spent_before = resumed
-        log.info("resuming %s at step %d", out, start)
-        # Steps logged after the last save were lost with the process: they run again, so drop their rows.
-        rows = log_path.read_text().splitlines() if log_path.is_file() else []
-        log_path.write_text("".join(r + "\n" for r in rows if json.loads(r)["step"] <= start))
-    else:
-        log_path.write_text("")
-    total_params = hero.profile.total_params
-    ffn_params = hero.profile.ffn_params
-    hero.router.train()
-    bar = tqdm(range(start, cfg.steps), desc=f"train {out.name}", initial=start, total=cfg.steps,
-               disable=not progress or not accelerator.is_main_process)
-    rank, world = accelerator.process_index, accelerator.num_processes
-    order = block_order(cfg, n_blocks)
+    run = set_up_run(cfg, hero, accelerator, clock, progress)
+    warm_start_or_restore(run, progress)
+    start, alpha = resume(run)
+    run.hero.router.train()
+    bar = progress_bar(run, start, progress)
+    order = block_order(cfg, len(run.blocks))
     for step in bar:
-        t0 = time.perf_counter()
-        rows = order[torch.arange(step * cfg.batch_size, (step + 1) * cfg.batch_size) % n_blocks]
-        rows = rows[rank::world] if world > 1 else rows
-        batch = blocks[rows].to(hero.device)
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, cfg) * group["lr_scale"]
-        call = hero.new_call(cfg.variant, record=True, keep_gates=True,
-                             straight_through=cfg.gate_gradient == "straight_through")
-        # E*: FFNs a token may run on average so that the skipped ones make up the step's target skip.
-        step_target = target_skip_at(step, cfg, start_skip)
-        executed_budget = hero.config.n_routed - step_target * total_params / ffn_params
-        with torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=compute_dtype == torch.bfloat16):
-            logits = hero.forward(batch, None, call, use_cache=False)
-        # weights of the predicted tokens (positions 1..T-1), as the targets below are shifted
-        step_weights = None if weights is None else weights[rows][:, 1:].to(hero.device)
-        if targets is not None:
-            loss_target = distill_loss(logits[:, :-1], targets["indices"][rows][:, :-1].to(hero.device),
-                                       targets["logprobs"][rows][:, :-1].to(hero.device),
-                                       tail=cfg.distill_target == "topk_tail",
-                                       weights=step_weights)
-        else:
-            token_nll = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), batch[:, 1:], reduction="none")
-            loss_target = weighted_mean(token_nll, step_weights)
-        gates = call.passes[-1].gates
-        l_skip = usage_penalty(gates)
-        if cfg.budget in ("hinge", "hard"):
-            alpha = cfg.hinge_alpha
-            counted = hard_executed(gates, call.tau) if cfg.budget == "hard" else gates
-            sequences = batch.shape[0] if cfg.budget_scope == "sequence" else 1
-            loss = loss_target + alpha * budget_hinge(counted, executed_budget, sequences)
-        else:
-            loss = loss_target + alpha * l_skip
-        if cfg.separation > 0:
-            loss = loss + cfg.separation * separation_penalty(gates, call.tau)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if world > 1:  # the router is not DDP-wrapped: average its gradients by hand
-            for p in hero.router.parameters():
-                if p.grad is not None:
-                    p.grad = accelerator.reduce(p.grad, reduction="mean")
-        grad_norm = torch.nn.utils.clip_grad_norm_(hero.router.parameters(), cfg.clip)
-        optimizer.step()
-
-        executed = call.passes[-1].executed()  # (R, N)
-        skipped = (~executed).float().sum(0)
-        realised = float((skipped * ffn_params / total_params).mean())
-        if cfg.budget == "controller":
-            step_factor = math.exp(cfg.controller_gain * (cfg.target_skip - realised))
-            alpha = float(min(cfg.alpha_max, max(1e-6, alpha * step_factor)))
-        dt = time.perf_counter() - t0
-        row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
-               "alpha": alpha, "param_skip": realised, "target_skip": step_target,
-               "mean_gate": torch.stack(gates).mean().item(), "near_tau": near_tau_share(gates, call.tau),
-               "grad_norm": float(grad_norm), "lr": lr_at(step, cfg), "tokens_per_s": batch.numel() * world / dt,
-               **memory_log_row(hero.router, call.passes[-1].records)}
-        if accelerator.is_main_process:
-            with log_path.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
-            bar.set_postfix(skip=f"{100 * realised:.1f}%", kd=f"{row['loss_target']:.3f}",
-                            tok_s=f"{row['tokens_per_s']:.0f}", near_tau=f"{row['near_tau']:.2f}")
+        row, alpha = _train_step(run, order, step, alpha)
+        _log_step(run, bar, row)
         done = step + 1
-        if accelerator.is_main_process and (done % cfg.save_every == 0 or done == cfg.steps):
-            _save_state(state_dir, hero, optimizer, done, alpha, spent())
+        save_state_if_due(run, done, alpha)
         if stop_after is not None and done >= stop_after:
-            return out
-    hero.router.eval()
-    if accelerator.is_main_process:
-        tokens_seen = cfg.steps * cfg.batch_size * cfg.seq_len + int(router.config.extra.get("tokens_before", 0))
-        summary = {"train_config": asdict(cfg), "steps_done": cfg.steps, "tokens_seen": tokens_seen,
-                   "compute_dtype": router.config.extra["compute_dtype"],
-                   "teacher_dtype": (str(teacher_dtype(hero, cfg)).removeprefix("torch.") if targets is not None
-                                     else None),
-                   "init_from": Path(cfg.init_from).name if cfg.init_from else None,
-                   "warm_start": router.config.extra.get("warm_start"),
-                   "gate_warm_start": router.config.extra.get("gate_warm_start"),
-                   "final": json.loads(log_path.read_text().splitlines()[-1]) if log_path.read_text() else {},
-                   "earlier_stages": router.config.extra.get("earlier_stages", []),
-                   "data_card": data_card,
-                   "timing": spent()}  # summed over the processes that ran it, when it was resumed
-        ckpt.save_checkpoint(out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
-                             storage_dtype=cfg.storage_dtype)
-    return out
+            return run.out
+    write_checkpoint(run)
+    return run.out
