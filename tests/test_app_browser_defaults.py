@@ -312,22 +312,27 @@ def test_generate_answers_a_question_at_its_defaults(embedded_server, tab, shots
 
 @pytest.mark.slow
 def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab):
-    """Item 4 at the defaults (hero-10 against its inference-time ablations): beside the one prompt, the held-out
-    verdict at matched compute with 95 % intervals, read through the routers trained without each part, and labels
-    that say which run is an ablation."""
+    """Item 4 at the defaults (the default checkpoint against its inference-time ablations): beside the one prompt,
+    the held-out verdict at matched compute with 95 % intervals, read through the routers trained without each part
+    (with the warning where that control is not a fair one), and labels that say which run is an ablation."""
+    from hero_core.core.model import DEFAULT_CHECKPOINT as default
     from hero_core.eval import measured
+    from hero_core.eval.twins import CONTROL_CAVEATS, counterpart
 
+    local, no_memread = counterpart(default, "local"), counterpart(default, "no_memread")
     tab.goto(f"{embedded_server}/compare")
-    tab.wait_for("document.body.innerText.includes('hero-10 against local-10:')", timeout=600, what="the verdict")
+    tab.wait_for(f"document.body.innerText.includes('{default} against {local}:')", timeout=600, what="the verdict")
     tab.wait_for("[...document.querySelectorAll('[data-testid=stDataFrame]')].filter(e => "
                  "e.textContent.includes('ppl ratio [95 % CI]')).length === 2", timeout=120, what="the verdict tables")
     text = page_text(tab).replace("\n", " ")
-    for other in ("local-10", "no_memread-10"):
-        rows = measured.matched_between(measured.load(), "hero-10", other)
+    for other in (local, no_memread):
+        rows = measured.matched_between(measured.load(), default, other)
         assert rows, other
         assert measured.matched_words(rows).replace("**", "") in text
         assert f"{other} ppl ratio [95 % CI]" in text
-    assert "inference-time ablation of hero-10" in text
+        if other in CONTROL_CAVEATS:
+            assert CONTROL_CAVEATS[other] in text
+    assert f"inference-time ablation of {default}" in text
     names = tab.wait_for(f"(() => {{ const d = {chart_js('Skip rate per routed layer')}; "
                          "return d ? d._fullData.map(t => t.name) : null; })()", timeout=300, what="the layer chart")
     assert names == ["hero (as trained)", "no_history (ablation)", "no_memread (ablation)"]
@@ -354,7 +359,7 @@ def test_learn_on_a_local_checkpoint_says_what_it_leaves_out(embedded_server, ta
 
 @pytest.mark.slow
 def test_a_long_prompt_says_where_routing_fades(embedded_server, tab):
-    """Item 6 as the user met it: a ~650-word prompt on hero-10. The skip of each absolute-position bin is shown and
+    """Item 6 as the user met it: a ~650-word prompt on the default checkpoint. The skip of each absolute-position bin is shown and
     said from those bins, and a net param skip below zero is said plainly."""
     import pandas as pd
 
