@@ -31,11 +31,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",
-             "hero-10-r2", "no_memread-10-r2")  # recipe 2 (selective memory) and its twin: read like ablations
+             "hero-10-r2", "no_memread-10-r2",  # recipe 2 (selective memory) and its twin: read like ablations
+             "hero-10-r3", "no_memread-10-r3",  # recipe 3 (answer-weighted) and its twin
+             "hero-10-r4", "no_memread-10-r4")  # recipe 4, the default, and its twin
 # First stages, measured beside the finished checkpoints (the ablations at equal training tokens).
 STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1", "hero-10-r2-s1",
              "no_memread-10-r2-s1")
 TAUS = (0.35, 0.5, 0.65, 0.8)  # the -10 curves; the -25 and -40 checkpoints get FOLLOW_TAUS
+# Checkpoints a full run also sweeps over TAUS, so the equal-skip tables can read them at another one's skip (the
+# rest are read at their own tau only); what `--add NAME --sweep` does for one checkpoint.
+SWEPT = ("no_memread-10", "no_aux-10", "no_pos-10", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1",
+         "no_pos-10-s1", "hero-10-r2-s1", "no_memread-10-r2-s1", "hero-10-r4", "no_memread-10-r4")
 FOLLOW_TAUS = (0.35, 0.5, 0.65)  # around the -25 / -40 checkpoints' own tau, enough to read them at equal skip
 READ_TEXTS = 20  # held-out texts per domain for the read-matters ablation
 
@@ -71,7 +77,8 @@ def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = N
         if name in CURVES:
             return TAUS if name.endswith("-10") else FOLLOW_TAUS
         own = models[name].config.tau
-        return tuple(sorted({*TAUS, own})) if sweep else (own,)  # the own tau always: the tables read it
+        swept = sweep or (not only and name in SWEPT)
+        return tuple(sorted({*TAUS, own})) if swept else (own,)  # the own tau always: the tables read it
 
     taus = {name: taus_of(name) for name in models}
     with torch.no_grad():
