@@ -359,8 +359,8 @@ def test_learn_on_a_local_checkpoint_says_what_it_leaves_out(embedded_server, ta
 
 @pytest.mark.slow
 def test_a_long_prompt_says_where_routing_fades(embedded_server, tab):
-    """Item 6 as the user met it: a ~650-word prompt on the default checkpoint. The skip of each absolute-position bin is shown and
-    said from those bins, and a net param skip below zero is said plainly."""
+    """Item 6 as the user met it: a ~650-word prompt on the default checkpoint. The skip of each absolute-position
+    bin is shown and said from those bins, and a net param skip below zero is said plainly."""
     import pandas as pd
 
     from hero_core.viz.prompt_positions import position_words
