@@ -188,3 +188,19 @@ def test_the_tail_target_is_minimised_by_the_teacher_itself():
         loss = distill_loss(student[:, None], top.indices[:, None], top.values[:, None], tail=tail)
         (grad,) = torch.autograd.grad(loss, student)
         assert (grad.abs().max() < 1e-6) == vanishes
+
+
+def test_mixed_lengths_read_one_long_block_every_nth_step(tmp_path):
+    cfg = _cfg(tmp_path / "mixed", long_seq_len=96, long_every=3, long_blocks=4)
+    out = train(cfg, _fresh_tiny(), progress=False)
+    rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    # steps 3 and 6 read one 96-token block, the others two 32-token blocks
+    assert [r["tokens"] for r in rows] == [64, 64, 96, 64, 64, 96]
+    training = ckpt.read_checkpoint(out).training
+    assert training["tokens_seen"] == 4 * 64 + 2 * 96
+    assert training["data_card"]["long_blocks"] == {"seq_len": 96, "blocks": 4, "every": 3}
+
+
+def test_mixed_lengths_need_a_longer_block():
+    with pytest.raises(ValueError, match="long_seq_len"):
+        TrainConfig(out="x", seq_len=128, long_seq_len=128)

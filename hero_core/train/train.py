@@ -51,6 +51,7 @@ from .losses import (
 from .train_data import block_order
 from .train_memory import memory_log_row
 from .train_steps import (
+    BlockSet,
     RunClock,
     TrainingRun,
     progress_bar,
@@ -130,6 +131,12 @@ class TrainConfig:
     dtype: str = "auto"
     threads: int = 0  # torch threads; 0 keeps torch's default (every core)
     data_blocks: int = 1600  # size of the (cached) training set in blocks; steps cycle through it
+    # Mixed lengths: every ``long_every``-th step reads one block of ``long_seq_len`` tokens (per process) instead
+    # of batch_size blocks of seq_len, drawn from ``long_blocks`` blocks of the same data with their own teacher
+    # cache, so the routers meet the positions a long prompt reaches (0: every step reads seq_len blocks).
+    long_seq_len: int = 0
+    long_every: int = 4
+    long_blocks: int = 160
     init_from: str | None = None  # start from this checkpoint's weights (e.g. a tighter budget from a looser one)
     # "straight_through": g also learns from FFN(u) - Adapter(u) on skipped tokens; "paper": the paper's pure
     # hard-branch gradient.
@@ -178,9 +185,21 @@ class TrainConfig:
         check_dtype(self.dtype)
         if not 0.0 <= self.budget_ramp <= 1.0:
             raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")
-        for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks"):
+        for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks", "long_every",
+                     "long_blocks"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
+        if self.long_seq_len and self.long_seq_len <= self.seq_len:
+            raise ValueError(f"long_seq_len ({self.long_seq_len}) must exceed seq_len ({self.seq_len}), or be 0")
+
+    def is_long_step(self, step: int) -> bool:
+        """Whether step ``step`` (from 0) reads a long block (see ``long_seq_len``)."""
+        return self.long_seq_len > 0 and (step + 1) % self.long_every == 0
+
+    def tokens_per_process(self) -> int:
+        """Tokens one process reads over the whole run, long steps included."""
+        n_long = self.steps // self.long_every if self.long_seq_len else 0
+        return (self.steps - n_long) * self.batch_size * self.seq_len + n_long * self.long_seq_len
 
 
 # -- budget curriculum ----------------------------------------------------------------------------
@@ -202,21 +221,27 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 # -- one step ------------------------------------------------------------------------------------------
-def _batch_rows(run: TrainingRun, order: torch.Tensor, step: int) -> torch.Tensor:
-    """The blocks of step ``step``, cycling through the training set; each process takes its share."""
+def _step_blocks(run: TrainingRun, order: torch.Tensor, step: int) -> tuple[BlockSet, torch.Tensor]:
+    """The block set step ``step`` reads and its rows there, cycling through the set; each process takes its
+    share. A long step (cfg.is_long_step) reads one long block per process, in their cached order."""
     rank, world = run.accelerator.process_index, run.accelerator.num_processes
-    rows = order[torch.arange(step * run.cfg.batch_size, (step + 1) * run.cfg.batch_size) % len(run.blocks)]
-    return rows[rank::world] if world > 1 else rows
+    if run.cfg.is_long_step(step):
+        nth = step // run.cfg.long_every
+        rows = torch.arange(nth * world, (nth + 1) * world) % len(run.long.blocks)
+        return run.long, rows[rank:rank + 1]
+    rows = order[torch.arange(step * run.cfg.batch_size, (step + 1) * run.cfg.batch_size) % len(run.data.blocks)]
+    return run.data, rows[rank::world] if world > 1 else rows
 
 
-def _target_loss(run: TrainingRun, logits: torch.Tensor, batch: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+def _target_loss(run: TrainingRun, data: BlockSet, logits: torch.Tensor, batch: torch.Tensor,
+                 rows: torch.Tensor) -> torch.Tensor:
     """L_target: distillation from the teacher's top-k, or cross-entropy on the data's next tokens."""
     device = run.hero.device
     # weights of the predicted tokens (positions 1..T-1), as the targets below are shifted
-    step_weights = None if run.weights is None else run.weights[rows][:, 1:].to(device)
-    if run.targets is not None:
-        return distill_loss(logits[:, :-1], run.targets["indices"][rows][:, :-1].to(device),
-                            run.targets["logprobs"][rows][:, :-1].to(device),
+    step_weights = None if data.weights is None else data.weights[rows][:, 1:].to(device)
+    if data.targets is not None:
+        return distill_loss(logits[:, :-1], data.targets["indices"][rows][:, :-1].to(device),
+                            data.targets["logprobs"][rows][:, :-1].to(device),
                             tail=run.cfg.distill_target == "topk_tail", weights=step_weights)
     token_nll = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), batch[:, 1:], reduction="none")
     return weighted_mean(token_nll, step_weights)
@@ -266,8 +291,8 @@ def _train_step(run: TrainingRun, order: torch.Tensor, step: int, alpha: float) 
     """One optimisation step; returns its log row and the alpha the next step starts from."""
     cfg, hero = run.cfg, run.hero
     t0 = time.perf_counter()
-    rows = _batch_rows(run, order, step)
-    batch = run.blocks[rows].to(hero.device)
+    data, rows = _step_blocks(run, order, step)
+    batch = data.blocks[rows].to(hero.device)
     for group in run.optimizer.param_groups:
         group["lr"] = lr_at(step, cfg) * group["lr_scale"]
     call = hero.new_call(cfg.variant, record=True, keep_gates=True,
@@ -275,7 +300,7 @@ def _train_step(run: TrainingRun, order: torch.Tensor, step: int, alpha: float) 
     step_target = target_skip_at(step, cfg, run.start_skip)
     with torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=run.compute_dtype == torch.bfloat16):
         logits = hero.forward(batch, None, call, use_cache=False)
-    loss_target = _target_loss(run, logits, batch, rows)
+    loss_target = _target_loss(run, data, logits, batch, rows)
     gates = call.passes[-1].gates
     l_skip = usage_penalty(gates)
     loss, alpha = _loss_with_budget(run, loss_target, l_skip, call, step_target, alpha, batch.shape[0])
@@ -290,7 +315,7 @@ def _train_step(run: TrainingRun, order: torch.Tensor, step: int, alpha: float) 
            "alpha": alpha, "param_skip": realised, "target_skip": step_target,
            "mean_gate": torch.stack(gates).mean().item(), "near_tau": near_tau_share(gates, call.tau),
            "grad_norm": float(grad_norm), "lr": lr_at(step, cfg),
-           "tokens_per_s": batch.numel() * run.accelerator.num_processes / dt,
+           "tokens": batch.numel(), "tokens_per_s": batch.numel() * run.accelerator.num_processes / dt,
            **memory_log_row(hero.router, call.passes[-1].records)}
     return row, alpha
 
@@ -324,7 +349,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     start, alpha = resume(run)
     run.hero.router.train()
     bar = progress_bar(run, start, progress)
-    order = block_order(cfg, len(run.blocks))
+    order = block_order(cfg, len(run.data.blocks))
     for step in bar:
         row, alpha = _train_step(run, order, step, alpha)
         _log_step(run, bar, row)

@@ -48,6 +48,10 @@ CLI_FIELDS: dict[str, str] = {
     "gate_warm_start": "start the local head at zero (every gate equal) instead of fitting it to adapter error",
     "data_blocks": "training blocks of --seq-len tokens: the built-in mix draws this many, --data uses at most "
                    "this many (steps cycle through them)",
+    "long_seq_len": "mixed lengths: every --long-every-th step reads one block of this many tokens instead of the "
+                    "batch (0: off)",
+    "long_every": "with --long-seq-len: how often a step reads a long block",
+    "long_blocks": "with --long-seq-len: long blocks drawn (with their own teacher cache)",
     "init_from": "checkpoint to start from",
     "budget": "how the target skip is reached (see hero_core.train.TrainConfig)",
     "budget_scope": "each sequence meets the budget, or only the batch mean (see TrainConfig)",

@@ -60,7 +60,9 @@ def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.T
         want = max(1, round(n_blocks * w / total))
         # Texts to draw ``want`` blocks from: every chat prompt (the self-distilled replies are the scarce
         # part), a stdlib chunk gives ~8 blocks, a reasoning problem about half of one.
-        n_texts = {"chat": None, "code": max(8, want // 3), "reasoning": want * 2}[domain]
+        # Longer blocks take proportionally more texts.
+        per_block = max(1, cfg.seq_len // 128)
+        n_texts = {"chat": None, "code": max(8, want * per_block // 3), "reasoning": want * 2 * per_block}[domain]
         texts = domain_texts(domain, "train", n_texts, hero=hero, seed=cfg.seed)
         blocks = token_blocks(texts, hero.tokenizer, cfg.seq_len)
         if not blocks:

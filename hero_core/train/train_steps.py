@@ -7,7 +7,7 @@ import json
 import logging
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +93,15 @@ class RunClock:
 
 
 @dataclass
+class BlockSet:
+    """Training blocks of one length with what the loss reads for them."""
+
+    blocks: torch.Tensor  # (n_blocks, length) token ids
+    targets: dict | None  # the dense teacher's top-k (distillation); None: the data's next tokens
+    weights: torch.Tensor | None  # per-token loss weights; None: a plain mean
+
+
+@dataclass
 class TrainingRun:
     """What the steps of one training run share, set up once before the first step."""
 
@@ -103,10 +112,9 @@ class TrainingRun:
     out: Path
     compute_dtype: torch.dtype
     start_skip: float  # where the budget curriculum starts
-    blocks: torch.Tensor
+    data: BlockSet  # the seq_len blocks most steps read
+    long: BlockSet | None  # the long blocks every cfg.long_every-th step reads (cfg.long_seq_len); None: none
     data_card: dict
-    targets: dict | None  # the dense teacher's top-k (distillation); None: the data's next tokens
-    weights: torch.Tensor | None  # per-token loss weights; None: a plain mean
     optimizer: torch.optim.Optimizer
 
     @property
@@ -166,12 +174,24 @@ def set_up_run(cfg: TrainConfig, hero: HeroModel, accelerator, clock: RunClock, 
     # The new router on the given model's backbone, as a copy: the caller's HeroModel keeps its own router.
     hero = hero.with_router(router, out.name)
     router.train()  # with_router hands the router over in eval mode; a fresh module starts in train mode
+    data, data_card = _block_set(hero, cfg, progress)
+    long = None
+    if cfg.long_seq_len:
+        # the same data cut into long blocks, with their own teacher cache (keyed by length and count)
+        long_cfg = replace(cfg, seq_len=cfg.long_seq_len, data_blocks=cfg.long_blocks, long_seq_len=0)
+        long, _ = _block_set(hero, long_cfg, progress)
+        data_card = {**data_card, "long_blocks": {"seq_len": cfg.long_seq_len, "blocks": len(long.blocks),
+                                                  "every": cfg.long_every}}
+    optimizer = torch.optim.AdamW(param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return TrainingRun(cfg, hero, accelerator, clock, out, compute_dtype, start_skip, data, long, data_card,
+                       optimizer)
+
+
+def _block_set(hero: HeroModel, cfg: TrainConfig, progress: bool) -> tuple[BlockSet, dict]:
+    """The run's blocks of cfg.seq_len tokens, their teacher targets and loss weights, and the data card."""
     blocks, data_card = training_set(hero, cfg)
     targets = teacher_targets(hero, cfg, blocks, progress=progress) if cfg.target == "distill" else None
-    weights = loss_weights(hero, cfg, blocks)
-    optimizer = torch.optim.AdamW(param_groups(hero.router, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return TrainingRun(cfg, hero, accelerator, clock, out, compute_dtype, start_skip, blocks, data_card, targets,
-                       weights, optimizer)
+    return BlockSet(blocks, targets, loss_weights(hero, cfg, blocks)), data_card
 
 
 def warm_start_or_restore(run: TrainingRun, progress: bool) -> None:
@@ -194,14 +214,14 @@ def _warm_start(run: TrainingRun, progress: bool) -> None:
     router = hero.router
     # Every fresh run on the same data fits the same adapters: the fit is cached beside the teacher's.
     cache = adapter_cache_path(hero, cfg, router.config.adapter_rank)
-    router.config.extra["warm_start"] = cached_warm_start(hero.model, hero.router, run.blocks, cache,
+    router.config.extra["warm_start"] = cached_warm_start(hero.model, hero.router, run.data.blocks, cache,
                                                           max_tokens=cfg.warm_start_tokens, progress=progress)
     if cfg.gate_warm_start and cfg.target_skip > 0:
         from .warmstart import fit_gate_to_adapter_error
 
         share = cfg.target_skip * hero.profile.total_params / hero.profile.ffn_params / hero.config.n_routed
         router.config.extra["gate_warm_start"] = fit_gate_to_adapter_error(
-            hero.model, hero.router, run.blocks, min(share, 0.95), progress=progress)
+            hero.model, hero.router, run.data.blocks, min(share, 0.95), progress=progress)
         run.start_skip = cfg.target_skip  # the fitted gates already skip at the budget: no ramp from 0
     if accelerator.is_main_process:  # every rank fits the same adapters (same data, same seed)
         # a resumed run does not fit them again
@@ -250,11 +270,11 @@ def write_checkpoint(run: TrainingRun) -> None:
     hero.router.eval()
     if not run.accelerator.is_main_process:
         return
-    tokens_seen = cfg.steps * cfg.batch_size * cfg.seq_len + int(extra.get("tokens_before", 0))
+    tokens_seen = cfg.tokens_per_process() + int(extra.get("tokens_before", 0))
     log_text = run.log_path.read_text()
     summary = {"train_config": asdict(cfg), "steps_done": cfg.steps, "tokens_seen": tokens_seen,
                "compute_dtype": extra["compute_dtype"],
-               "teacher_dtype": (str(teacher_dtype(hero, cfg)).removeprefix("torch.") if run.targets is not None
+               "teacher_dtype": (str(teacher_dtype(hero, cfg)).removeprefix("torch.") if run.data.targets is not None
                                  else None),
                "init_from": Path(cfg.init_from).name if cfg.init_from else None,
                "warm_start": extra.get("warm_start"),
