@@ -1,6 +1,7 @@
 """Skip by absolute position (hero_core.eval.position_skip, SweepResult.skip_by_absolute_position, the page's
 figure)."""
 
+import json
 import math
 
 import numpy as np
@@ -164,3 +165,16 @@ def test_ratio_chart_fits_its_axis_to_the_intervals(result):
     assert low > 0.5 * min(1.0, table.ratio_low.min()) and low <= min(1.0, table.ratio_low.min())
     assert high >= max(1.0, table.ratio_high.max())
     assert fig.data[0].type == "scatter" and fig.data[0].mode == "markers"
+
+
+def test_results_page_shows_the_measured_positions_or_nothing(tmp_path):
+    from hero_core.reports.quality_report import POSITION_RESULTS, position_lines
+
+    assert position_lines(tmp_path / "absent.json", tmp_path / "f.png") == []  # not measured: no section
+    lines = position_lines(POSITION_RESULTS, tmp_path / "f.png")
+    table = "\n".join(lines)
+    saved = json.loads(POSITION_RESULTS.read_text())
+    assert "## Skip by absolute position" in lines
+    for name in saved["summary"]["checkpoints"]:
+        assert f"| {name} (" in table
+    assert saved["meta"]["command"] in table

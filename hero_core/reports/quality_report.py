@@ -19,6 +19,7 @@ from .pages import save_figure, table_row
 from .readme_block import replace_block
 
 ROOT = Path(__file__).resolve().parents[2]
+POSITION_RESULTS = ROOT / "docs" / "experiments" / "position-skip" / "results.json"
 
 DOMAINS = ("chat", "code", "reasoning")
 PAPER_BUDGETS = (26.87, 38.82)  # the paper's two HeRo operating points (Llama-3.1-8B), param skip %
@@ -381,9 +382,29 @@ def render(result: dict, figure: Path) -> str:
         for d, r in result["bf16"].items():
             out.append(f"| {d} | {100 * r['flip_rate']:.2f} | {100 * r['gates_within_0.05_of_tau']:.1f} | "
                        f"{r['ratio_fp32']:.3f} | {r['ratio_bf16']:.3f} | {100 * r['bf16_vs_fp32']:+.1f} % |")
+    out += position_lines(POSITION_RESULTS, figure.parent / "position_skip.png")
     out += ["", "## Training", ""] + training_lines(result["checkpoints"])
     out += ["", BELOW_ONE_NOTE]
     return "\n".join(out) + "\n"
+
+
+def position_lines(results_path: Path, figure: Path) -> list[str]:
+    """Skip by absolute position on 2,048-token held-out sequences (scripts/position_skip.py writes the JSON and
+    the figure); nothing when that measurement has not been run."""
+    from ..eval.position_skip import TARGET_RATIO, markdown_table
+
+    if not results_path.is_file():
+        return []
+    results = json.loads(results_path.read_text())
+    meta = results["meta"]
+    return ["", "## Skip by absolute position", "",
+            f"FFNs skipped per token (of {meta['n_routed']}) by the token's index in 2,048-token held-out sequences "
+            f"(`{meta['command']}`, {sum(meta['sequences_per_domain'].values())} sequences); token 0, the attention "
+            "sink, is its own column and the param skip is given with and without it. Target: skip at 512–2,047 "
+            f"at least {TARGET_RATIO:.2f} of the skip at 16–127. Per domain: "
+            f"[docs/experiments/position-skip]({os.path.relpath(results_path.parent, ROOT / 'docs')}/README.md).",
+            "", markdown_table(results["summary"]), "",
+            f"![Skip by position]({os.path.relpath(figure, ROOT / 'docs')})"]
 
 
 def read_summary_lines(read: dict) -> list[str]:
