@@ -166,3 +166,26 @@ def test_a_fused_step_that_cannot_be_built_falls_back_loudly(monkeypatch, caplog
         assert fused_router.decode_path() == "packed"
     assert "could not be built (CalledProcessError: ninja: build stopped)" in caplog.text
     fused_router._warn_once.cache_clear()
+
+
+@pytest.mark.parametrize("kernel", ["elu1", "softmax"])
+def test_fp32_decode_steps_run_the_compiled_loops_at_every_block(kernel, monkeypatch):
+    """The compiled step has fp32 loops and an ATen fallback; the previous block's (N,) outputs are strided
+    views, which once sent every block after the first to the slower fallback unnoticed."""
+    from hero_core.core import packed_router
+
+    monkeypatch.setenv("HERO_DECODE_PATH", "fused")
+    router = tiny_hero(seed=1, n_layers=6, memory_kernel=kernel, memory_scale_init=4.0).router
+    served: list[bool] = []
+    real_decide = packed_router._decide_fused
+
+    def watching(router, j, hbar, path):
+        memory = [path.memory.keys, path.memory.values] if path.memory is not None else []
+        prev = [] if j == 1 else [path.hbar_prev, path.delta_prev, path.dist_prev, path.p_hist, path.m_hist]
+        served.append(path.fused.takes_loops(hbar, prev, memory, path.weights.fused_weights(j)))
+        return real_decide(router, j, hbar, path)
+
+    monkeypatch.setattr(packed_router, "_decide_fused", watching)
+    hbars = _hbars(router, n=1)
+    _decisions(router, hbars, "hero", True, expect_fused=True)
+    assert served == [True] * len(hbars)

@@ -237,20 +237,29 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
           delta, small.select(1, 6)};
 }
 
-// The loops where every operand is fp32 and contiguous on the CPU (the bundled routers), else the ATen form.
+// Whether the loops can serve this call: every operand fp32 on the CPU, the weights, memory and hbar contiguous.
+// The previous block's outputs are views into its result buffer: the (N, d) rows need unit stride along d, the
+// (N,) ones are read through their stride (they are columns of that buffer, stride = its width).
+bool takes_loops(const Tensor& hbar, const std::vector<Tensor>& prev, const std::vector<Tensor>& memory,
+                 const std::vector<Tensor>& w) {
+  bool loops = fp32_contiguous(hbar);
+  for (const auto& t : w) loops = loops && fp32_contiguous(t);
+  for (const auto& t : memory) loops = loops && fp32_contiguous(t);
+  for (const auto& t : prev) loops = loops && t.scalar_type() == at::kFloat && t.is_cpu();
+  for (size_t i = 0; i < std::min<size_t>(prev.size(), 2); ++i) loops = loops && prev[i].stride(-1) == 1;
+  return loops;
+}
+
 std::vector<Tensor> decide(const Tensor& hbar, int64_t j, const std::vector<Tensor>& prev,
                            const std::vector<Tensor>& memory, const std::vector<Tensor>& w, double rms_eps,
                            double eps, double scale, int64_t d_state, int64_t d_memory, int64_t head_hidden) {
   TORCH_CHECK(w.size() == kWeightCount, "fused router step: expected ", int(kWeightCount), " weights");
-  bool loops = fp32_contiguous(hbar);
-  for (const auto& t : w) loops = loops && fp32_contiguous(t);
-  for (const auto& t : memory) loops = loops && fp32_contiguous(t);
-  for (const auto& t : prev) loops = loops && t.scalar_type() == at::kFloat && t.is_cpu() && t.stride(-1) == 1;
-  auto step = loops ? decide_fp32 : decide_aten;
+  auto step = takes_loops(hbar, prev, memory, w) ? decide_fp32 : decide_aten;
   return step(hbar, j, prev, memory, w, rms_eps, eps, scale, d_state, d_memory, head_hidden);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("decide", &decide, "HeRo router decision at one routed block of a decode step");
+  m.def("takes_loops", &takes_loops, "whether decide runs the fp32 loops for these operands");
   m.def("decide_aten", &decide_aten, "the same decision issued as ATen operations (any dtype or device)");
 }
