@@ -1,7 +1,7 @@
 """Which checkpoints the headline reports, each one's local twin, and the twin's tau at matched compute.
 
 A checkpoint ``<kind>-<budget>[-<tag>...]`` (``hero-10``, ``hero-10-s1``, ``hero-10-r2``, ``no_memread-10-r2``)
-has the local twin ``local-<budget>`` with the same stage tags and without a recipe tag (``r2``, ``r3``, ``r4``): the
+has the local twin ``local-<budget>`` with the same stage tags and without a recipe tag (``r2`` to ``r5``): the
 no_history router trained with the first recipe's schedule (``hero-10-r2`` -> ``local-10``, ``hero-10-r2-s1`` ->
 ``local-10-s1``). Comparing the two at their own tau would mix a better router with a different amount of
 skipping, so the twin is also run at **matched compute**: the tau at which its param skip on calibration text
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 LOCAL = "local"
-RECIPE_TAGS = ("r2", "r3", "r4")  # tags of a later training recipe: its twin is the first recipe's local router
+RECIPE_TAGS = ("r2", "r3", "r4", "r5")  # tags of a later training recipe: its twin is the first recipe's local router
 HEADLINE_KINDS = ("hero", "local")  # every bundled checkpoint of these kinds is a headline row ...
 RECIPE_KINDS = ("no_memread",)  # ... and of these only under a recipe tag (recipe 2's own ablation twin)
 _ROLE = {"hero": 0, "no_memread": 1, LOCAL: 2}  # row order within a budget and stage
