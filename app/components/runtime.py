@@ -19,8 +19,8 @@ import torch
 
 from hero_core import RoutingTrace, load_hero
 from hero_core.analysis.attribution import Attribution, explain
+from hero_core.core.metrics import compare_to_dense
 from hero_core.core.model import HeroModel
-from hero_core.core.quality import compare_to_dense
 
 from .settings import DEFAULT_CHOICE, ModelSpec, Settings
 

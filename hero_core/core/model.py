@@ -364,7 +364,7 @@ class HeroModel:
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
     """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
-    from .quality import token_quality
+    from .metrics import token_quality
 
     q = {name: value.cpu().double().numpy() for name, value in token_quality(dense, routed, ids).items()}
     pad = np.array([np.nan])  # the last token has no next token
