@@ -181,21 +181,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args) -> int:
-    from ..core import checkpoint as ckpt
     from ..core.backbones import load_backbone
-    from ..core.model import HeroModel
+    from ..core.model import load_checkpoints
 
     try:
         taus = [float(t) for t in args.taus.split(",")]
     except ValueError:
         raise ValueError(f"--taus must be comma-separated numbers, got {args.taus!r}") from None
-    backbone = load_backbone(args.backbone)
-    models: dict = {}
-    for name in args.checkpoint:
-        found = ckpt.read_checkpoint(name)
-        ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
-        router = ckpt.build_router(found)
-        models[found.name] = HeroModel(backbone, router, found.name, found.training)  # one backbone, wrapped once
+    loaded = load_checkpoints(args.checkpoint, load_backbone(args.backbone))
+    models = {model.checkpoint_name: model for model in loaded.values()}  # a directory's curve is named by its name
     with torch.no_grad():
         result = frontier(models, oracle=args.oracle, random=args.random, taus=taus, limit=args.limit,
                           max_tokens=args.max_tokens, domains=args.domains.split(","), progress=True)

@@ -138,13 +138,11 @@ class SweepRun:
 
 def with_checkpoint(hero, name: str):
     """``hero``'s backbone with another checkpoint's router (the backbone is not loaded twice)."""
-    from ..core import checkpoint as ckpt
+    from ..core.model import load_checkpoint
 
     if name == hero.checkpoint_name:
         return hero
-    found = ckpt.read_checkpoint(name)
-    ckpt.check_backbone(found, hero.backbone.fingerprint, hero.backbone.name)
-    return hero.with_router(ckpt.build_router(found), found.name, found.training)
+    return load_checkpoint(name, hero.backbone)
 
 
 def make_runs(hero, checkpoints: Sequence | None = None, variants: Sequence[str] | None = None) -> list[SweepRun]:
