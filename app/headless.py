@@ -8,17 +8,32 @@ against the CLI's trace.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 APP_MAIN = Path(__file__).resolve().with_name("main.py")
-# The app's helpers are the top-level package `components`, as when streamlit runs main.py from this folder; a
-# caller that loads this file by path (the script) has not put the folder on the import path.
-if str(APP_MAIN.parent) not in sys.path:
-    sys.path.insert(0, str(APP_MAIN.parent))
 
-from components.settings import CUSTOM_CHECKPOINT  # noqa: E402
+
+def _app_components():
+    """The app's helper package ``components``, the very module objects app/main.py imports when it runs.
+
+    Streamlit puts main.py's folder on the import path only while the script runs, so a caller that loads this file
+    by path (the script) cannot import ``components`` beforehand. The package is loaded from its file by an explicit
+    spec instead and registered under its own name; its submodules are then found through the package's ``__path__``,
+    and the app's run reuses them rather than loading a second copy."""
+    if "components" not in sys.modules:
+        init = APP_MAIN.with_name("components") / "__init__.py"
+        spec = importlib.util.spec_from_file_location("components", init, submodule_search_locations=[str(init.parent)])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["components"] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module("components.settings")
+
+
+CUSTOM_CHECKPOINT = _app_components().CUSTOM_CHECKPOINT
 
 
 def open_route_explorer(model_dir: Path, checkpoint: Path, device: str, prompt: str, timeout: float) -> dict:

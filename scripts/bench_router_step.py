@@ -29,9 +29,9 @@ import torch
 
 from hero_core import load_hero
 from hero_core.bench.sections import decode_step_seconds
-from hero_core.core import checkpoint as ckpt
 from hero_core.core.call_state import RoutingCall
 from hero_core.core.fused_router import ENV, warm_up
+from hero_core.core.model import load_checkpoints
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when movable type made books "
           "cheaper to produce and ideas travelled faster across Europe than ever before.")
@@ -73,10 +73,7 @@ def router_step_time(router, variant: str, *, path: str, n: int = 1, loops: int 
 def bench_precision(dtype: str, steps: int, reps: int, names: list[str]) -> dict:
     hero = load_hero("hero-25", dtype=dtype)
     ids = hero.encode([PROMPT]).input_ids
-    routers = {}
-    for name in names:
-        found = ckpt.read_checkpoint(name)
-        routers[name] = hero.with_router(ckpt.build_router(found), found.name)
+    routers = load_checkpoints(names, hero.backbone)
     base = routers[names[0]]
 
     def routed(h, tau=None):

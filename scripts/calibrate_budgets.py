@@ -14,21 +14,20 @@ from pathlib import Path
 from hero_core.core import checkpoint as ckpt
 from hero_core.core.backbones import load_backbone
 from hero_core.core.files import atomic_write_text
-from hero_core.core.model import HeroModel
+from hero_core.core.model import load_checkpoint
 from hero_core.eval.calibration import calibrate_tau, calibration_blocks, realised_skip
 
 TARGETS = {"hero-25": 0.25, "local-25": 0.25, "hero-40": 0.40, "local-40": 0.40}
 
 
 def calibrate(backbone, directory: Path, target: float) -> dict:
-    found = ckpt.read_checkpoint(directory)
-    hero = HeroModel(backbone, ckpt.build_router(found), found.name)
+    hero = load_checkpoint(directory, backbone)
     blocks = calibration_blocks(hero)
-    before = realised_skip(hero, blocks, found.config.variant, 0.5)
+    before = realised_skip(hero, blocks, hero.config.variant, 0.5)
     tau, _ = calibrate_tau(hero, blocks, target)
     # Round to the app's slider step (0.01), so the slider's starting value is exactly the checkpoint's tau.
     tau = round(tau, 2)
-    skip = realised_skip(hero, blocks, found.config.variant, tau)
+    skip = realised_skip(hero, blocks, hero.config.variant, tau)
     meta_path = directory / ckpt.CONFIG_FILE
     meta = json.loads(meta_path.read_text())
     meta["router"]["tau"] = tau

@@ -34,7 +34,7 @@ from pathlib import Path
 from hero_core.core import checkpoint as ckpt
 from hero_core.core.backbones import load_backbone
 from hero_core.core.data import domain_texts
-from hero_core.core.model import HeroModel
+from hero_core.core.model import HeroModel, load_checkpoints
 from hero_core.eval import HeroMethod, baselines, evaluate
 from hero_core.eval.calibration import calibration_blocks, realised_skip
 from hero_core.eval.retain import retain_summary
@@ -45,14 +45,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 TRAINED_ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10")
 BASELINE_BUDGETS = ("hero-25", "hero-40")
-
-
-def load_models(names: list[str]) -> dict[str, HeroModel]:
-    """Every named checkpoint on one loaded backbone."""
-    backbone = load_backbone(device="auto")
-    found = ckpt.read_checkpoint(names[0])
-    first = HeroModel(backbone, ckpt.build_router(found), found.name, found.training)
-    return {names[0]: first, **{n: with_checkpoint(first, n) for n in names[1:]}}
 
 
 def baseline_methods(models: dict[str, HeroModel], blocks) -> tuple[list[HeroMethod], dict[str, float]]:
@@ -111,7 +103,7 @@ def main() -> int:
     bundled = ckpt.bundled_names()
     names = args.checkpoints.split(",") if args.checkpoints else headline_checkpoints(bundled)
     extra = [n for n in TRAINED_ABLATIONS if args.ablations and n in bundled]
-    models = load_models(names + extra)
+    models = load_checkpoints(names + extra, load_backbone(device="auto"))
     first = models[names[0]]
     blocks = calibration_blocks(first)
 

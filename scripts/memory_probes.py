@@ -17,9 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.core import checkpoint as ckpt
 from hero_core.core.backbones import load_backbone
-from hero_core.core.model import HeroModel, fresh_router
+from hero_core.core.model import HeroModel, fresh_router, load_checkpoint
 from hero_core.train.train import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,8 +87,7 @@ def main() -> int:
         train(cfg, hero, progress=False)
         seconds = time.perf_counter() - t0
         rows = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
-        found = ckpt.read_checkpoint(run_dir)
-        scored = hero.with_router(ckpt.build_router(found), name, found.training)
+        scored = load_checkpoint(run_dir, hero.backbone)
         with torch.no_grad():
             result = score(scored, args.limit)
         tail = rows[-20:]

@@ -16,9 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.core import checkpoint as ckpt
 from hero_core.core.backbones import load_backbone
-from hero_core.core.model import HeroModel, fresh_router
+from hero_core.core.model import HeroModel, fresh_router, load_checkpoint
 from hero_core.train.train import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,8 +78,7 @@ def main() -> int:
         train(cfg, hero, progress=False)
         seconds = time.perf_counter() - t0
         rows = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
-        found = ckpt.read_checkpoint(run_dir)
-        scored = hero.with_router(ckpt.build_router(found), name, found.training)
+        scored = load_checkpoint(run_dir, hero.backbone)
         with torch.no_grad():
             quality = score(scored, args.limit)
         tail = rows[-20:]
@@ -89,7 +87,7 @@ def main() -> int:
                   "tokens_per_s": sum(r["tokens_per_s"] for r in tail) / len(tail),
                   "train_param_skip": sum(r["param_skip"] for r in tail) / len(tail),
                   "near_tau": sum(r["near_tau"] for r in tail) / len(tail),
-                  "warm_start": found.training.get("warm_start"), "held_out": quality}
+                  "warm_start": scored.training_info.get("warm_start"), "held_out": quality}
         (OUT / f"{name}.json").write_text(json.dumps(result, indent=1))
         print(name, json.dumps({d: round(q["perplexity_ratio"], 3) for d, q in quality.items()}), flush=True)
     return 0

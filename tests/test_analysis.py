@@ -10,6 +10,7 @@ import torch
 
 from hero_core.analysis import analysis as A
 from hero_core.core.accounting import ComputeProfile
+from hero_core.core.metrics import bootstrap_ci
 from hero_core.core.trace import RoutingTrace
 
 PROFILE = ComputeProfile(total_params=1000, ffn_params=100, adapter_params=10, router_params=5, linear_params=800,
@@ -274,9 +275,9 @@ def test_skip_tables_on_the_tiny_model(runs):
 
 
 def test_bootstrap_ci():
-    assert A.bootstrap_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)
-    lo, hi = A.bootstrap_ci([0.0, 1.0, 2.0, 3.0], [1, 1, 1, 1], seed=1)
+    assert bootstrap_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)
+    lo, hi = bootstrap_ci([0.0, 1.0, 2.0, 3.0], [1, 1, 1, 1], seed=1)
     assert 0.0 <= lo <= 1.5 <= hi <= 3.0
-    assert all(math.isnan(x) for x in A.bootstrap_ci([]))
+    assert all(math.isnan(x) for x in bootstrap_ci([]))
     with pytest.raises(ValueError):
-        A.bootstrap_ci([1.0, 2.0], [1.0])
+        bootstrap_ci([1.0, 2.0], [1.0])

@@ -323,7 +323,7 @@ def test_compare_variants(app, tiny):
     assert table["what it is"][1] == "inference-time ablation: tiny-random (trained as hero) run as no_history"
     np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
     quality = chart(at, "Quality against the dense model")["data"]
-    from hero_core.core.quality import compare_to_dense
+    from hero_core.core.metrics import compare_to_dense
 
     dense = tiny.logits(DEFAULT_PROMPT, variant="dense")
     q = compare_to_dense(dense, tiny.logits(DEFAULT_PROMPT, variant="no_history"), torch.tensor(expected[1].token_ids))

@@ -108,3 +108,26 @@ def test_no_module_imports_another_modules_private_names():
                 found += [f"{path.relative_to(CORE)}:{node.lineno} {a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert found == []
+
+
+def test_no_app_module_or_script_imports_another_modules_private_names():
+    root = CORE.parent
+    found = []
+    for path in [*(root / "app").rglob("*.py"), *(root / "scripts").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                found += [f"{path.relative_to(root)}:{node.lineno} {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []
+
+
+def test_no_script_app_or_library_module_edits_the_import_path():
+    """scripts/ and app/ run against the installed package (docs/architecture.md), so none touches ``sys.path``."""
+    root = CORE.parent
+    found = []
+    for path in [*CORE.rglob("*.py"), *(root / "scripts").rglob("*.py"), *(root / "app").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+                    and node.value.id == "sys"):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

@@ -141,3 +141,20 @@ def test_with_router_shares_the_backbone_and_switches_decisions(tiny):
     assert fresh.executed.all() and not original.executed.all()  # fresh gates start near 1
     with pytest.raises(ValueError, match="routes layers"):
         tiny.with_router(fresh_router(tiny.backbone, routed_layers=[0, 1]), "partial")
+
+
+def test_load_checkpoints_puts_each_on_the_one_backbone_and_checks_it(tiny, saved, tmp_path):
+    from hero_core.core.model import fresh_router, load_checkpoints
+
+    other = ckpt.save_checkpoint(tmp_path / "other", fresh_router(tiny.backbone), tiny.backbone.fingerprint,
+                                 tiny.backbone.name)
+    models = load_checkpoints([saved, other], tiny.backbone)
+    assert list(models) == [str(saved), str(other)]  # keyed by the names as given
+    a, b = models[str(saved)], models[str(other)]
+    assert a.model is b.model is tiny.model and (a.checkpoint_name, b.checkpoint_name) == ("run", "other")
+    assert a.trace("hello world").to_dict()["gate"] == tiny.trace("hello world").to_dict()["gate"]
+    assert b.trace("a b c d").executed.all()  # fresh gates start near 1
+    alien = ckpt.save_checkpoint(tmp_path / "alien", tiny.router, Fingerprint("llama", 30, 576, 1536, 49152, 134515008),
+                                 "SmolLM2-135M-Instruct")
+    with pytest.raises(ckpt.CheckpointError, match="was trained for SmolLM2"):
+        load_checkpoints([saved, alien], tiny.backbone)

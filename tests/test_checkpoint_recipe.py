@@ -1,9 +1,10 @@
-"""scripts/make_checkpoints.py and the Makefile's two lanes: every run is reached, after the run it continues."""
+"""The recipe table scripts/make_checkpoints.py trains (hero_core.train.recipes) and the Makefile's two lanes: every
+run is reached, after the run it continues."""
 
 import re
 from pathlib import Path
 
-from scripts_loader import load_script
+from hero_core.train.recipes import RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -14,7 +15,7 @@ def _lanes() -> dict[str, list[str]]:
 
 
 def test_each_run_is_in_one_lane_after_the_run_it_continues_from():
-    runs = load_script("make_checkpoints").RUNS
+    runs = RUNS
     lanes = _lanes()
     assert set(lanes) == {"LANE_A", "LANE_B"}
     listed = [name for lane in lanes.values() for name in lane]
@@ -28,7 +29,7 @@ def test_each_run_is_in_one_lane_after_the_run_it_continues_from():
 
 
 def test_the_ablations_repeat_hero_10s_stages():
-    runs = load_script("make_checkpoints").RUNS
+    runs = RUNS
     for ablation in ("no_memread", "no_aux", "no_pos"):
         for stage in ("-10-s1", "-10"):
             hero, other = runs[f"hero{stage}"], runs[f"{ablation}{stage}"]
@@ -37,7 +38,7 @@ def test_the_ablations_repeat_hero_10s_stages():
 
 
 def test_the_r2_twin_differs_from_hero_10_r2_in_the_memory_read_only():
-    runs = load_script("make_checkpoints").RUNS
+    runs = RUNS
     for stage in ("-10-r2-s1", "-10-r2", "-10-r3"):
         hero, twin = runs[f"hero{stage}"], runs[f"no_memread{stage}"]
         assert (hero.variant, twin.variant) == ("hero", "no_memread")
@@ -51,7 +52,7 @@ def test_the_r2_twin_differs_from_hero_10_r2_in_the_memory_read_only():
 
 
 def test_r3_differs_from_hero_10_r2_in_the_answer_weight_only():
-    runs = load_script("make_checkpoints").RUNS
+    runs = RUNS
     r2, r3 = runs["hero-10-r2"], runs["hero-10-r3"]
     assert (r3.variant, r3.target_skip, r3.steps, r3.start, r3.budget_scope, r3.lr) == \
            (r2.variant, r2.target_skip, r2.steps, r2.start, r2.budget_scope, r2.lr)

@@ -187,7 +187,7 @@ def test_skip_heatmaps_share_axes(traces):
 
 
 def test_quality_lines(tiny, trace):
-    from hero_core.core.quality import compare_to_dense
+    from hero_core.core.metrics import compare_to_dense
 
     ids = torch.tensor(trace.token_ids)
     q = compare_to_dense(tiny.logits(PROMPT, variant="dense"), tiny.logits(PROMPT, variant="hero"), ids)

@@ -79,7 +79,7 @@ def test_evaluate_points_and_interpolation(tiny):
 
 
 def test_quality_trace_matches_the_dense_and_routed_logits_and_round_trips(tiny, tmp_path):
-    from hero_core.core.quality import kl_from_dense, next_token_nll
+    from hero_core.core.metrics import kl_from_dense, next_token_nll
 
     trace = tiny.trace(PROMPT, quality=True)
     ids = torch.tensor(trace.token_ids)

@@ -53,7 +53,7 @@ def test_token_quality_equals_the_separate_measures():
     """The one-log-softmax form gives what the separate measures give, checked against torch's own losses."""
     import torch.nn.functional as F
 
-    from hero_core.core.quality import kl_from_dense, next_token_nll, token_quality, top1_agreement
+    from hero_core.core.metrics import kl_from_dense, next_token_nll, token_quality, top1_agreement
 
     generator = torch.Generator().manual_seed(0)
     dense, routed = torch.randn(2, 9, 50, generator=generator).unbind(0)

@@ -19,7 +19,7 @@ from hero_core.core.config import INFERENCE_VARIANTS
 from hero_core.eval.sweep import Item, SweepResult, SweepRun, bundled_items, read_prompts, run_item
 
 from .compare import default_checkpoints
-from .runtime import _model, load_model
+from .runtime import load_model, model_of_args
 from .settings import ModelSpec, Settings, tiny_mode
 from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
 
@@ -71,7 +71,7 @@ class AppRun:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _bundled(name: str, n: int, model_args: tuple) -> list[Item]:
-    hero = _model(model_args) if name == "chat" else None  # chat texts are the dense model's replies
+    hero = model_of_args(model_args) if name == "chat" else None  # chat texts are the dense model's replies
     return bundled_items(name, n, hero=hero)
 
 
@@ -165,7 +165,7 @@ def pick_runs(settings: Settings, *, prefix: str) -> list[AppRun]:
 
 @st.cache_data(show_spinner=False, max_entries=20_000)
 def _item_rows(runs: tuple, item: tuple, index: int, max_tokens: int, chat: bool, matched: bool) -> dict:
-    sweep_runs = [SweepRun(label, _model(args), variant, tau) for label, args, variant, tau in runs]
+    sweep_runs = [SweepRun(label, model_of_args(args), variant, tau) for label, args, variant, tau in runs]
     return run_item(sweep_runs, Item(*item), index, max_tokens=max_tokens, chat_template=chat, match_compute=matched)
 
 

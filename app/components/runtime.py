@@ -19,8 +19,8 @@ import torch
 
 from hero_core import RoutingTrace, load_hero
 from hero_core.analysis.attribution import Attribution, explain
+from hero_core.core.metrics import compare_to_dense
 from hero_core.core.model import HeroModel
-from hero_core.core.quality import compare_to_dense
 
 from .settings import DEFAULT_CHOICE, ModelSpec, Settings
 
@@ -122,7 +122,9 @@ def load_model(spec: ModelSpec) -> HeroModel:
         return _load(*spec.as_args())
 
 
-def _model(args: tuple) -> HeroModel:
+def model_of_args(args: tuple) -> HeroModel:
+    """The cached model of a cached call's arguments, whose first five are a ModelSpec's (``ModelSpec.as_args``):
+    the cached calls take plain tuples, which hash as cache keys."""
     return _load(*args[:5])
 
 
@@ -138,7 +140,7 @@ def _trace_dict(backbone, precision, device, checkpoint, tiny, prompt, variant, 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _matched_tau(model_args: tuple, prompt: str, variant: str, chat_template: bool, max_tokens: int,
                  param_skip: float) -> float:
-    hero = _model(model_args)
+    hero = model_of_args(model_args)
     enc = hero.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
     return hero.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, param_skip)[0]
 
@@ -161,11 +163,11 @@ def get_trace(run: RunSpec) -> RoutingTrace:
 def _quality_dicts(runs_args: tuple[tuple, ...], reference_args: tuple) -> list[dict]:
     """Quality of routed runs against the dense model ``reference_args`` (a ModelSpec's args) on the same
     tokens; the dense logits are computed once for all runs."""
-    ref = _model(reference_args)
+    ref = model_of_args(reference_args)
     dense, ids = None, None
     out = []
     for run_args in runs_args:
-        hero = _model(run_args)
+        hero = model_of_args(run_args)
         prompt, variant, tau, chat, max_tokens = run_args[5:]
         if dense is None:
             dense = ref.logits(prompt, variant="dense", chat_template=chat, max_tokens=max_tokens).cpu()
@@ -200,7 +202,7 @@ def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_st
     cache = st.session_state.setdefault(ATTRIBUTIONS, {})
     key = (run_args, token, block, method, n_steps, baseline)
     if key not in cache:
-        hero = _model(run_args)
+        hero = model_of_args(run_args)
         prompt, variant, tau, chat, max_tokens = run_args[5:]
         cache[key] = explain(hero, prompt, token, block, variant=variant, tau=tau, chat_template=chat, method=method,
                              n_steps=n_steps, baseline=baseline, max_tokens=max_tokens, progress=progress).to_dict()

@@ -9,11 +9,11 @@ Conventions:
 * A **domain** is a named group of texts (``reasoning``, ``code``, ``chat`` …); most functions take
   ``{domain: [trace, ...]}``.
 * Aggregates are **token-weighted**: all tokens (or next-token positions) of a domain are pooled, so a
-  long text weighs more than a short one. Item-level bootstrap intervals (:func:`bootstrap_ci`) resample
-  whole texts, which is the honest unit of independence.
+  long text weighs more than a short one. Item-level bootstrap intervals
+  (:func:`hero_core.core.metrics.bootstrap_ci`) resample whole texts, which is the honest unit of independence.
 * An :class:`ItemRun` holds one text run under several labelled configurations (``"hero"``,
   ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`run_items` builds them with the public API.
-* Quality follows :mod:`hero_core.core.quality`: NLL of the next token at positions 0..T-2, KL(dense || routed)
+* Quality follows :mod:`hero_core.core.metrics`: NLL of the next token at positions 0..T-2, KL(dense || routed)
   and top-1 agreement at every position.
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.quality import compare_to_dense, next_token_nll
+from ..core.metrics import bootstrap_ci, compare_to_dense, next_token_nll
 from ..core.trace import RoutingTrace
 from .memory_stats import MEMORY_STATS, memory_depth_profile, memory_row_stats, memory_stats, memory_token_stats  # noqa: F401  (re-exported: notebooks read every analysis from this module)
 from .token_categories import CATEGORIES, CATEGORY_LABELS, CODE_DOMAINS, token_categories, token_category  # noqa: F401  (re-exported)
@@ -192,33 +192,6 @@ def _require(runs: Sequence[ItemRun], labels: Sequence[str], *, traces: bool) ->
         if missing:
             kind = "traces" if traces else "logits"
             raise ValueError(f"a {run.domain} item has no {kind} for {missing}; it has {sorted(held)}")
-
-
-def bootstrap_picks(n: int, *, n_boot: int = 2000, rng: np.random.Generator) -> np.ndarray:
-    """(n_boot, n) item indices drawn with replacement: the resamples behind every bootstrap here. Statistics
-    that are not a plain mean (e.g. Retain, a mean of per-task ratios, :mod:`hero_core.eval.retain`) draw
-    their resamples here too, one call per stratum from one generator."""
-    return rng.integers(0, n, size=(n_boot, n))
-
-
-def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """The central ``level`` percentile interval of bootstrap replicates."""
-    lo, hi = np.quantile(np.asarray(replicates, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
-
-
-def bootstrap_ci(values: Sequence[float], weights: Sequence[float] | None = None, *, n_boot: int = 2000,
-                 level: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of a (weighted) mean, resampling items with replacement."""
-    v = np.asarray(values, dtype=np.float64)
-    w = np.ones_like(v) if weights is None else np.asarray(weights, dtype=np.float64)
-    if v.ndim != 1 or v.shape != w.shape:
-        raise ValueError("values and weights must be 1-d arrays of one length")
-    if len(v) == 0:
-        return float("nan"), float("nan")
-    picks = bootstrap_picks(len(v), n_boot=n_boot, rng=np.random.default_rng(seed))
-    means = (v[picks] * w[picks]).sum(axis=1) / np.maximum(w[picks].sum(axis=1), 1e-12)
-    return percentile_interval(means, level)
 
 
 def flip_summary(runs: Sequence[ItemRun], a: str = "hero", b: str = "no_history", *,

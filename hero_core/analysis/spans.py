@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.metrics import perplexity_ratio
 from ..core.trace import RoutingTrace
 
 FIRST_TOKEN_NOTE_SHARE = 0.2  # say how much token 0 lifts the figure when it carries at least this share of skips
@@ -67,8 +68,7 @@ def span_figures(trace: RoutingTrace, start: int, stop: int | None = None, *,
         cut = slice(max(0, first), T if last is None else min(last, T))
         nll, dense = trace.quality["nll"][cut], trace.quality["dense_nll"][cut]
         scored = np.isfinite(nll) & np.isfinite(dense)
-        out["perplexity_ratio"] = float(np.exp(nll[scored].mean() - dense[scored].mean())) if scored.any() \
-            else math.nan
+        out["perplexity_ratio"] = perplexity_ratio(nll[scored], dense[scored]) if scored.any() else math.nan
         out["mean_kl_to_dense"] = _mean(trace.quality["kl_to_dense"][cut])
         if "top1_agree" in trace.quality:
             out["top1_agreement"] = _mean(np.asarray(trace.quality["top1_agree"], dtype=np.float64)[cut])

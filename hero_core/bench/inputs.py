@@ -181,20 +181,17 @@ def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) 
 
 def load_routed_configs(hero, names: list[str], calibration_ids: torch.Tensor, seed: int,
                         say: Callable[[str], None]) -> list[RoutedConfig]:
-    from ..core import checkpoint as ckpt
+    from ..core.model import load_checkpoint
 
     configs = []
     for i, name in enumerate(names):
         try:
-            found = ckpt.read_checkpoint(name)
-            ckpt.check_backbone(found, hero.backbone.fingerprint, hero.backbone.name)
-            if list(found.config.routed_layers) != list(hero.config.routed_layers):
-                raise ckpt.CheckpointError(f"checkpoint {name!r} routes layers {found.config.routed_layers}, "
-                                           f"the wrapped model {hero.config.routed_layers}")
-            router = ckpt.build_router(found).to(hero.device).eval()
-            configs.append(RoutedConfig(name=name, router=router, variant=found.config.variant,
-                                        tau=found.config.tau, source="checkpoint", note=f"checkpoint {found.name}"))
-        except ValueError as err:  # CheckpointError is a ValueError
+            # on the benchmark's wrapped backbone: a checkpoint routing other layers is refused there
+            found = load_checkpoint(name, hero.backbone)
+            configs.append(RoutedConfig(name=name, router=found.router, variant=found.config.variant,
+                                        tau=found.config.tau, source="checkpoint",
+                                        note=f"checkpoint {found.checkpoint_name}"))
+        except ValueError as err:  # CheckpointError is a ValueError, as is the routed-layer mismatch
             cfg = synthetic_router(hero, name, calibration_ids, seed + i)
             say(f"note: {err} -> {cfg.note}")
             configs.append(cfg)

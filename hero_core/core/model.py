@@ -364,7 +364,7 @@ class HeroModel:
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
     """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
-    from .quality import token_quality
+    from .metrics import token_quality
 
     q = {name: value.cpu().double().numpy() for name, value in token_quality(dense, routed, ids).items()}
     pad = np.array([np.nan])  # the last token has no next token
@@ -394,6 +394,19 @@ def spread_gates(router: HeroRouter, std: float = 0.3) -> HeroRouter:
     return router
 
 
+def load_checkpoint(name: str | os.PathLike, backbone: Backbone) -> HeroModel:
+    """One checkpoint (a bundled name or a directory) on an already loaded ``backbone``, once it is checked to have
+    been trained for that backbone; a backbone an earlier HeroModel wrapped is shared, not loaded or wrapped again."""
+    found = ckpt.read_checkpoint(name)
+    ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
+    return HeroModel(backbone, ckpt.build_router(found), found.name, found.training)
+
+
+def load_checkpoints(names: Sequence[str | os.PathLike], backbone: Backbone) -> dict[str, HeroModel]:
+    """Several checkpoints on one loaded backbone (:func:`load_checkpoint`), keyed by the names as given."""
+    return {str(name): load_checkpoint(name, backbone) for name in names}
+
+
 def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os.PathLike | None = None,
               quantization: str | None = None, device: str = "auto", seed: int = 0,
               dtype: str = "fp32") -> HeroModel:
@@ -421,6 +434,4 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
         log.warning("no trained checkpoint for %s: using fresh, untrained routers (gates start near 1)", bb.name)
         torch.manual_seed(seed)
         return HeroModel(bb, fresh_router(bb), UNTRAINED)
-    found = ckpt.read_checkpoint(checkpoint)
-    ckpt.check_backbone(found, bb.fingerprint, bb.name)
-    return HeroModel(bb, ckpt.build_router(found), found.name, found.training)
+    return load_checkpoint(checkpoint, bb)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from .accounting import ComputeProfile, token_compute
 from .files import atomic_write_text
+from .metrics import perplexity_ratio
 
 SCHEMA_VERSION = 1
 # Per (block x token) arrays, named as in the saved JSON.
@@ -95,7 +96,7 @@ class RoutingTrace:
             return None
         nll, dense = self.quality["nll"][:-1], self.quality["dense_nll"][:-1]
         out = {"mean_kl_to_dense": float(self.quality["kl_to_dense"].mean())}
-        out["perplexity_ratio"] = float(np.exp(nll.mean() - dense.mean())) if len(nll) else 1.0
+        out["perplexity_ratio"] = perplexity_ratio(nll, dense) if len(nll) else 1.0
         if "top1_agree" in self.quality:
             out["top1_agreement"] = float(self.quality["top1_agree"].mean())
         return out

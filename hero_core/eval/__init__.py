@@ -14,7 +14,7 @@ Modules, one concept each:
                ``answers_data``), checked per answer; the share of dense's correct answers a method keeps
     bigbench, humaneval, baselines
                BIG-bench data, HumanEval execution, baseline policies (per-token quality against dense is
-               :mod:`hero_core.core.quality`, which the model itself uses)
+               :mod:`hero_core.core.metrics`, which the model itself uses)
     retain     Retain over the main suite + HumanEval with 95 % bootstrap intervals (over examples, over tasks)
                and the paired difference of two methods
     twins      the headline's checkpoints, each one's local twin and the twin's tau at matched param skip

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.config import check_variant
+from ..core.metrics import bootstrap_ci
 from ..core.trace import RoutingTrace
 from . import humaneval
 from .suites import answers_match, parse_answer
@@ -365,10 +366,6 @@ def answers_kept(frame: pd.DataFrame, method: str, *, reference: str = REFERENCE
 
 
 def _kept(joined: pd.DataFrame, seed: int) -> dict[str, Any]:
-    # imported here: hero_core.analysis imports hero_core.eval (quality), so a module-level import would be
-    # circular whenever analysis is imported first
-    from ..analysis.analysis import bootstrap_ci
-
     dense_ok = joined["correct_reference"].astype(bool).to_numpy()
     own_ok = joined["correct"].astype(bool).to_numpy()
     kept = own_ok[dense_ok].astype(np.float64)

@@ -31,12 +31,12 @@ import torch
 
 from ..core.accounting import token_compute
 from ..core.inject import ffn_modules
+from ..core.metrics import ratio_interval
 from .baselines import random_skipping
 
 DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)
 DEFAULT_RANDOM_SKIPS = (0.05, 0.10, 0.25, 0.40)  # param skip targets of the random policy
-BOOTSTRAP_SAMPLES = 1000
 
 
 def oracle_skipping(hero, threshold: float):
@@ -68,18 +68,6 @@ class _TextStats:
     skip: list[float] = field(default_factory=list)  # sum over positions of the token's param skip
 
 
-def ratio_interval(nll: np.ndarray, nll_dense: np.ndarray, n_pred: np.ndarray, *, samples: int = BOOTSTRAP_SAMPLES,
-                   seed: int = 0) -> tuple[float, float, float]:
-    """Pooled perplexity ratio exp(sum(nll - nll_dense) / sum(n)) and its 95 % bootstrap interval over texts."""
-    diff = nll - nll_dense
-    point = math.exp(diff.sum() / max(n_pred.sum(), 1))
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(diff), size=(samples, len(diff)))
-    boot = np.exp(diff[picks].sum(1) / np.maximum(n_pred[picks].sum(1), 1))
-    low, high = np.percentile(boot, [2.5, 97.5])
-    return point, float(low), float(high)
-
-
 def _summarise(stats: _TextStats) -> dict:
     nll, dense, n_pred = (np.asarray(x, dtype=float) for x in (stats.nll, stats.nll_dense, stats.n_pred))
     ratio, low, high = ratio_interval(nll, dense, n_pred)
@@ -92,7 +80,7 @@ def _summarise(stats: _TextStats) -> dict:
 def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str]], *, max_tokens: int = 256,
                     batch_size: int = 2, progress: bool = False) -> dict[str, dict[str, dict]]:
     """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
-    from ..core.quality import log_probs, quality_of_log_probs
+    from ..core.metrics import log_probs, quality_of_log_probs
     from .methods import HeroMethod, dense_batches
 
     reference = HeroMethod(hero, "dense")
@@ -193,21 +181,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args) -> int:
-    from ..core import checkpoint as ckpt
     from ..core.backbones import load_backbone
-    from ..core.model import HeroModel
+    from ..core.model import load_checkpoints
 
     try:
         taus = [float(t) for t in args.taus.split(",")]
     except ValueError:
         raise ValueError(f"--taus must be comma-separated numbers, got {args.taus!r}") from None
-    backbone = load_backbone(args.backbone)
-    models: dict = {}
-    for name in args.checkpoint:
-        found = ckpt.read_checkpoint(name)
-        ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
-        router = ckpt.build_router(found)
-        models[found.name] = HeroModel(backbone, router, found.name, found.training)  # one backbone, wrapped once
+    loaded = load_checkpoints(args.checkpoint, load_backbone(args.backbone))
+    models = {model.checkpoint_name: model for model in loaded.values()}  # a directory's curve is named by its name
     with torch.no_grad():
         result = frontier(models, oracle=args.oracle, random=args.random, taus=taus, limit=args.limit,
                           max_tokens=args.max_tokens, domains=args.domains.split(","), progress=True)

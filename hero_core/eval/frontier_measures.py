@@ -129,8 +129,8 @@ def bf16_check(models: dict, limit: int) -> dict:
 
     from hero_core.core.backbones import load_backbone
     from hero_core.core.data import domain_texts
+    from hero_core.core.metrics import next_token_nll
     from hero_core.core.model import HeroModel
-    from hero_core.core.quality import next_token_nll
 
     if "hero-10" not in models:
         return {}

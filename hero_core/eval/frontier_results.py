@@ -49,19 +49,13 @@ READ_TEXTS = 20  # held-out texts per domain for the read-matters ablation
 def load_models(names):
     from hero_core.core import checkpoint as ckpt
     from hero_core.core.backbones import load_backbone
-    from hero_core.core.model import HeroModel
+    from hero_core.core.model import load_checkpoints
 
-    backbone = load_backbone(device="cpu")
-    models = {}
+    bundled = ckpt.bundled_names()
     for name in names:
-        if name not in ckpt.bundled_names():
+        if name not in bundled:
             print(f"{name}: not bundled, left out", flush=True)
-            continue
-        found = ckpt.read_checkpoint(name)
-        router = ckpt.build_router(found)
-        models[name] = (HeroModel(backbone, router, name, found.training) if not models
-                        else next(iter(models.values())).with_router(router, name, found.training))
-    return models
+    return load_checkpoints([name for name in names if name in bundled], load_backbone(device="cpu"))
 
 
 def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = None, sweep: bool = False) -> None:

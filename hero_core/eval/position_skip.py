@@ -181,18 +181,17 @@ def measure(checkpoints: Sequence[str] = DEFAULT_CHECKPOINTS, domains: Sequence[
     """:func:`trace_sequences` of the named checkpoints on the same ``n_sequences`` packed held-out sequences
     of each domain.
 
-    The backbone is loaded once (:func:`hero_core.core.model.load_hero` for the first checkpoint); the others swap
-    their router in (:func:`hero_core.eval.sweep.with_checkpoint`)."""
-    from ..core.model import load_hero
-    from .sweep import with_checkpoint
+    The backbone is loaded once, every checkpoint onto it (:func:`hero_core.core.model.load_checkpoints`)."""
+    from ..core.backbones import load_backbone
+    from ..core.model import load_checkpoints
 
     if not checkpoints:
         raise ValueError("give at least one checkpoint")
-    first = load_hero(checkpoints[0], device=device)
+    models = load_checkpoints(checkpoints, load_backbone(device=device))
+    first = models[str(checkpoints[0])]
     if max_tokens > first.max_tokens:
         raise ValueError(f"sequences of {max_tokens} tokens exceed what the model traces ({first.max_tokens})")
     sequences = {d: domain_sequences(first, d, n_sequences, max_tokens) for d in domains}
-    models = {name: with_checkpoint(first, name) for name in checkpoints}
     return trace_sequences(models, sequences, max_tokens, progress)
 
 

@@ -13,7 +13,7 @@ Intervals (both percentile bootstraps through :mod:`hero_core.analysis.analysis`
   routed method and dense on the *same* resampled examples (they answered the same ones), and Retain is
   recomputed. The tasks are fixed by a written rule, not drawn, so this is the uncertainty that more examples
   per task would shrink, and at 10 examples per task it is the large one;
-* **over tasks**: the per-task ratios resampled (:func:`hero_core.analysis.analysis.bootstrap_ci`), how much the mean
+* **over tasks**: the per-task ratios resampled (:func:`hero_core.core.metrics.bootstrap_ci`), how much the mean
   rests on which tasks were chosen.
 
 A paired difference of two methods (a hero checkpoint minus its local twin at equal param skip) resamples the
@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.metrics import bootstrap_ci, bootstrap_picks, percentile_interval
 from .scoring import retain
 
 RETAIN_SUITES = ("main", "humaneval")  # the suites whose tasks enter Retain
@@ -69,8 +70,6 @@ def draw_picks(dense: ScoreTable, tasks: Sequence[str], *, n_boot: int = N_BOOT,
                seed: int = 0) -> dict[str, np.ndarray]:
     """Resampled example indices per task, ``(n_boot, n_task)`` each, from one seeded generator (in ``tasks``'
     order), so every method compared against the same dense run is resampled on the same examples."""
-    from ..analysis.analysis import bootstrap_picks  # lazily, as the other analysis imports here
-
     rng = np.random.default_rng(seed)
     return {t: bootstrap_picks(len(dense[t]), n_boot=n_boot, rng=rng) for t in tasks}
 
@@ -93,8 +92,6 @@ def retain_replicates(routed: ScoreTable, dense: ScoreTable, picks: Mapping[str,
 
 
 def _interval(replicates: np.ndarray, level: float) -> tuple[float | None, float | None]:
-    from ..analysis.analysis import percentile_interval
-
     kept = replicates[~np.isnan(replicates)]
     return percentile_interval(kept, level) if len(kept) else (None, None)
 
@@ -106,8 +103,6 @@ def retain_interval(routed: ScoreTable, dense: ScoreTable, *, n_boot: int = N_BO
     Returns ``retain`` (None when no task has a dense score above 0), ``low``/``high`` (over examples),
     ``task_low``/``task_high`` (over tasks), ``tasks`` (those in the mean), ``left_out`` (dense scored 0) and
     ``examples`` (per task)."""
-    from ..analysis.analysis import bootstrap_ci
-
     tasks = _check_paired(routed, dense)
     means = {t: (float(np.mean(routed[t])) if len(routed[t]) else 0.0,
                  float(np.mean(dense[t])) if len(dense[t]) else 0.0) for t in tasks}

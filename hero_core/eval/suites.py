@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..core.accounting import ComputeTally, compact
-from ..core.quality import token_quality
+from ..core.metrics import token_quality
 from . import bigbench, humaneval
 from .methods import Forward, Method, dense_batches
 from .scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice

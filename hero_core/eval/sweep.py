@@ -17,7 +17,6 @@ import argparse
 import csv
 import io
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -29,8 +28,8 @@ import pandas as pd
 
 from ..analysis.analysis import CATEGORIES, CATEGORY_LABELS, token_categories
 from ..core.files import json_lines
+from ..core.metrics import perplexity_ratio, ratio_interval
 from ..core.trace import RoutingTrace
-from .frontier import ratio_interval
 from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
 
 BUNDLED_SETS = ("reasoning", "code", "chat", "humaneval")
@@ -139,13 +138,11 @@ class SweepRun:
 
 def with_checkpoint(hero, name: str):
     """``hero``'s backbone with another checkpoint's router (the backbone is not loaded twice)."""
-    from ..core import checkpoint as ckpt
+    from ..core.model import load_checkpoint
 
     if name == hero.checkpoint_name:
         return hero
-    found = ckpt.read_checkpoint(name)
-    ckpt.check_backbone(found, hero.backbone.fingerprint, hero.backbone.name)
-    return hero.with_router(ckpt.build_router(found), found.name, found.training)
+    return load_checkpoint(name, hero.backbone)
 
 
 def make_runs(hero, checkpoints: Sequence | None = None, variants: Sequence[str] | None = None) -> list[SweepRun]:
@@ -201,7 +198,7 @@ def _item_row(trace: RoutingTrace, run: str, index: int, item: Item, matched_to:
     nll = np.asarray(q.get("nll", [np.nan]))[:-1]
     dense = np.asarray(q.get("dense_nll", [np.nan]))[:-1]
     n_pred = len(nll)
-    ratio = math.exp(float(nll.mean() - dense.mean())) if n_pred else 1.0
+    ratio = perplexity_ratio(nll, dense) if n_pred else 1.0
     return {"run": run, "item": index, "id": item.id, "domain": item.domain, "checkpoint": trace.checkpoint,
             "variant": trace.variant, "matched_to": matched_to or "", "tau": trace.tau, "n_tokens": trace.n_tokens,
             "param_skip": s["param_skip"],

@@ -429,7 +429,7 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
     """Per token: NLL of the next token, KL(dense || routed), and where the top-1 prediction departs from
     dense; one line (or row of marks) per run.
 
-    ``qualities`` are :func:`hero_core.core.quality.compare_to_dense` dicts on the same tokens; point i is
+    ``qualities`` are :func:`hero_core.core.metrics.compare_to_dense` dicts on the same tokens; point i is
     the prediction made at token i (the NLL is that of token i+1). Run k has one colour in all three
     panels (the legend names the first panel's line, so the others must match it). ``traces``, when given,
     put each run's provenance in the title; ``window`` = (first, last) token shown, as in the skip map."""
