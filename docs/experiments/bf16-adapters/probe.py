@@ -16,7 +16,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from hero_core.model import load_hero  # noqa: E402
+from hero_core import load_hero  # noqa: E402
 
 
 def median_s(hero, make_call, ids, reps: int = 3) -> float:
