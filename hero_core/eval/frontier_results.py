@@ -33,7 +33,8 @@ CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",
              "hero-10-r2", "no_memread-10-r2",  # recipe 2 (selective memory) and its twin: read like ablations
              "hero-10-r3", "no_memread-10-r3",  # recipe 3 (answer-weighted) and its twin
-             "hero-10-r4", "no_memread-10-r4")  # recipe 4, the default, and its twin
+             "hero-10-r4", "no_memread-10-r4",  # recipe 4, the default, and its twin
+             "hero-10-r5", "hero-13-r5")  # recipe 5: the default continued on mixed-length blocks
 # First stages, measured beside the finished checkpoints (the ablations at equal training tokens).
 STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1", "hero-10-r2-s1",
              "no_memread-10-r2-s1")

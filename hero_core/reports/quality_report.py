@@ -418,8 +418,9 @@ def read_summary_lines(read: dict) -> list[str]:
     return lines
 
 
-# the default first, then the paper-kernel checkpoint it replaced and the other budgets
-README_CHECKPOINTS = ("hero-10-r4", "hero-10", "local-10", "hero-10-r2", "hero-25", "local-25", "hero-40", "local-40")
+# the default first, its recipe-5 continuations, then the paper-kernel checkpoint it replaced and the other budgets
+README_CHECKPOINTS = ("hero-10-r4", "hero-10-r5", "hero-13-r5", "hero-10", "local-10", "hero-10-r2", "hero-25",
+                     "local-25", "hero-40", "local-40")
 
 
 def readme_lines(result: dict) -> list[str]:

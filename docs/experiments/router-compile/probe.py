@@ -25,8 +25,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from hero_core.call_state import RoutingCall  # noqa: E402
 from hero_core import load_hero  # noqa: E402
+from hero_core.core.call_state import RoutingCall  # noqa: E402
 
 
 def median_ms(fn, reps: int) -> float:
