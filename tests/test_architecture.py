@@ -100,25 +100,24 @@ def test_the_package_root_stays_small():
     assert len(top) <= 16, sorted(p.name for p in top)
 
 
-def test_no_module_imports_another_modules_private_names():
+def _private_imports(paths, root: Path) -> list[str]:
+    """``from x import _name`` anywhere in ``paths``, as "file:line name"."""
     found = []
-    for path in CORE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                found += [f"{path.relative_to(CORE)}:{node.lineno} {a.name}" for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
-    assert found == []
-
-
-def test_no_app_module_or_script_imports_another_modules_private_names():
-    root = CORE.parent
-    found = []
-    for path in [*(root / "app").rglob("*.py"), *(root / "scripts").rglob("*.py")]:
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 found += [f"{path.relative_to(root)}:{node.lineno} {a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
-    assert found == []
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert _private_imports(CORE.rglob("*.py"), CORE) == []
+
+
+def test_no_app_module_or_script_imports_another_modules_private_names():
+    root = CORE.parent
+    assert _private_imports([*(root / "app").rglob("*.py"), *(root / "scripts").rglob("*.py")], root) == []
 
 
 def test_no_script_app_or_library_module_edits_the_import_path():
