@@ -118,11 +118,13 @@ class RoutedFFN(nn.Module):
         run neither branch. Writes go in place into one output buffer (zeroed only when padding rows must
         stay 0); when one branch takes every token it runs on ``u`` directly, without gather or scatter."""
         run_ffn = executed if active is None else executed & active
-        idx_ffn = run_ffn.nonzero().squeeze(1)
-        n_ffn = idx_ffn.numel()
-        if n_ffn == u.shape[0]:  # every token executes: no gather needed
+        # every token executes (always the case at one decode token whose FFN runs): no gather, and no index
+        # list, whose nonzero() costs more than the check at one token
+        if bool(run_ffn.all()):
             ffn = self.base_layer(u)
             return ffn if gate is None else gate[:, None].to(u.dtype) * ffn
+        idx_ffn = run_ffn.nonzero().squeeze(1)
+        n_ffn = idx_ffn.numel()
         adapter_dtype = adapter.w1.weight.dtype
         if n_ffn == 0 and active is None:  # every token takes the adapter
             skipped = adapter(u.to(adapter_dtype))
