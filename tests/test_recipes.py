@@ -4,7 +4,6 @@ with, and ``python -m hero_core train --recipe`` on a tiny model."""
 import json
 
 import pytest
-from scripts_loader import load_script
 
 from hero_core.train.recipes import DATA_BLOCKS, RECIPE_FIELDS, RUNS, stage_config, stages
 from hero_core.train.train import TrainConfig
@@ -19,9 +18,14 @@ def test_a_recipe_brings_the_stages_it_continues_from():
         stages("hero-99")
 
 
-def test_make_checkpoints_reads_the_same_table():
-    script = load_script("make_checkpoints")
-    assert script.RUNS is RUNS and script.DATA_BLOCKS == DATA_BLOCKS == 3000
+def test_make_checkpoints_trains_from_the_same_table(tmp_path):
+    from hero_core.train import bundled_runs
+
+    assert bundled_runs.RUNS is RUNS and bundled_runs.DATA_BLOCKS == DATA_BLOCKS == 3000
+    assert bundled_runs.location("hero-10", tmp_path) == tmp_path / "hero-10"  # bundled: into the package
+    assert bundled_runs.location("hero-10-seq", tmp_path) == bundled_runs.STAGE_DIR / "hero-10-seq"  # a stage
+    with pytest.raises(ValueError, match="unknown runs \\['hero-99'\\]"):
+        bundled_runs.train_runs(None, ["hero-10", "hero-99"], tmp_path)
 
 
 def test_a_stage_config_is_the_one_make_checkpoints_built_by_hand(tmp_path):
