@@ -77,7 +77,8 @@ def test_quick_bench_json_has_every_section_in_both_precisions(quick_result):
     bf16 = r["precisions"]["bf16"]
     speedup = next(t for t in r["targets"] if t["key"] == "decode_speedup" and t["precision"] == "bf16")
     assert speedup["value"] == bf16["decode"][0]["routed"]["hero-25"]["speedup"]["median"]
-    assert speedup["met"] == (speedup["value"] >= 1.0)
+    # hero-25's budget leaves room for more than breaking even: its threshold is the raised one
+    assert speedup["met"] == (speedup["value"] >= targets.DECODE_SPEEDUP_BY_ROUTER["hero-25"] == 1.05)
     overhead = next(t for t in r["targets"] if t["key"] == "router_overhead" and t["precision"] == "bf16")
     assert overhead["value"] == bf16["decode"][0]["router_overhead"]
     json.dumps(r, allow_nan=False)  # strict JSON
