@@ -28,8 +28,9 @@ def main() -> int:
     parser.add_argument("--prepare-only", action="store_true",
                         help="only build the training data and the dense teacher's cache")
     args = parser.parse_args()
-    if unknown_runs(args.only):
-        parser.error(f"unknown runs {unknown_runs(args.only)}; choose from {list(RUNS)}")
+    unknown = unknown_runs(args.only)
+    if unknown:
+        parser.error(f"unknown runs {unknown}; choose from {list(RUNS)}")
     backbone = load_backbone(device="auto")
     hero = HeroModel(backbone, fresh_router(backbone), "training")
     if args.prepare_only:
