@@ -254,6 +254,13 @@ def test_cli_answers_on_the_tiny_model(tmp_path, monkeypatch):
     assert list(report["kept"]) == ["tiny-random"] and report["config"]["rows"] == 2
     assert {i["category"] for i in report["items"]} == {"facts", "arithmetic"} and len(report["items"]) == 4
     assert cli.main(["eval", "--answers", "--limit", "0", "--quiet"]) == 2
+    # --random adds the random-skip reference at the checkpoint's own calibration skip, recorded in the config
+    assert cli.main(["eval", "--answers", "--random", "--limit", "2", "--answers-tokens", "3", "--quiet",
+                     "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    reference = report["config"]["references"]["random@tiny-random"]
+    assert list(report["kept"]) == ["tiny-random", "random@tiny-random"] and 0 <= reference["skip_probability"] <= 1
+    assert reference["checkpoint"] == "tiny-random" and reference["param_skip"] >= 0
 
 
 def test_a_stopped_run_resumes_from_its_stored_answers(tiny, rows, tmp_path, monkeypatch):
@@ -293,3 +300,44 @@ def test_an_earlier_reports_answers_are_reused_not_generated_again(tiny, rows, t
     assert again[["id", "method", "correct", "text"]].equals(first[["id", "method", "correct", "text"]])
     with pytest.raises(ValueError, match="not on"):
         answers.seed_from_report(report, tmp_path, picked, "another-backbone")
+
+
+def test_the_random_reference_skips_at_its_rate_and_reads_back_the_same_answers(tiny, rows, tmp_path, monkeypatch):
+    picked = answers.select_rows(rows, 3)
+    everything = answers.RandomSkipReference(tiny, 1.0, "random@all")  # every FFN skipped: adapters only
+    frame = answers.run_answers(tiny, [everything], picked, max_new_tokens=4, resume_dir=tmp_path)
+    from hero_core.core.accounting import token_compute
+
+    routed = frame[frame["method"] == "random@all"]
+    no_ffn = token_compute(np.zeros((tiny.config.n_routed, 1), dtype=bool), tiny.profile)["param_skip"][0]
+    assert len(routed) == 3 and no_ffn > 0 and np.allclose(routed["param_skip"], no_ffn)
+    nothing = answers.RandomSkipReference(tiny, 0.0, "random@none")  # no FFN skipped: dense's answers
+    same = answers.run_answers(tiny, [nothing], picked, max_new_tokens=4).set_index(["method", "id"])["text"]
+    assert same["random@none"].equals(same["dense"])
+    # Seeded per prompt: one prompt answered alone draws what it drew among others, and a resumed run reads the
+    # stored answers back (stored under a key holding the rate, so another rate is generated anew).
+    half = answers.RandomSkipReference(tiny, 0.5, "random@half")
+    together = answers.run_answers(tiny, [half], picked, max_new_tokens=4, resume_dir=tmp_path)
+    alone = answers.run_answers(tiny, [half], picked[2:], max_new_tokens=4)
+    last = together[together["id"] == picked[2]["id"]]
+    columns = ["text", "param_skip"]  # the same draws: the same skipped FFNs, not only the same words
+    assert alone.query("method == 'random@half'")[columns].values.tolist() == \
+        last.query("method == 'random@half'")[columns].values.tolist()
+    assert len(list(tmp_path.glob("random@half_p0.5_*.jsonl"))) == 1
+    calls = []
+    monkeypatch.setattr(answers, "_generate", lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError))
+    again = answers.run_answers(tiny, [half], picked, max_new_tokens=4, resume_dir=tmp_path)
+    assert not calls and again["text"].tolist() == together["text"].tolist()
+    with pytest.raises(AssertionError):  # the same name at another rate is not the stored run
+        answers.run_answers(tiny, [answers.RandomSkipReference(tiny, 0.25, "random@half")], picked,
+                            max_new_tokens=4, resume_dir=tmp_path)
+
+
+def test_random_reference_rate_matches_the_param_skip(tiny):
+    from hero_core.core.accounting import ffns_for_param_skip
+
+    reference = answers.random_reference(tiny, 0.02, "random@tiny")
+    assert reference.probability == pytest.approx(ffns_for_param_skip(0.02, tiny.profile) / tiny.config.n_routed)
+    assert 0 < reference.probability < 1
+    with pytest.raises(ValueError, match="out of reach"):  # the tiny model's FFNs hold ~3 % of its parameters
+        answers.random_reference(tiny, 0.2, "random@tiny")

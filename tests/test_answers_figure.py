@@ -24,3 +24,19 @@ def test_the_figure_is_written_only_when_there_is_something_to_draw(tmp_path):
     assert not (tmp_path / "none.png").exists()
     assert plot_answers_kept({"kept": {"hero-10": _report(0.9)}}, tmp_path / "one.png")
     assert (tmp_path / "one.png").stat().st_size > 10_000
+
+
+def test_the_random_reference_is_drawn_and_the_caption_stops_calling_it_not_run(tmp_path, monkeypatch):
+    from hero_core.eval import answers_figure
+
+    captions = []
+    import matplotlib.figure
+
+    original = matplotlib.figure.Figure.text
+    monkeypatch.setattr(matplotlib.figure.Figure, "text",
+                        lambda self, x, y, s, *a, **k: captions.append(s) or original(self, x, y, s, *a, **k))
+    assert plot_answers_kept({"kept": {"hero-10": _report(0.9)}}, tmp_path / "a.png")
+    assert answers_figure.RANDOM_NOTE in captions[-1] and answers_figure.ORACLE_NOTE in captions[-1]
+    assert plot_answers_kept({"kept": {"hero-10": _report(0.9), "random@hero-10": _report(0.4)}}, tmp_path / "b.png")
+    assert answers_figure.RANDOM_NOTE not in captions[-1] and answers_figure.ORACLE_NOTE in captions[-1]
+    assert answers_figure.is_reference("random@hero-10") and not answers_figure.is_reference("local-10@hero-10")

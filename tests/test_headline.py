@@ -120,3 +120,17 @@ def test_the_reference_line_says_why_humaneval_is_left_out():
     line = H.headline_lines(result, answers(), NAMES, available=NAMES)[0]
     assert line.startswith("Reference (dense): BIG-bench main suite, 10 examples per task: dense mean accuracy 65.0 %")
     assert "dense passes 0, so it is left out of Retain" in line and "dense right on 60 of 120" in line
+
+
+def test_a_random_skip_reference_gets_its_own_line_not_a_row():
+    report = answers()
+    report["kept"]["random@hero-10"] = _kept(0.5, 0.35, 0.65, 0.1012)
+    report["config"]["references"] = {"random@hero-10": {"checkpoint": "hero-10", "param_skip": 0.109,
+                                                         "skip_probability": 0.1234}}
+    lines = H.headline_lines(bigbench(), report, NAMES, available=NAMES)
+    assert "random@hero-10" not in _rows(lines)
+    line = next(line for line in lines if "random@hero-10" in line)
+    assert line.startswith("Reference, not a router:") and "probability 12.3 %" in line
+    assert "keeps 50.0 [35.0, 65.0] (of 60)" in line and "10.1 % param skip on the answer tokens" in line
+    report["kept"].pop("random@hero-10")  # a reference the report names but holds no answers for: no line
+    assert not any("random@" in line for line in H.headline_lines(bigbench(), report, NAMES, available=NAMES))

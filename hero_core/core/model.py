@@ -298,13 +298,14 @@ class HeroModel:
                  chat_template: bool = False, record_states: bool = False,
                  on_token: Callable[[str, int], None] | None = None,
                  param_skip: float | None = None, stop: Sequence[str] = (),
-                 memory_read: str = "learned") -> tuple[str, RoutingTrace]:
+                 memory_read: str = "learned", policy=None) -> tuple[str, RoutingTrace]:
         """Decode with the KV cache (:meth:`decode`), routing every new token. ``on_token(text, n_executed)``
         streams; decoding stops at the end-of-text token or once the text holds one of ``stop``.
 
         Returns the generated text (without the prompt, cut before the first ``stop`` string) and the trace
         over prompt + generated tokens. ``param_skip`` picks tau on the prompt (as :meth:`trace` does) and
-        decodes at that tau."""
+        decodes at that tau; ``policy`` (see :mod:`hero_core.eval.baselines`) replaces the router's hard
+        decision, on the prompt and on every new token."""
         if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             raise PromptError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
         if do_sample and not temperature > 0:
@@ -315,7 +316,7 @@ class HeroModel:
         tau, rule = self._resolve_tau(enc, variant, tau, param_skip, memory_read)
         if param_skip is not None:
             rule = rule.replace("on this input", "on the prompt")
-        call = self.new_call(variant, tau, record_states=record_states, memory_read=memory_read)
+        call = self.new_call(variant, tau, record_states=record_states, memory_read=memory_read, policy=policy)
         ids = enc.input_ids
 
         def pick(logits: torch.Tensor) -> torch.Tensor:

@@ -34,7 +34,9 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,7 @@ from ..core.config import check_variant
 from ..core.metrics import bootstrap_ci
 from ..core.trace import RoutingTrace
 from . import humaneval
+from .baselines import random_skipping
 from .suites import answers_match, parse_answer
 
 ANSWERS_FILE = Path(__file__).with_name("answers.jsonl")
@@ -195,39 +198,80 @@ def answer_cost(trace: RoutingTrace) -> dict[str, Any]:
             "param_skip": mean(figures["param_skip"]), "net_param_skip": mean(figures["net_param_skip"])}
 
 
-def _runs(hero, methods_or_variants: Sequence[Any]) -> list[tuple[str, Any, str, float | None]]:
-    """(name, model, variant, tau) per run, dense first: a variant name runs on ``hero``; a
-    :class:`~hero_core.eval.methods.HeroMethod` runs on its own model (another checkpoint, say)."""
-    runs = [(REFERENCE, hero, "dense", None)]
+@dataclass(frozen=True)
+class RandomSkipReference:
+    """The answers suite's random-skip reference (not a router): on ``hero``'s backbone, each (token, routed
+    block) skips its FFN with ``probability`` and takes the adapter instead. The draws are seeded by the prompt's
+    id, so an answer read back from a resume folder is the one a fresh run would write."""
+
+    hero: Any
+    probability: float
+    name: str
+
+    def policy_for(self, prompt_id: str):
+        return random_skipping(self.probability, seed=zlib.crc32(prompt_id.encode("utf-8")))
+
+
+def random_reference(hero, param_skip: float, name: str) -> RandomSkipReference:
+    """Random skip at ``param_skip`` (the paper's definition: the share of routed FFN parameters not run)."""
+    from ..core.accounting import ffn_share_for_param_skip
+
+    share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
+                         f"{share:.0%} of the routed FFNs")
+    return RandomSkipReference(hero, share, name)
+
+
+@dataclass(frozen=True)
+class _Run:
+    name: str
+    model: Any
+    variant: str
+    tau: float | None
+    policy_for: Callable[[str], Callable] | None = None  # prompt id -> routing policy (a reference, not a router)
+    store_name: str = ""  # the resume folder's key: a reference's skip rate is part of what its answers depend on
+
+
+def _runs(hero, methods_or_variants: Sequence[Any]) -> list[_Run]:
+    """One run per item, dense first: a variant name runs on ``hero``; a
+    :class:`~hero_core.eval.methods.HeroMethod` runs on its own model (another checkpoint, say); a
+    :class:`RandomSkipReference` runs its seeded policy on its model."""
+    runs = [_Run(REFERENCE, hero, "dense", None, store_name=REFERENCE)]
     for item in methods_or_variants:
         if isinstance(item, str):
-            run = (item, hero, check_variant(item), None)
+            run = _Run(item, hero, check_variant(item), None, store_name=item)
+        elif isinstance(item, RandomSkipReference):
+            run = _Run(item.name, item.hero, "hero", None, item.policy_for, f"{item.name}~p{item.probability:.6g}")
         elif all(hasattr(item, a) for a in ("hero", "variant", "tau", "name")):
             if getattr(item, "policy", None) is not None:
-                raise ValueError(f"method {item.name!r} has a routing policy; the answers suite decodes with "
-                                 "HeroModel.generate, which runs the router's own decisions")
-            run = (item.name, item.hero, check_variant(item.variant), item.tau)
+                raise ValueError(f"method {item.name!r} has a routing policy; the answers suite takes a reference "
+                                 "policy as a RandomSkipReference, seeded per prompt")
+            run = _Run(item.name, item.hero, check_variant(item.variant), item.tau, store_name=item.name)
         else:
-            raise ValueError(f"expected a variant name or a HeroMethod, got {type(item).__name__}")
-        if run[0] != REFERENCE:  # dense always runs once, as the reference
+            raise ValueError(f"expected a variant name, a HeroMethod or a RandomSkipReference, "
+                             f"got {type(item).__name__}")
+        if run.name != REFERENCE:  # dense always runs once, as the reference
             runs.append(run)
-    names = [r[0] for r in runs]
+    names = [r.name for r in runs]
     if len(set(names)) != len(names):
         raise ValueError(f"method names must be distinct, got {names}")
     return runs
 
 
-def _generate(model, row: Mapping[str, Any], variant: str, tau: float | None, n: int) -> tuple[str, RoutingTrace]:
+def _generate(model, row: Mapping[str, Any], variant: str, tau: float | None, n: int,
+              policy=None) -> tuple[str, RoutingTrace]:
     stop = tuple(row.get("stop", ()))
     prefix = row.get("assistant_prefix", "")
     if not prefix:
         return model.generate(row["prompt"], max_new_tokens=n, variant=variant, tau=tau, chat_template=True,
-                              stop=stop)
+                              stop=stop, policy=policy)
     # A pre-filled assistant turn (code: an opening fence) cannot pass through chat_template=True, which ends
     # at the assistant header: the same template is applied here and the prefix appended, so the tokens are
     # those chat_template=True gives plus the prefix (counted as prompt).
     prompt = model.format_prompt(row["prompt"], chat_template=True) + prefix
-    return model.generate(prompt, max_new_tokens=n, variant=variant, tau=tau, chat_template=False, stop=stop)
+    return model.generate(prompt, max_new_tokens=n, variant=variant, tau=tau, chat_template=False, stop=stop,
+                          policy=policy)
 
 
 def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping[str, Any]], *,
@@ -248,17 +292,19 @@ def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping
     from tqdm import tqdm
 
     records = []
-    for name, model, variant, tau in _runs(hero, methods_or_variants):
+    for run in _runs(hero, methods_or_variants):
+        name, model, variant, tau = run.name, run.model, run.variant, run.tau
         store = None
         if resume_dir:
             owner = store_owner(variant, model.backbone.name, model.checkpoint_name)
-            store = AnswerStore(resume_dir, name, owner, variant, tau)
+            store = AnswerStore(resume_dir, run.store_name, owner, variant, tau)
         for row in tqdm(rows, desc=f"{name} · answers", disable=not progress, leave=False):
             n = int(row["max_new_tokens"]) if max_new_tokens is None else min(int(row["max_new_tokens"]),
                                                                                max_new_tokens)
             record = store.get(row["id"], n) if store else None
             if record is None:
-                text, trace = _generate(model, row, variant, tau, n)
+                policy = run.policy_for(row["id"]) if run.policy_for else None
+                text, trace = _generate(model, row, variant, tau, n, policy)
                 record = {"id": row["id"], "category": row["category"], "method": name,
                           "checkpoint": model.checkpoint_name, "variant": variant, "tau": float(trace.tau),
                           "correct": check_answer(row, text), "text": text, **answer_cost(trace)}

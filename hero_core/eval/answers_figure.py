@@ -4,8 +4,9 @@ Answers kept is the share of the prompts dense answers correctly that a run also
 (:func:`hero_core.eval.answers.answers_kept`); the x axis is param skip on the **answer tokens** (what the run saved
 while writing its answer, the system prompt aside). A trained router and its local twin at matched compute
 (``local-10@hero-10``) share a colour family, so a reader compares points at equal x. The dashed line at 100 % is
-dense itself. References the answers suite did not run (the oracle, random skip) are named in the caption as not
-measured rather than drawn from another suite.
+dense itself. The random-skip reference (``random@<checkpoint>``, :class:`hero_core.eval.answers.RandomSkipReference`)
+is drawn as a grey cross when the report holds it, and named in the caption as not run when it does not; the oracle
+(which runs both branches at every block) is not run on the answers suite and the caption says so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-NOT_RUN_NOTE = "Oracle and random-skip references: not run on the answers suite (see docs/results.md for them)"
+ORACLE_NOTE = "Oracle reference: not run on the answers suite (docs/results.md has it on held-out text)"
+RANDOM_NOTE = "Random-skip reference: not run on the answers suite"
+
+
+def is_reference(method: str) -> bool:
+    return method.startswith("random@")
 
 
 def kept_points(answers: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -42,9 +48,14 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
 
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for p in points:
-        twin = "@" in p["method"] or p["method"].startswith("local")
-        ax.errorbar(p["x"], p["y"], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]], fmt="s" if twin else "o",
-                    capsize=3, ms=6, alpha=0.85, label=p["method"])
+        style = {"fmt": "o"}
+        if is_reference(p["method"]):
+            style = {"fmt": "x", "color": "grey", "mew": 2}
+        elif "@" in p["method"] or p["method"].startswith("local"):
+            style = {"fmt": "s"}
+        ax.errorbar(p["x"], p["y"], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]], capsize=3, ms=6, alpha=0.85,
+                    label=p["method"] + (" (reference, not a router)" if is_reference(p["method"]) else ""),
+                    **style)
     ax.axhline(100, color="grey", ls="--", lw=1)
     ax.annotate("dense (the reference)", (0.01, 100), xycoords=("axes fraction", "data"), fontsize=7,
                 color="grey", xytext=(0, 3), textcoords="offset points")
@@ -52,7 +63,8 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
     ax.set_xlabel("param skip % on the answer tokens")
     ax.set_ylabel("answers kept % (95 % bootstrap interval)")
     ax.set_title(f"Answers kept vs param skip: greedy chat answers, {n} prompts dense answers correctly", fontsize=9)
-    fig.text(0.01, 0.01, f"Squares: local routers (twins at matched compute). {NOT_RUN_NOTE}.", fontsize=7,
+    notes = [ORACLE_NOTE] + ([] if any(is_reference(p["method"]) for p in points) else [RANDOM_NOTE])
+    fig.text(0.01, 0.01, f"Squares: local routers (twins at matched compute). {'. '.join(notes)}.", fontsize=7,
              color="dimgrey")
     ax.set_ylim(min(0.0, min(p["low"] for p in points) - 5), 105)
     ax.set_xlim(0, max(p["x"] for p in points) * 1.25 + 1)  # from 0: a 1-point skip gap is not drawn as a chasm

@@ -85,6 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "new checkpoints are generated")
     p.add_argument("--answers-tokens", type=int, default=None,
                    help="with --answers: cap on new tokens per answer (default: each prompt's own max_new_tokens)")
+    p.add_argument("--random", action="store_true",
+                   help="with --answers: also the random-skip reference (not a router) at the first checkpoint's "
+                        "param skip on calibration text, seeded per prompt")
     p.add_argument("--twins", action="store_true",
                    help="with --answers: also run each checkpoint's local twin (hero-10 -> local-10) at the tau whose "
                         "param skip on calibration text matches the checkpoint's (hero_core.eval.twins)")
@@ -191,6 +194,10 @@ def _run_answers(args, load, progress: bool) -> int:
     matched = _matched_twins(hero, models, args) if args.twins else {}
     methods += [HeroMethod(m.twin_model, m.twin_model.config.variant, m.match.tau, name=m.match.method)
                 for m in matched.values()]
+    references = {}
+    if args.random:
+        references = _random_reference(models[0], matched)
+        methods.append(references["reference"])
     rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
     if args.reuse is not None:
         if args.resume_dir is None:
@@ -205,7 +212,8 @@ def _run_answers(args, load, progress: bool) -> int:
                         "methods": [m.name for m in methods], "tau": args.tau, "limit": args.limit,
                         "rows": len(rows), "answers_file": str(args.answers_file or answers.ANSWERS_FILE),
                         "answers_tokens": args.answers_tokens,
-                        "matched": {name: m.match.to_dict() for name, m in matched.items()}}
+                        "matched": {name: m.match.to_dict() for name, m in matched.items()},
+                        "references": {k: v for k, v in references.items() if k != "reference"}}
     _print_answers(report)
     _write_results(args.out, report)
     return 0
@@ -221,6 +229,23 @@ def _print_answers(report: dict) -> None:
             print(f"{method[:24]:24s} {category:14s} {r['n']:>4d} {pct(r['dense_accuracy']):>8s} "
                   f"{pct(r['method_accuracy']):>9s} {pct(r['kept']):>7s} {interval:>14s} "
                   f"{pct(r['answer_param_skip']):>14s} {pct(r['param_skip']):>11s}")
+
+
+def _random_reference(first, matched: dict) -> dict[str, Any]:
+    """``--random``: the random-skip reference at the first checkpoint's param skip on calibration text (the
+    skip its twin was matched to, when --twins measured it)."""
+    from .answers import random_reference
+    from .calibration import calibration_blocks, realised_skip
+
+    name = first.checkpoint_name
+    if name in matched:
+        param_skip = matched[name].match.target_skip
+    else:
+        param_skip = realised_skip(first, calibration_blocks(first), first.config.variant, first.config.tau)
+    reference = random_reference(first, param_skip, f"random@{name}")
+    return {"reference": reference, reference.name: {"checkpoint": name, "param_skip": param_skip,
+                                                     "skip_probability": reference.probability,
+                                                     "seed": "crc32 of the prompt id"}}
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,21 @@ def reference_line(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
     return ("Reference (dense): " + "; ".join(parts) + ".") if parts else ""
 
 
+def reference_runs(answers: Mapping[str, Any] | None, kept: Mapping[str, Any]) -> list[str]:
+    """A line per reference policy the answers suite ran (random skip: not a router, the floor a router must
+    beat at the same compute)."""
+    lines = []
+    for name, ref in ((answers or {}).get("config", {}).get("references") or {}).items():
+        fig = kept.get(name)
+        if fig is None:
+            continue
+        lines.append(f"Reference, not a router: `{name}` skips each routed FFN at random with probability "
+                     f"{_num(ref['skip_probability'], 100)} % ({ref['checkpoint']}'s calibration param skip, "
+                     f"{_num(ref['param_skip'], 100)} %) and keeps {kept_cell(fig)} of dense's correct answers, "
+                     f"at {_num(fig['answer_param_skip'], 100)} % param skip on the answer tokens.")
+    return lines
+
+
 def headline_lines(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any] | None,
                    expected: Sequence[str] | None = None, *, sources: Sequence[str] = ("docs/bigbench.json",
                                                                                       "docs/answers.json"),
@@ -181,5 +196,6 @@ def headline_lines(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
     if bigbench is not None and not retain:
         notes.append(f"{sources[0]} holds no per-example scores (written before they were kept), so Retain reads "
                      f"\"{NOT_MEASURED}\": rerun `make results`.")
+    notes = reference_runs(answers, kept) + notes
     ref = reference_line(bigbench, answers, retain)
     return ([ref, ""] if ref else []) + lines + ([""] + notes if notes else [])
