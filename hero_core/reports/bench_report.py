@@ -23,7 +23,8 @@ from ..bench.targets import (
     SINGLE_PRECISION_SCHEMA,
     target_unit,
 )
-from .readme_block import replace_block
+from .pages import say_wrote
+from .readme_block import refresh_block
 
 Label = tuple[str, ...]
 Rows = list[tuple[Label, list[str]]]  # one precision's rows: (label cells, value cells)
@@ -479,9 +480,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    print(f"wrote {args.out}")
-    if args.readme is not None and replace_block(args.readme, "performance", block):
-        print(f"updated the performance block of {args.readme}")
+    say_wrote(args.out)
+    if args.readme is not None:
+        refresh_block(args.readme, "performance", block)
     return 0
 
 
