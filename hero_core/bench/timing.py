@@ -34,6 +34,16 @@ def paired_ratio(numerator: list[float], denominator: list[float]) -> dict[str, 
     return stats([n / d for n, d in zip(numerator, denominator, strict=True)])
 
 
+def paired_ratios(times: dict[str, dict[str, list[float]]], name: str, numerator: str, denominator: str, *,
+                  cpu: bool = True) -> dict[str, dict[str, Any]]:
+    """``name``: the wall-time :func:`paired_ratio` of two configurations :func:`measure` timed, and ``name_cpu``
+    the same of their CPU time (unless ``cpu`` is False): the figures a bench section reports."""
+    ratios = {name: paired_ratio(times[numerator]["wall"], times[denominator]["wall"])}
+    if cpu:
+        ratios[f"{name}_cpu"] = paired_ratio(times[numerator]["cpu"], times[denominator]["cpu"])
+    return ratios
+
+
 # -- machine -----------------------------------------------------------------------------------------
 def _cpu_model() -> str:
     try:
