@@ -45,14 +45,19 @@ def paired_ratios(times: dict[str, dict[str, list[float]]], name: str, numerator
 
 
 # -- machine -----------------------------------------------------------------------------------------
-def _cpu_model() -> str:
+def proc_lines(path: str, prefix: str | tuple[str, ...]) -> list[str]:
+    """The lines of a /proc file that start with ``prefix`` (one, or a tuple of them); none where the file cannot
+    be read (not on Linux)."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        text = Path(path).read_text()
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return []
+    return [line for line in text.splitlines() if line.startswith(prefix)]
+
+
+def _cpu_model() -> str:
+    found = proc_lines("/proc/cpuinfo", "model name")
+    return found[0].split(":", 1)[1].strip() if found else platform.processor() or platform.machine()
 
 
 def _version(package: str) -> str | None:
