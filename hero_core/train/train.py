@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.choices import check_choice
-from ..core.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS
+from ..core.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, HeroConfig
 from ..core.memory import MEMORY_KERNELS
 from ..core.model import HeroModel, load_hero
 from ..core.precision import DTYPES
@@ -114,10 +114,10 @@ class TrainConfig:
     # The depth memory (HeroConfig): its kernel, the softmax kernel's initial temperature (x 1/sqrt(d_m)) and
     # rho's initial value; memory_lr_scale multiplies the learning rate of the parameters that choose where the
     # memory reads (to_q, to_k, to_v, eta, the softmax temperature), whose gradients are 10-1000x smaller than
-    # the heads' (docs/experiments/memory-diagnosis).
-    memory_kernel: str = "elu1"
-    memory_scale_init: float = 1.0
-    rho_init: float = 0.98
+    # the heads' (docs/experiments/memory-diagnosis). The first three default to what HeroConfig does.
+    memory_kernel: str = HeroConfig.memory_kernel
+    memory_scale_init: float = HeroConfig.memory_scale_init
+    rho_init: float = HeroConfig.rho_init
     memory_lr_scale: float = 1.0
     data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})
     data: str | None = None  # your own text (hero_core.corpus); None: the built-in mix of data_mix
