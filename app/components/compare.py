@@ -15,6 +15,7 @@ from hero_core.core.config import INFERENCE_VARIANTS
 from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 from hero_core.eval.twins import twin_name
 
+from .columns import PERCENT_1, number_columns
 from .runtime import RunSpec, load_model, matched_tau
 from .settings import PRECISIONS, Settings, checkpoint_options
 from .verdict import run_kind
@@ -28,21 +29,15 @@ PRESET_HELP = ("Variants: the sidebar's checkpoint run as other variants, switch
                "ablation of that router, not a router trained so). Checkpoints: trained routers side by side, "
                "e.g. hero-10 against the trained local router local-10. Precision: full vs bf16 vs NF4. "
                "Custom: any mix.")
-RUN_COLUMNS = MappingProxyType({
-    "τ": st.column_config.NumberColumn("τ", format="%.3f"),
-    "param skip %": st.column_config.NumberColumn("param skip", format="%.1f %%"),
-    "w/o token 0 %": st.column_config.NumberColumn("w/o token 0", format="%.1f %%",
-                                                   help="Param skip over every token but the first (the attention "
-                                                        "sink, which skips most FFNs)."),
-    "net param skip %": st.column_config.NumberColumn("net param skip", format="%.1f %%"),
-    "FLOPs saved %": st.column_config.NumberColumn("FLOPs saved", format="%.1f %%"),
-    "FFNs / token": st.column_config.NumberColumn("FFNs / token", format="%.1f"),
-    "NLL": st.column_config.NumberColumn("NLL", format="%.3f"),
-    "ΔNLL vs dense": st.column_config.NumberColumn("ΔNLL vs dense", format="%+.3f"),
-    "KL vs dense": st.column_config.NumberColumn("KL vs dense", format="%.4f"),
-    "top-1 agreement %": st.column_config.NumberColumn("top-1 agreement", format="%.1f %%"),
-    "flips vs run 1 %": st.column_config.NumberColumn("flips vs run 1", format="%.1f %%"),
-})
+RUN_COLUMNS = MappingProxyType(number_columns({
+    "τ": ("τ", "%.3f"), "FFNs / token": ("FFNs / token", "%.1f"), "NLL": ("NLL", "%.3f"),
+    "ΔNLL vs dense": ("ΔNLL vs dense", "%+.3f"), "KL vs dense": ("KL vs dense", "%.4f"),
+    "param skip %": ("param skip", PERCENT_1), "net param skip %": ("net param skip", PERCENT_1),
+    "w/o token 0 %": ("w/o token 0", PERCENT_1,
+                      "Param skip over every token but the first (the attention sink, which skips most FFNs)."),
+    "FLOPs saved %": ("FLOPs saved", PERCENT_1), "top-1 agreement %": ("top-1 agreement", PERCENT_1),
+    "flips vs run 1 %": ("flips vs run 1", PERCENT_1),
+}))
 DEFAULT_VARIANTS = ("hero", "no_history", "no_memread")
 MAX_RUNS = 4
 

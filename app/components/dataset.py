@@ -18,6 +18,7 @@ from hero_core.core.checkpoint import bundled_names
 from hero_core.core.config import INFERENCE_VARIANTS
 from hero_core.eval.sweep import Item, SweepResult, SweepRun, bundled_items, read_prompts, run_item
 
+from .columns import FRACTION_AS_PERCENT, number_column, number_columns
 from .compare import default_checkpoints
 from .runtime import load_model, model_of_args
 from .settings import ModelSpec, Settings, tiny_mode
@@ -29,30 +30,26 @@ OPEN_FLAG = "dataset_open_explorer"
 # The run settings live in the URL, written by hand (like ?set= and ?n=) and not bound to the widgets: a bound
 # parameter makes st.switch_page raise ("cannot clear query parameters … bound to widgets"), and Open → switches.
 URL_SETTINGS = ("runs", "max_tokens", "set_chat", "match")  # set_chat: ?chat= is the pages' shared toggle
-_PERCENT = "percent"
 # Human headers and percentages, as on the other pages (the tables once showed snake_case and fractions).
 QUALITY_COLUMNS = MappingProxyType({
     "matched_to": st.column_config.TextColumn("matched to", help="The run whose param skip this one was set to."),
-    "n_items": st.column_config.NumberColumn("items"), "n_tokens": st.column_config.NumberColumn("tokens"),
-    "param_skip": st.column_config.NumberColumn("param skip", format=_PERCENT),
-    "param_skip_excluding_first_token": st.column_config.NumberColumn(
-        "param skip w/o token 0", format=_PERCENT, help="Over every token but each item's first (the attention sink, "
-                                                        "which skips most FFNs and lifts short prompts' figure)."),
-    "ffn_per_token": st.column_config.NumberColumn("FFNs / token", format="%.1f"),
-    "perplexity_ratio": st.column_config.NumberColumn("ppl ratio to dense", format="%.3f"),
-    "ratio_low": st.column_config.NumberColumn("95 % CI low", format="%.3f"),
-    "ratio_high": st.column_config.NumberColumn("95 % CI high", format="%.3f"),
-    "mean_kl": st.column_config.NumberColumn("KL to dense", format="%.4f"),
-    "top1_agreement": st.column_config.NumberColumn("top-1 agreement", format=_PERCENT),
+    **number_columns({
+        "n_items": ("items",), "n_tokens": ("tokens",), "param_skip": ("param skip", FRACTION_AS_PERCENT),
+        "param_skip_excluding_first_token": (
+            "param skip w/o token 0", FRACTION_AS_PERCENT,
+            "Over every token but each item's first (the attention sink, which skips most FFNs and lifts short "
+            "prompts' figure)."),
+        "ffn_per_token": ("FFNs / token", "%.1f"), "perplexity_ratio": ("ppl ratio to dense", "%.3f"),
+        "ratio_low": ("95 % CI low", "%.3f"), "ratio_high": ("95 % CI high", "%.3f"),
+        "mean_kl": ("KL to dense", "%.4f"), "top1_agreement": ("top-1 agreement", FRACTION_AS_PERCENT),
+    }),
 })
 MATCHED_COLUMNS = MappingProxyType({
-    "n_items": QUALITY_COLUMNS["n_items"], "param_skip": QUALITY_COLUMNS["param_skip"],
-    "param_skip_excluding_first_token": QUALITY_COLUMNS["param_skip_excluding_first_token"],
-    "reference_param_skip": st.column_config.NumberColumn("reference's param skip", format=_PERCENT),
-    "reference_param_skip_excluding_first_token": st.column_config.NumberColumn("reference's w/o token 0",
-                                                                                format=_PERCENT),
-    "ratio_vs_reference": st.column_config.NumberColumn("ppl ratio vs reference", format="%.3f"),
-    "ratio_low": QUALITY_COLUMNS["ratio_low"], "ratio_high": QUALITY_COLUMNS["ratio_high"],
+    **{name: QUALITY_COLUMNS[name] for name in ("n_items", "param_skip", "param_skip_excluding_first_token",
+                                                 "ratio_low", "ratio_high")},
+    **number_columns({"reference_param_skip": ("reference's param skip", FRACTION_AS_PERCENT),
+                      "reference_param_skip_excluding_first_token": ("reference's w/o token 0", FRACTION_AS_PERCENT),
+                      "ratio_vs_reference": ("ppl ratio vs reference", "%.3f")}),
 })
 
 
@@ -256,8 +253,7 @@ def item_table(result: SweepResult, runs: list[AppRun], *, chat: bool, prefix: s
     table_key = f"{prefix}_table"
     st.dataframe(view, hide_index=True, key=table_key, on_select=lambda: _open_selected(table_key, rows, chat),
                  selection_mode="single-row",
-                 column_config={**QUALITY_COLUMNS, "n_tokens": st.column_config.NumberColumn("tokens"),
-                               "perplexity_ratio": st.column_config.NumberColumn("ppl ratio", format="%.3f")})
+                 column_config={**QUALITY_COLUMNS, "perplexity_ratio": number_column("ppl ratio", "%.3f")})
     cols = st.columns([4, 1], vertical_alignment="bottom")
     choice = cols[0].selectbox("Open an item in Route explorer", range(len(rows)), key=f"{prefix}_pick",
                                format_func=lambda i: f"item {own.item[i]} · {own.run[i]} · {own.prompt[i][:60]!r}")

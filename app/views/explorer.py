@@ -5,6 +5,7 @@ import time
 import streamlit as st
 from components import settings as app_settings
 from components import widgets
+from components.columns import number_columns
 from components.exports import export_panel, show_figure
 from components.positions import show_position_skip
 from components.runtime import RunSpec
@@ -14,12 +15,10 @@ from hero_core.core.labels import token_label
 from hero_core.eval.sweep import token_summary
 from hero_core.viz.figures import decision_split, executed_counts, layer_skip_bars, token_quality_bars
 
-TOKEN_COLUMNS = {"token_index": "#", "ffn_executed": st.column_config.NumberColumn("FFNs run"),
-                 "mean_gate": st.column_config.NumberColumn("mean g", format="%.3f"),
-                 "min_margin": st.column_config.NumberColumn("smallest margin to τ", format="%+.4f"),
-                 "nll": st.column_config.NumberColumn("NLL", format="%.3f"),
-                 "dense_nll": st.column_config.NumberColumn("NLL dense", format="%.3f"),
-                 "delta_nll": st.column_config.NumberColumn("NLL vs dense", format="%+.3f")}
+TOKEN_COLUMNS = {"token_index": "#", **number_columns({
+    "ffn_executed": ("FFNs run",), "mean_gate": ("mean g", "%.3f"), "min_margin": ("smallest margin to τ", "%+.4f"),
+    "nll": ("NLL", "%.3f"), "dense_nll": ("NLL dense", "%.3f"), "delta_nll": ("NLL vs dense", "%+.3f"),
+})}
 
 P = "explorer"
 started = time.perf_counter()

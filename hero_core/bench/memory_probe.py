@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from .sections import PROBE_MARKER
-from .timing import start_timer
+from .timing import proc_lines, start_timer
 
 
 def _rss_bytes() -> int:
@@ -25,14 +25,8 @@ def _rss_bytes() -> int:
 def _rss_split() -> dict[str, int]:
     """Resident anonymous and file-backed memory (bytes), Linux only: {} elsewhere. Weights loaded from
     safetensors are memory-mapped, so they show up as *file* pages."""
-    out = {}
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(("RssAnon:", "RssFile:")):
-                out[line.split(":")[0]] = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return out
+    return {line.split(":")[0]: int(line.split()[1]) * 1024
+            for line in proc_lines("/proc/self/status", ("RssAnon:", "RssFile:"))}
 
 
 def _reset_peak_rss() -> bool:
@@ -45,12 +39,9 @@ def _reset_peak_rss() -> bool:
 
 
 def _peak_rss_bytes() -> int:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    found = proc_lines("/proc/self/status", "VmHWM:")
+    if found:
+        return int(found[0].split()[1]) * 1024
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # since process start: includes imports

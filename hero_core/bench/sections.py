@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from ..core.accounting import ComputeProfile, flop_ideal
 from ..core.call_state import RoutingCall, routing_call
 from .inputs import BenchConfig, RoutedConfig, batch_of, recorded_pass
-from .timing import measure, paired_ratio, start_timer, stats, time_stats
+from .timing import measure, paired_ratio, paired_ratios, start_timer, stats, time_stats
 
 PROBE_MODULE = "hero_core.bench.memory_probe"  # run with -m: one fresh process per configuration
 PROBE_MARKER = "HERO_BENCH_MEMORY"  # prefixes the one line of JSON the probe prints
@@ -69,9 +69,8 @@ def bench_prefill(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Ben
         for rc in routed:
             _, executed = recorded_pass(hero, rc, ids)
             figures = flop_ideal(executed.cpu().numpy(), positions, hero.profile)
-            speedup = paired_ratio(times["dense"]["wall"], times[rc.name]["wall"])
-            figures.update(speedup=speedup, speedup_cpu=paired_ratio(times["dense"]["cpu"], times[rc.name]["cpu"]),
-                           efficiency=speedup["median"] / figures["ideal_speedup"])
+            figures.update(paired_ratios(times, "speedup", "dense", rc.name))
+            figures["efficiency"] = figures["speedup"]["median"] / figures["ideal_speedup"]
             row["routed"][rc.name] = figures
         rows.append(row)
         say(f"prefill {batch}x{length}: dense {row['time_s']['dense']['median']:.3f}s · " + " · ".join(
@@ -138,9 +137,8 @@ def bench_decode(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Benc
             executed = np.concatenate([p.executed().cpu().numpy() for p in steps], 1)
             positions = np.repeat(cfg.decode_prompt + np.arange(len(steps)), batch)
             figures = flop_ideal(executed, positions, hero.profile)
-            speedup = paired_ratio(times["dense"]["wall"], times[rc.name]["wall"])
-            figures.update(speedup=speedup, speedup_cpu=paired_ratio(times["dense"]["cpu"], times[rc.name]["cpu"]),
-                           efficiency=speedup["median"] / figures["ideal_speedup"],
+            figures.update(paired_ratios(times, "speedup", "dense", rc.name))
+            figures.update(efficiency=figures["speedup"]["median"] / figures["ideal_speedup"],
                            weight_read_ideal=weight_read_ideal(executed, batch, hero.profile),
                            overhead_bound=overhead_bound(figures["ideal_speedup"], overhead))
             row["routed"][rc.name] = figures
@@ -171,13 +169,10 @@ def bench_recording(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig
 
     times = measure({"record_false": run(False), "record_true": run(True), "record_and_assemble": assemble},
                     cfg.reps, cfg.warmup, hero.device)
-    overhead = paired_ratio(times["record_true"]["wall"], times["record_false"]["wall"])
-    out = {"router": rc.name, "batch": batch, "tokens": length,
-           **time_stats(times),
-           "record_ratio": overhead,
-           "record_ratio_cpu": paired_ratio(times["record_true"]["cpu"], times["record_false"]["cpu"]),
-           "assemble_ratio": paired_ratio(times["record_and_assemble"]["wall"], times["record_false"]["wall"])}
-    say(f"recording {batch}x{length}: record=True / record=False x{overhead['median']:.3f}, "
+    out = {"router": rc.name, "batch": batch, "tokens": length, **time_stats(times),
+           **paired_ratios(times, "record_ratio", "record_true", "record_false"),
+           **paired_ratios(times, "assemble_ratio", "record_and_assemble", "record_false", cpu=False)}
+    say(f"recording {batch}x{length}: record=True / record=False x{out['record_ratio']['median']:.3f}, "
         f"with trace assembly x{out['assemble_ratio']['median']:.3f}")
     return out
 
@@ -207,12 +202,12 @@ def bench_overhead(hero, pool: torch.Tensor, cfg: BenchConfig, say: Callable[[st
     del reference
     times = measure({"bare": bare, "wrapped_no_call": no_call, "dense_variant": dense}, cfg.reps, cfg.warmup,
                     hero.device)
-    ratio = paired_ratio(times["dense_variant"]["wall"], times["bare"]["wall"])
-    out = {"batch": batch, "tokens": length, **time_stats(times), "dense_over_bare": ratio,
-           "dense_over_bare_cpu": paired_ratio(times["dense_variant"]["cpu"], times["bare"]["cpu"]),
-           "no_call_over_bare": paired_ratio(times["wrapped_no_call"]["wall"], times["bare"]["wall"]),
+    out = {"batch": batch, "tokens": length, **time_stats(times),
+           **paired_ratios(times, "dense_over_bare", "dense_variant", "bare"),
+           **paired_ratios(times, "no_call_over_bare", "wrapped_no_call", "bare", cpu=False),
            "max_abs_logit_diff": diff}
-    say(f"overhead {batch}x{length}: dense variant / bare x{ratio['median']:.3f} (max |logit diff| {diff:.2e})")
+    say(f"overhead {batch}x{length}: dense variant / bare x{out['dense_over_bare']['median']:.3f} "
+        f"(max |logit diff| {diff:.2e})")
     return out
 
 
@@ -258,16 +253,12 @@ def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
 
     fns = {"dense": dense_step, "routed": routed_step(True), "routed_paper": routed_step(False)}
     times = measure(fns, cfg.reps, cfg.warmup, hero.device)
-    ratio = paired_ratio(times["routed"]["wall"], times["dense"]["wall"])
-    out = {"router": rc.name, "batch": batch, "tokens": length,
-           **time_stats(times),
-           "routed_over_dense": ratio,
-           "routed_over_dense_cpu": paired_ratio(times["routed"]["cpu"], times["dense"]["cpu"]),
-           "paper_over_dense": paired_ratio(times["routed_paper"]["wall"], times["dense"]["wall"]),
-           "paper_over_dense_cpu": paired_ratio(times["routed_paper"]["cpu"], times["dense"]["cpu"]),
+    out = {"router": rc.name, "batch": batch, "tokens": length, **time_stats(times),
+           **paired_ratios(times, "routed_over_dense", "routed", "dense"),
+           **paired_ratios(times, "paper_over_dense", "routed_paper", "dense"),
            "tokens_per_s": {k: stats([batch * length / t for t in v["wall"]]) for k, v in times.items()}}
-    say(f"training {batch}x{length}: routed step / dense fwd+bwd x{ratio['median']:.3f} (straight-through), "
-        f"x{out['paper_over_dense']['median']:.3f} (hard branch)")
+    say(f"training {batch}x{length}: routed step / dense fwd+bwd x{out['routed_over_dense']['median']:.3f} "
+        f"(straight-through), x{out['paper_over_dense']['median']:.3f} (hard branch)")
     return out
 
 

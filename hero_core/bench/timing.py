@@ -34,15 +34,30 @@ def paired_ratio(numerator: list[float], denominator: list[float]) -> dict[str, 
     return stats([n / d for n, d in zip(numerator, denominator, strict=True)])
 
 
+def paired_ratios(times: dict[str, dict[str, list[float]]], name: str, numerator: str, denominator: str, *,
+                  cpu: bool = True) -> dict[str, dict[str, Any]]:
+    """``name``: the wall-time :func:`paired_ratio` of two configurations :func:`measure` timed, and ``name_cpu``
+    the same of their CPU time (unless ``cpu`` is False): the figures a bench section reports."""
+    ratios = {name: paired_ratio(times[numerator]["wall"], times[denominator]["wall"])}
+    if cpu:
+        ratios[f"{name}_cpu"] = paired_ratio(times[numerator]["cpu"], times[denominator]["cpu"])
+    return ratios
+
+
 # -- machine -----------------------------------------------------------------------------------------
-def _cpu_model() -> str:
+def proc_lines(path: str, prefix: str | tuple[str, ...]) -> list[str]:
+    """The lines of a /proc file that start with ``prefix`` (one, or a tuple of them); none where the file cannot
+    be read (not on Linux)."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        text = Path(path).read_text()
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return []
+    return [line for line in text.splitlines() if line.startswith(prefix)]
+
+
+def _cpu_model() -> str:
+    found = proc_lines("/proc/cpuinfo", "model name")
+    return found[0].split(":", 1)[1].strip() if found else platform.processor() or platform.machine()
 
 
 def _version(package: str) -> str | None:

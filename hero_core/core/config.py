@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .choices import check_choice
 from .memory import check_memory_kernel
 
 # Variants a router can be trained as; every one is also selectable at inference.
@@ -55,10 +56,7 @@ VARIANTS = MappingProxyType({
 
 
 def check_variant(variant: str, *, allow_dense: bool = True) -> str:
-    allowed = INFERENCE_VARIANTS if allow_dense else TRAINABLE_VARIANTS
-    if variant not in allowed:
-        raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(allowed)}")
-    return variant
+    return check_choice("variant", variant, INFERENCE_VARIANTS if allow_dense else TRAINABLE_VARIANTS)
 
 
 def check_tau(tau: float) -> float:
@@ -131,8 +129,7 @@ class HeroConfig:
     def __post_init__(self) -> None:
         check_variant(self.variant, allow_dense=False)
         self.tau = check_tau(self.tau)
-        if self.branch_scaling not in BRANCH_SCALINGS:
-            raise ValueError(f"branch_scaling must be one of {BRANCH_SCALINGS}, got {self.branch_scaling!r}")
+        check_choice("branch_scaling", self.branch_scaling, BRANCH_SCALINGS)
         for name in ("d_model", "d_ffn", "d_hidden_state", "d_aux", "d_encoder", "d_path_hidden",
                      "d_memory", "head_hidden"):
             value = getattr(self, name)

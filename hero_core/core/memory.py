@@ -38,6 +38,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .choices import check_choice
+
 MEMORY_KERNELS = ("elu1", "softmax")
 # How a read may be replaced at inference (``hero.trace(..., memory_read=...)``): "learned" is the router's own,
 # "uniform" averages the same values with equal weights (the read-matters ablation: a flat map, all else equal).
@@ -50,15 +52,11 @@ def feature_map(x: torch.Tensor) -> torch.Tensor:
 
 
 def check_memory_kernel(kernel: str) -> str:
-    if kernel not in MEMORY_KERNELS:
-        raise ValueError(f"memory_kernel must be one of {', '.join(MEMORY_KERNELS)}, got {kernel!r}")
-    return kernel
+    return check_choice("memory_kernel", kernel, MEMORY_KERNELS)
 
 
 def check_memory_read(mode: str) -> str:
-    if mode not in MEMORY_READS:
-        raise ValueError(f"memory_read must be one of {', '.join(MEMORY_READS)}, got {mode!r}")
-    return mode
+    return check_choice("memory_read", mode, MEMORY_READS)
 
 
 def stored_key(kernel: str, k: torch.Tensor) -> torch.Tensor:

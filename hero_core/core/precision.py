@@ -13,15 +13,15 @@ import time
 
 import torch
 
+from .choices import check_choice
+
 DTYPES = ("auto", "fp32", "bf16")
 # bf16 must win by this factor before ``auto`` takes it: its rounding costs a little quality.
 AUTO_MIN_SPEEDUP = 1.5
 
 
 def check_dtype(name: str) -> str:
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}")
-    return name
+    return check_choice("dtype", name, DTYPES)
 
 
 def _best_time(fn, repeats: int = 5) -> float:

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from hero_core.eval.frontier_measures import DOMAINS, MAX_TOKENS, bf16_check, generations, memory_entropy, read_matters
+from hero_core.reports.pages import say_wrote
 
 # This module is scripts/make_frontier.py's command line (its docstring is --help): the frontier in one process
 # per domain (each runs this module with --part), merged, then frontier_measures' sections.
@@ -192,8 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                              for n, m in models.items()}
     result["wall_seconds"] = round(time.perf_counter() - start, 1)
     args.out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.out} in {result['wall_seconds']} s")
-    return 0
+    return say_wrote(args.out, took_s=result["wall_seconds"])
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.checkpoint import BUNDLED_DIR
 from ..core.files import atomic_write_text
+from ..reports.pages import say_wrote
 from .frontier import at_skip
 from .twins import counterparts, parse_name
 
@@ -209,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path, nargs="?", default=RESULTS_FILE)
     parser.add_argument("--out", type=Path, default=MEASURED_FILE)
     args = parser.parse_args(argv)
-    print(f"wrote {write(args.results, args.out)}")
-    return 0
+    return say_wrote(write(args.results, args.out))
 
 
 if __name__ == "__main__":

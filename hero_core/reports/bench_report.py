@@ -23,7 +23,8 @@ from ..bench.targets import (
     SINGLE_PRECISION_SCHEMA,
     target_unit,
 )
-from .readme_block import replace_block
+from .pages import say_wrote
+from .readme_block import refresh_block
 
 Label = tuple[str, ...]
 Rows = list[tuple[Label, list[str]]]  # one precision's rows: (label cells, value cells)
@@ -163,6 +164,20 @@ def _ratio_cells(section: dict, key: str, *, cpu: bool = True) -> list[str]:
     return [_spread(section[key]), _num(section[f"{key}_cpu"]["median"]) if cpu else "—", "—", "—"]
 
 
+# The sections' measured ratios without an ideal: section -> (row label, a str.format of the section's fields;
+# the ratio's key), in the table's order.
+RATIO_ROWS = {
+    "recording": (("record=True / record=False ({router}, {batch}x{tokens})", "record_ratio"),
+                  ("record + trace assembly / record=False", "assemble_ratio")),
+    "overhead": (("dense variant / bare backbone ({batch}x{tokens})", "dense_over_bare"),
+                 ("wrapped, no call active / bare", "no_call_over_bare")),
+    "training": (("routed train step (straight-through) / dense fwd+bwd ({router}, {batch}x{tokens})",
+                  "routed_over_dense"),
+                 ("routed train step (hard branch) / dense fwd+bwd", "paper_over_dense")),
+}
+WALL_ONLY = ("assemble_ratio", "no_call_over_bare")  # ratios timed by the wall clock alone (no <key>_cpu)
+
+
 def summary_rows(block: dict) -> Rows:
     """The ratios of one precision: (ratio,) -> [wall, CPU, ideal, of ideal]."""
     rows: Rows = []
@@ -175,22 +190,11 @@ def summary_rows(block: dict) -> Rows:
         if row.get("router_overhead") is not None:
             rows.append(((f"decode batch {row['batch']}: router only (τ = 0) / dense",),
                          [_num(1.0 + row["router_overhead"]), "—", "1", "—"]))
-    if block.get("recording"):
-        r = block["recording"]
-        rows.append(((f"record=True / record=False ({r['router']}, {r['batch']}x{r['tokens']})",),
-                     _ratio_cells(r, "record_ratio")))
-        rows.append((("record + trace assembly / record=False",), _ratio_cells(r, "assemble_ratio", cpu=False)))
-    if block.get("overhead"):
-        o = block["overhead"]
-        rows.append(((f"dense variant / bare backbone ({o['batch']}x{o['tokens']})",),
-                     _ratio_cells(o, "dense_over_bare")))
-        rows.append((("wrapped, no call active / bare",), _ratio_cells(o, "no_call_over_bare", cpu=False)))
-    if block.get("training"):
-        t = block["training"]
-        rows.append(((f"routed train step (straight-through) / dense fwd+bwd ({t['router']}, "
-                      f"{t['batch']}x{t['tokens']})",), _ratio_cells(t, "routed_over_dense")))
-        if "paper_over_dense" in t:
-            rows.append((("routed train step (hard branch) / dense fwd+bwd",), _ratio_cells(t, "paper_over_dense")))
+    for name, ratios in RATIO_ROWS.items():
+        section = block.get(name)
+        for label, key in ratios if section else ():
+            if key in section:  # training sections written before the hard-branch step was timed lack it
+                rows.append(((label.format(**section),), _ratio_cells(section, key, cpu=key not in WALL_ONLY)))
     return rows
 
 
@@ -479,9 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    print(f"wrote {args.out}")
-    if args.readme is not None and replace_block(args.readme, "performance", block):
-        print(f"updated the performance block of {args.readme}")
+    say_wrote(args.out)
+    if args.readme is not None:
+        refresh_block(args.readme, "performance", block)
     return 0
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hero_core.core.results_json import command_line, measured_or_saved
 from hero_core.eval import position_skip as ps
+from hero_core.reports.pages import say_wrote
 
 # This module measures, renders and is the command line of scripts/position_skip.py (its docstring's first
 # paragraph is --help); the numbers, tables and figure are hero_core.eval.position_skip.
@@ -73,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     results = measured_or_saved(path, args.report, lambda: measure(args, command), indent=2)
     render(results, args.out, args.figure)
     print(ps.markdown_table(results["summary"]))
-    print(f"wrote {path}, {args.out / 'README.md'} and {args.figure}")
-    return 0
+    return say_wrote(path, args.out / "README.md", args.figure)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..eval.frontier import at_skip
 from ..eval.twins import CONTROL_CAVEATS
-from .pages import save_figure, table_row
+from .pages import add_path_arguments, save_figure, say_wrote, table_head, table_row
 from .readme_block import replace_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def own_tau_table(frontier: dict, names: list[str]) -> list[str]:
     head = ["checkpoint", "variant", "tau"]
     for d in DOMAINS:
         head += [f"{d}: param skip %", f"{d}: ppl ratio [95 % CI]", f"{d}: top-1 %"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = table_head(*head)
     for name in names:
         curve = frontier["curves"].get(name)
         point = own_point(curve) if curve else None
@@ -71,7 +71,7 @@ def own_tau_table(frontier: dict, names: list[str]) -> list[str]:
 
 
 def target_lines(frontier: dict, generations: dict | None = None) -> list[str]:
-    lines = ["| checkpoint | target | measured (chat / code / reasoning) | met? |", "|---|---|---|---|"]
+    lines = table_head("checkpoint", "target", "measured (chat / code / reasoning)", "met?")
     for name, (skip, ratio, top1) in TARGETS.items():
         curve = frontier["curves"].get(name)
         point = own_point(curve) if curve else None
@@ -100,8 +100,8 @@ def target_lines(frontier: dict, generations: dict | None = None) -> list[str]:
 def matched_table(frontier: dict) -> list[str]:
     """hero vs local (and the references) interpolated at the param skip each hero checkpoint realises."""
     curves = frontier["curves"]
-    lines = ["| budget | domain | param skip % (hero's own tau) | hero | local | random (same adapters) | "
-             "oracle (not deployable) | hero ≤ local? |", "|---|---|---|---|---|---|---|---|"]
+    lines = table_head("budget", "domain", "param skip % (hero's own tau)", "hero", "local", "random (same adapters)",
+                       "oracle (not deployable)", "hero ≤ local?")
     for budget in ("10", "25", "40"):
         hero, local = curves.get(f"hero-{budget}"), curves.get(f"local-{budget}")
         point = own_point(hero) if hero else None
@@ -231,9 +231,9 @@ def entropy_lines(entropy: dict) -> list[str]:
 def read_matters_lines(read: dict) -> list[str]:
     """Per checkpoint and domain: the learned read's entropy, the decisions a uniform read flips, and quality with
     the learned and the uniform read."""
-    lines = ["| checkpoint | domain | read entropy / uniform | decisions flipped by a uniform read % | "
-             "ppl ratio, learned read [95 % CI] | ppl ratio, uniform read [95 % CI] | param skip % learned / uniform |",
-             "|---|---|---|---|---|---|---|"]
+    lines = table_head("checkpoint", "domain", "read entropy / uniform", "decisions flipped by a uniform read %",
+                       "ppl ratio, learned read [95 % CI]", "ppl ratio, uniform read [95 % CI]",
+                       "param skip % learned / uniform")
     for name, per in read.items():
         for d in DOMAINS:
             r = per[d]
@@ -244,9 +244,9 @@ def read_matters_lines(read: dict) -> list[str]:
 
 
 def training_lines(checkpoints: dict) -> list[str]:
-    lines = ["| checkpoint | variant | branch | tokens seen | starts from | precision | train wall s | CPU s | "
-             "CPU s with earlier stages | adapter warm start median R² | gates within 0.1 of tau (last step) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = table_head("checkpoint", "variant", "branch", "tokens seen", "starts from", "precision", "train wall s",
+                       "CPU s", "CPU s with earlier stages", "adapter warm start median R²",
+                       "gates within 0.1 of tau (last step)")
     for name, c in checkpoints.items():
         t = c["training"]
         timing = t.get("timing", {})
@@ -324,6 +324,11 @@ def ablation_tables(frontier: dict, checkpoints: dict, stages: tuple = ABLATION_
     return lines
 
 
+def section(title: str, intro: str, body: list[str]) -> list[str]:
+    """A ``##`` section of the page: its title, an intro paragraph and the body, with the blank lines between."""
+    return [f"## {title}", "", intro, "", *body]
+
+
 def render(result: dict, figure: Path) -> str:
     fr = result["frontier"]
     names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
@@ -347,30 +352,33 @@ def render(result: dict, figure: Path) -> str:
     out += matched_table(fr)
     stage_one = [n for n in ("hero-10", "hero-10-s1", "local-10", "local-10-s1") if n in fr["curves"]]
     if any(n.endswith("-s1") for n in stage_one):
-        out += ["", "## hero-10 and local-10 after their first stage", "",
-                "`hero-10` / `local-10` train in two stages (`scripts/make_checkpoints.py`); `-s1` is the first stage "
-                "alone, bundled so the second stage's effect can be read on the same texts.", ""]
-        out += own_tau_table(fr, stage_one)
-    out += ["", "## Ablations at the 10 % budget (trained)", "",
-            "Each ablation takes hero-10's recipe and removes one component (`local-10` is the paper's w/o "
-            "History). A table compares only checkpoints that have seen the same number of training tokens, so "
-            "a difference is the component's, not the training's.", ""]
-    out += ablation_tables(fr, result.get("checkpoints", {}))
+        out += ["", *section("hero-10 and local-10 after their first stage",
+                             "`hero-10` / `local-10` train in two stages (`scripts/make_checkpoints.py`); `-s1` is the "
+                             "first stage alone, bundled so the second stage's effect can be read on the same texts.",
+                             own_tau_table(fr, stage_one))]
+    out += ["", *section("Ablations at the 10 % budget (trained)",
+                         "Each ablation takes hero-10's recipe and removes one component (`local-10` is the paper's "
+                         "w/o History). A table compares only checkpoints that have seen the same number of training "
+                         "tokens, so a difference is the component's, not the training's.",
+                         ablation_tables(fr, result.get("checkpoints", {})))]
     if "generations" in result:
         out += ["", "## Greedy generations", ""] + generation_lines(result["generations"])
     if result.get("memory_entropy"):
-        out += ["## Is the memory read selective?", "",
-                "Entropy of each memory-attention row over the earlier blocks, divided by the entropy of uniform "
-                "weights (1 = read evenly), averaged over tokens and blocks from the third on; and the weight on the "
-                "immediately previous block beside its uniform value.", ""] + entropy_lines(result["memory_entropy"])
+        # no blank line first: the section before always ends with one
+        out += section("Is the memory read selective?",
+                       "Entropy of each memory-attention row over the earlier blocks, divided by the entropy of "
+                       "uniform weights (1 = read evenly), averaged over tokens and blocks from the third on; and the "
+                       "weight on the immediately previous block beside its uniform value.",
+                       entropy_lines(result["memory_entropy"]))
     if result.get("read_matters"):
-        out += ["", "## Does the memory read matter?", "",
-                "Each checkpoint that reads its depth memory, at its own tau, on "
-                f"{next(iter(result['read_matters'].values()))['chat']['texts']} held-out texts per domain "
-                "routed twice: with its learned read and with every read replaced by the uniform average of the same "
-                "stored values (`hero.trace(..., memory_read=\"uniform\")`). A flip is a (token, block) decision "
-                "that differs; a flip also changes every later block's input, so this is the read's whole effect "
-                "on routing.", ""] + read_matters_lines(result["read_matters"])
+        texts = next(iter(result["read_matters"].values()))["chat"]["texts"]
+        out += ["", *section("Does the memory read matter?",
+                             f"Each checkpoint that reads its depth memory, at its own tau, on {texts} held-out texts "
+                             "per domain routed twice: with its learned read and with every read replaced by the "
+                             "uniform average of the same stored values (`hero.trace(..., memory_read=\"uniform\")`). "
+                             "A flip is a (token, block) decision that differs; a flip also changes every later "
+                             "block's input, so this is the read's whole effect on routing.",
+                             read_matters_lines(result["read_matters"]))]
     if result.get("bf16"):
         out += ["", "## bf16 on CPU", "",
                 "hero-10's router on a bf16 backbone against the same router on fp32, on held-out text; both "
@@ -409,8 +417,8 @@ def position_lines(results_path: Path, figure: Path) -> list[str]:
 
 def read_summary_lines(read: dict) -> list[str]:
     """One row per memory-reading checkpoint: read entropy and the decisions a uniform read flips, per domain."""
-    lines = ["| checkpoint | read entropy / uniform (chat / code / reasoning) | "
-             "decisions flipped by a uniform read % |", "|---|---|---|"]
+    lines = table_head("checkpoint", "read entropy / uniform (chat / code / reasoning)",
+                       "decisions flipped by a uniform read %")
     for name, per in read.items():
         entropy = " / ".join(f"{per[d]['read_entropy']:.3f}" for d in DOMAINS)
         flips = " / ".join(f"{100 * per[d]['flip_share']:.2f}" for d in DOMAINS)
@@ -437,18 +445,15 @@ def readme_lines(result: dict) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("quality", type=Path, nargs="?", default=ROOT / "docs" / "results.json")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.md")
-    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "frontier.png")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    add_path_arguments(parser, {"quality": ROOT / "docs" / "results.json", "--out": ROOT / "docs" / "results.md",
+                                "--figure": ROOT / "docs" / "figures" / "frontier.png", "--readme": ROOT / "README.md"})
     args = parser.parse_args()
     result = json.loads(args.quality.read_text())
     plot(result["frontier"], args.figure)
     args.out.write_text(render(result, args.figure))
     if args.readme.is_file():
         replace_block(args.readme, "quality", readme_lines(result))
-    print(f"wrote {args.out} and {args.figure}")
-    return 0
+    return say_wrote(args.out, args.figure)
 
 
 if __name__ == "__main__":

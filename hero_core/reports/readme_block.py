@@ -19,3 +19,10 @@ def replace_block(readme: Path, name: str, lines: list[str]) -> bool:
     new = head + "\n".join([start, "", *lines, "", end]) + rest.split(end, 1)[1]
     readme.write_text(new)
     return new != text
+
+
+def refresh_block(readme: Path, name: str, lines: list[str]) -> bool:
+    """:func:`replace_block`, then one line on stdout saying whether the README changed (the scripts' log)."""
+    changed = replace_block(readme, name, lines)
+    print(f"{readme}: {name} block {'updated' if changed else 'unchanged (or no markers)'}")
+    return changed

@@ -15,8 +15,8 @@ from pathlib import Path
 from ..eval.answers_figure import plot_answers_kept
 from ..eval.headline import headline_lines, load_json
 from ..eval.twins import is_headline
-from .pages import save_figure, table_row
-from .readme_block import replace_block
+from .pages import add_path_arguments, save_figure, say_wrote, table_row
+from .readme_block import refresh_block
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,7 +219,7 @@ CAVEAT = ("**Read the intervals.** The main suite here is small (see the limit a
 
 def write_headline(readme: Path, bigbench: dict | None, answers: dict | None, sources: tuple[str, str]) -> bool:
     """The README's headline block (between the ``headline`` markers); whether the README changed."""
-    return replace_block(readme, "headline", headline_lines(bigbench, answers, sources=sources))
+    return refresh_block(readme, "headline", headline_lines(bigbench, answers, sources=sources))
 
 
 def _shown(path: Path) -> str:
@@ -228,24 +228,23 @@ def _shown(path: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("results", type=Path, nargs="?", default=ROOT / "docs" / "bigbench.json")
-    parser.add_argument("--answers", type=Path, default=ROOT / "docs" / "answers.json")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bigbench.md")
-    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "bigbench_retain_vs_skip.png")
-    parser.add_argument("--answers-figure", type=Path, default=ROOT / "docs" / "figures" / "answers_kept_vs_skip.png")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    docs = ROOT / "docs"
+    add_path_arguments(parser, {"results": docs / "bigbench.json", "--answers": docs / "answers.json",
+                                "--out": docs / "bigbench.md",
+                                "--figure": docs / "figures" / "bigbench_retain_vs_skip.png",
+                                "--answers-figure": docs / "figures" / "answers_kept_vs_skip.png",
+                                "--readme": ROOT / "README.md"})
     args = parser.parse_args()
     result, answers = load_json(args.results), load_json(args.answers)
     if answers is not None and plot_answers_kept(answers, args.answers_figure):
-        print(f"wrote {args.answers_figure}")
+        say_wrote(args.answers_figure)
     if result is not None:
         plot(result, main_methods(result), args.figure)
         args.out.write_text(render(result, args.figure))
-        print(f"wrote {args.out} and {args.figure}")
+        say_wrote(args.out, args.figure)
     else:
         print(f"{args.results} not found: {args.out} left as it is")
-    changed = write_headline(args.readme, result, answers, (_shown(args.results), _shown(args.answers)))
-    print(f"{args.readme}: headline block {'updated' if changed else 'unchanged (or no markers)'}")
+    write_headline(args.readme, result, answers, (_shown(args.results), _shown(args.answers)))
     return 0
 
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from hero_core.core.results_json import command_line, measured_or_saved
+from hero_core.reports.pages import say_wrote
 from hero_core.train.memory_diagnosis_page import render
 
 # This module measures and is the command line (its docstring is --help); the page is memory_diagnosis_page.
@@ -82,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     command = command_line("memory_diagnosis", given, os.environ.get("OMP_NUM_THREADS"))
     data = measured_or_saved(args.out / "diagnosis.json", args.report, lambda: measure(args, command), indent=1)
     (args.out / "README.md").write_text(render(data))
-    print(f"wrote {args.out / 'README.md'}")
-    return 0
+    return say_wrote(args.out / "README.md")
 
 
 if __name__ == "__main__":

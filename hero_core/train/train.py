@@ -32,13 +32,16 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import torch
 import torch.nn.functional as F
 
-from ..core.config import BRANCH_SCALINGS, check_variant
+from ..core.choices import check_choice
+from ..core.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, HeroConfig
+from ..core.memory import MEMORY_KERNELS
 from ..core.model import HeroModel, load_hero
-from ..core.precision import check_dtype
+from ..core.precision import DTYPES
 from .losses import (
     budget_hinge,
     distill_loss,
@@ -76,13 +79,13 @@ TRAIN_TARGETS = ("distill", "lm")
 # fall below dense); "topk_tail" keeps them as they are and adds one bucket holding the rest of the teacher's mass,
 # matched by the student's mass outside the top-k: a target whose optimum is the teacher itself.
 DISTILL_TARGETS = ("topk_renorm", "topk_tail")
-MEMORY_KERNEL_CHOICES = ("elu1", "softmax")
 GATE_GRADIENTS = ("straight_through", "paper")
-
-
-def _check_choice(name: str, value, choices: tuple) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+# The TrainConfig fields that take one of a fixed set of values: checked by TrainConfig, offered as the CLI's choices.
+FIELD_CHOICES = MappingProxyType({
+    "variant": TRAINABLE_VARIANTS, "target": TRAIN_TARGETS, "dtype": DTYPES, "branch_scaling": BRANCH_SCALINGS,
+    "budget": BUDGETS, "budget_scope": BUDGET_SCOPES, "gate_gradient": GATE_GRADIENTS,
+    "distill_target": DISTILL_TARGETS, "memory_kernel": MEMORY_KERNELS,
+})
 
 
 @dataclass
@@ -111,10 +114,10 @@ class TrainConfig:
     # The depth memory (HeroConfig): its kernel, the softmax kernel's initial temperature (x 1/sqrt(d_m)) and
     # rho's initial value; memory_lr_scale multiplies the learning rate of the parameters that choose where the
     # memory reads (to_q, to_k, to_v, eta, the softmax temperature), whose gradients are 10-1000x smaller than
-    # the heads' (docs/experiments/memory-diagnosis).
-    memory_kernel: str = "elu1"
-    memory_scale_init: float = 1.0
-    rho_init: float = 0.98
+    # the heads' (docs/experiments/memory-diagnosis). The first three default to what HeroConfig does.
+    memory_kernel: str = HeroConfig.memory_kernel
+    memory_scale_init: float = HeroConfig.memory_scale_init
+    rho_init: float = HeroConfig.rho_init
     memory_lr_scale: float = 1.0
     data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})
     data: str | None = None  # your own text (hero_core.corpus); None: the built-in mix of data_mix
@@ -166,23 +169,14 @@ class TrainConfig:
     separation: float = 0.0
 
     def __post_init__(self) -> None:
-        check_variant(self.variant, allow_dense=False)
+        for name, allowed in FIELD_CHOICES.items():
+            check_choice(name, getattr(self, name), allowed)
         if not 0.0 <= self.target_skip < 1.0:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
-        if self.target not in TRAIN_TARGETS:
-            raise ValueError("target must be 'distill' or 'lm'")
-        _check_choice("distill_target", self.distill_target, DISTILL_TARGETS)
-        _check_choice("memory_kernel", self.memory_kernel, MEMORY_KERNEL_CHOICES)
         if not self.memory_lr_scale > 0 or not self.memory_scale_init > 0 or not 0 < self.rho_init < 1:
             raise ValueError("memory_lr_scale and memory_scale_init must be positive, rho_init in (0, 1)")
         if not self.answer_weight > 0:
             raise ValueError(f"answer_weight must be positive, got {self.answer_weight}")
-        _check_choice("budget", self.budget, BUDGETS)
-        _check_choice("budget_scope", self.budget_scope, BUDGET_SCOPES)
-        if self.gate_gradient not in GATE_GRADIENTS:
-            raise ValueError("gate_gradient must be 'straight_through' or 'paper'")
-        _check_choice("branch_scaling", self.branch_scaling, BRANCH_SCALINGS)
-        check_dtype(self.dtype)
         if not 0.0 <= self.budget_ramp <= 1.0:
             raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")
         for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks", "long_every",

@@ -7,22 +7,11 @@ import argparse
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from ..core.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS
-from ..core.precision import DTYPES
 from .recipes import RUNS
-from .train import (
-    BUDGET_SCOPES,
-    BUDGETS,
-    DISTILL_TARGETS,
-    GATE_GRADIENTS,
-    MEMORY_KERNEL_CHOICES,
-    TRAIN_TARGETS,
-    TrainConfig,
-    train,
-)
+from .train import FIELD_CHOICES, TrainConfig, train
 
 # These TrainConfig fields as --field-name, in this order, with their help. Defaults and types come from the
-# dataclass and choices from hero_core.train's tuples, so none is written twice; a True flag becomes --no-field.
+# dataclass and choices from hero_core.train's FIELD_CHOICES, so none is written twice; a True flag becomes --no-field.
 CLI_FIELDS: dict[str, str] = {
     "out": "checkpoint directory to write (a rerun of the same command resumes there)",
     "data": "your own text: a .txt, .jsonl ('text', or 'prompt'/'response' pairs) or .parquet file, or a folder "
@@ -65,10 +54,6 @@ CLI_FIELDS: dict[str, str] = {
     "rho_init": "initial forgetting factor rho of every routed block",
     "memory_lr_scale": "learning-rate multiplier for the memory's q, k, v projections, eta and temperature",
 }
-CLI_CHOICES = {"variant": TRAINABLE_VARIANTS, "target": TRAIN_TARGETS, "dtype": DTYPES,
-               "branch_scaling": BRANCH_SCALINGS, "budget": BUDGETS, "budget_scope": BUDGET_SCOPES,
-               "gate_gradient": GATE_GRADIENTS, "distill_target": DISTILL_TARGETS,
-               "memory_kernel": MEMORY_KERNEL_CHOICES}
 CLI_TYPES = {"order_seed": int, "data": str, "init_from": str}  # fields whose default (None) does not tell the type
 
 
@@ -84,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         else:
             shown = "" if default is None else " (default: %(default)s)"
             p.add_argument(flag, type=CLI_TYPES.get(name, str if default is None else type(default)), default=default,
-                           choices=CLI_CHOICES.get(name), help=help_text + shown)
+                           choices=FIELD_CHOICES.get(name), help=help_text + shown)
     p.add_argument("--recipe", default=None, choices=tuple(RUNS), metavar="NAME",
                    help="train a bundled checkpoint's recipe on this backbone (the stages it continues from train "
                         "first, under OUT/stages); it sets variant, target skip, steps, budget scope, lr, order "

@@ -27,6 +27,14 @@ def _naming_the_run(hover: str, run: str) -> str:
     return f"{hover}<extra>{run}</extra>"
 
 
+def _run_scatter(run: str, rows: pd.DataFrame, x: str, y: str, mode: str, hover_columns: list[str],
+                 hover: str) -> go.Scatter:
+    """One run's trace of columns ``x`` against ``y``; ``hover`` reads ``hover_columns`` as %{customdata[0]}, [1], ...
+    and its side box names the run."""
+    return go.Scatter(x=rows[x], y=rows[y], mode=mode, name=run, customdata=rows[hover_columns],
+                      hovertemplate=_naming_the_run(hover, run))
+
+
 def sweep_layer_skip(result: SweepResult) -> go.Figure:
     """Skip rate per routed layer, pooled over every token of the data set, one line per run."""
     fig = _one_trace_per_run(result.layer_skip(), lambda run, g: go.Scatter(
@@ -62,11 +70,10 @@ def sweep_position_skip(result: SweepResult) -> go.Figure:
     skips most FFNs; the routers were trained on 128-token blocks), and a relative axis smears those effects
     over prompts of every length."""
     table = result.skip_by_absolute_position()
-    fig = _one_trace_per_run(table, lambda run, g: go.Scatter(
-        x=g.label, y=g.skip_rate, mode="lines+markers", name=run,
-        customdata=g[["n_tokens", "ffn_skipped_per_token", "param_skip"]],
-        hovertemplate=_naming_the_run("tokens %{x}: %{y:.1%} skipped, %{customdata[1]:.2f} FFNs per token, param "
-                                      "skip %{customdata[2]:.1%} (%{customdata[0]} tokens)", run)))
+    fig = _one_trace_per_run(table, lambda run, g: _run_scatter(
+        run, g, "label", "skip_rate", "lines+markers", ["n_tokens", "ffn_skipped_per_token", "param_skip"],
+        "tokens %{x}: %{y:.1%} skipped, %{customdata[1]:.2f} FFNs per token, param skip %{customdata[2]:.1%} "
+        "(%{customdata[0]} tokens)"))
     fig.update_layout(title="Skip rate by position in the prompt",
                       xaxis={"title": "absolute token position (bins of the token index)", "type": "category",
                              "categoryorder": "array", "categoryarray": list(dict.fromkeys(table.label))},
@@ -88,11 +95,10 @@ def sweep_relative_position_skip(result: SweepResult, bins: int = 10) -> go.Figu
 
 def sweep_item_quality(result: SweepResult) -> go.Figure:
     """Each item: its param skip against its perplexity ratio to dense, one marker colour per run."""
-    fig = _one_trace_per_run(result.items, lambda run, g: go.Scatter(
-        x=g.param_skip, y=g.perplexity_ratio, mode="markers", name=run,
-        customdata=g[["item", "id", "param_skip_excluding_first_token"]],
-        hovertemplate=_naming_the_run("item %{customdata[0]} (%{customdata[1]}): skip %{x:.1%} "
-                                      "(%{customdata[2]:.1%} without the first token), ratio %{y:.3f}", run)))
+    fig = _one_trace_per_run(result.items, lambda run, g: _run_scatter(
+        run, g, "param_skip", "perplexity_ratio", "markers", ["item", "id", "param_skip_excluding_first_token"],
+        "item %{customdata[0]} (%{customdata[1]}): skip %{x:.1%} (%{customdata[2]:.1%} without the first token), "
+        "ratio %{y:.3f}"))
     fig.add_hline(y=1.0, line={"dash": "dot", "color": "grey"})
     fig.update_layout(title="Quality against dense per item", xaxis={"title": "param skip", "tickformat": ".0%"},
                       yaxis_title="perplexity ratio routed / dense", **_LAYOUT)
