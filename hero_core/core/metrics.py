@@ -82,12 +82,19 @@ def perplexity_ratio(nll: np.ndarray, nll_dense: np.ndarray) -> float:
     return float(np.exp(np.mean(nll) - np.mean(nll_dense)))
 
 
+def pooled_perplexity_ratio(nll, nll_dense, n_pred) -> float:
+    """Routed / dense perplexity pooled over texts, exp(sum(nll - nll_dense) / sum(n)), from per-text NLL sums
+    and prediction counts (arrays, or scalars already summed over the texts)."""
+    diff = np.asarray(nll, dtype=float) - np.asarray(nll_dense, dtype=float)
+    return math.exp(diff.sum() / max(np.asarray(n_pred).sum(), 1))
+
+
 def ratio_interval(nll: np.ndarray, nll_dense: np.ndarray, n_pred: np.ndarray, *, samples: int = BOOTSTRAP_SAMPLES,
                    seed: int = 0) -> tuple[float, float, float]:
-    """Pooled perplexity ratio exp(sum(nll - nll_dense) / sum(n)) over texts (per-text NLL sums and prediction
-    counts) and its 95 % bootstrap interval over texts."""
+    """:func:`pooled_perplexity_ratio` over texts (per-text NLL sums and prediction counts) and its 95 %
+    bootstrap interval over texts."""
     diff = nll - nll_dense
-    point = math.exp(diff.sum() / max(n_pred.sum(), 1))
+    point = pooled_perplexity_ratio(nll, nll_dense, n_pred)
     picks = bootstrap_picks(len(diff), n_boot=samples, rng=np.random.default_rng(seed))
     boot = np.exp(diff[picks].sum(1) / np.maximum(n_pred[picks].sum(1), 1))
     # np.percentile at 2.5 / 97.5, not percentile_interval: quantiles at (1 - level) / 2 differ in the last bit,

@@ -29,6 +29,15 @@ STATE_FIELDS = ("router_state", "memory_context", "memory_state_norm")
 QUALITY_FIELDS = ("nll", "dense_nll", "kl_to_dense")  # per token, with quality=True (plus top1_agree)
 
 
+def quality_fields(quality: dict[str, Any]) -> dict[str, np.ndarray]:
+    """A trace's per-token ``quality`` (T,) from :func:`hero_core.core.metrics.quality_of_log_probs` of its T tokens
+    (tensors): ``nll`` and ``dense_nll`` get NaN at the last token, which has no next token to score."""
+    q = {name: value.cpu().double().numpy() for name, value in quality.items()}
+    pad = np.array([np.nan])
+    return {"nll": np.concatenate([q["nll"], pad]), "dense_nll": np.concatenate([q["dense_nll"], pad]),
+            "kl_to_dense": q["kl"], "top1_agree": q["top1_agree"]}
+
+
 class TraceFormatError(ValueError):
     """A trace file that cannot be read: say what is wrong with it."""
 

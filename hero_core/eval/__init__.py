@@ -4,6 +4,9 @@ Modules, one concept each:
 
     methods    what gets evaluated (:class:`Method`, :class:`HeroMethod`, :class:`CallableMethod`), its
                forwards and greedy decoding (through the one decode loop, :mod:`hero_core.core.decoding`)
+    engine     the one loop that runs texts under several methods against a reference (dense): per-text
+               NLL sums, KL, top-1 agreement, which FFNs ran, traces on request; frontier, domains suite,
+               sweep and the bf16 check go through it
     scoring    log-likelihoods as lm-evaluation-harness splits them, multiple-choice accuracy, Retain
     suites     the registry :data:`~hero_core.eval.suites.SUITES`: one entry per suite (name, run, scores,
                headline) — main, extended, humaneval, reasoning, domains
@@ -20,7 +23,8 @@ Modules, one concept each:
     twins      the headline's checkpoints, each one's local twin and the twin's tau at matched param skip
     headline   the README's headline table (Retain and answers kept beside param skip) from the result files
     frontier   the skip-quality frontier of checkpoints on held-out text, with the oracle and random references
-    sweep      one or more checkpoints over a data set of prompts (``python -m hero_core sweep``)
+    sweep      one or more checkpoints over a data set of prompts (``python -m hero_core sweep``); its data
+               sets are read by ``sweep_data``
     position_skip
                skip by absolute position in the prompt
     calibration

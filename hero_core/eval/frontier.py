@@ -12,7 +12,8 @@ checkpoint's adapters:
   learn end to end (on the bundled checkpoints they beat it at every budget).
 * **random**: every (token, block) skips with one probability, taking the adapter.
 
-Every point is evaluated on the same held-out texts, with the dense model run once per batch, and
+Every point is evaluated on the same held-out texts, with the dense model run once per batch
+(:func:`hero_core.eval.engine.run_texts`), and
 reports per domain the param skip, the perplexity ratio (routed / dense) with a bootstrap interval over
 texts, top-1 agreement and KL(dense || routed).
 """
@@ -80,33 +81,25 @@ def _summarise(stats: _TextStats) -> dict:
 def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str]], *, max_tokens: int = 256,
                     batch_size: int = 2, progress: bool = False) -> dict[str, dict[str, dict]]:
     """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
-    from ..core.metrics import log_probs, quality_of_log_probs
-    from .methods import HeroMethod, dense_batches
+    from .engine import run_texts
+    from .methods import HeroMethod
 
     reference = HeroMethod(hero, "dense")
     out: dict[str, dict[str, dict]] = {m.name: {} for m in methods}
     for domain, texts in texts_by_domain.items():
         stats = {m.name: _TextStats() for m in methods}
-        for ids, mask, lengths, dense in dense_batches(hero, reference, texts, batch_size=batch_size,
-                                                       max_tokens=max_tokens, desc=f"frontier {domain}",
-                                                       progress=progress):
-            dense_log = log_probs(dense)  # once per batch, shared by every method
+        for text in run_texts(hero, methods, texts, reference, max_tokens=max_tokens, batch_size=batch_size,
+                              desc=f"frontier {domain}", progress=progress):
             for m in methods:
-                fwd = m.forward(ids, mask)
-                s = stats[m.name]
-                routed_log = log_probs(fwd.logits)
-                for b, n in enumerate(lengths):
-                    q = quality_of_log_probs(dense_log[b, :n], routed_log[b, :n], ids[b, :n])
-                    s.nll.append(float(q["nll"].sum()))
-                    s.nll_dense.append(float(q["dense_nll"].sum()))
-                    s.n_pred.append(n - 1)
-                    s.kl.append(float(q["kl"].sum()))
-                    s.agree.append(float(q["top1_agree"].sum()))
-                    s.n_pos.append(n)
-                    if fwd.executed is not None:
-                        s.skip.append(float(token_compute(fwd.executed[b][:, :n], m.profile)["param_skip"].sum()))
-                    else:
-                        s.skip.append(0.0)
+                run, s = text.runs[m.name], stats[m.name]
+                s.nll.append(run.nll_sum)
+                s.nll_dense.append(run.dense_nll_sum)
+                s.n_pred.append(run.n_pred)
+                s.kl.append(run.kl_sum)
+                s.agree.append(run.agree_sum)
+                s.n_pos.append(run.n_tokens)
+                s.skip.append(0.0 if run.executed is None else
+                              float(token_compute(run.executed, m.profile)["param_skip"].sum()))
         for m in methods:
             out[m.name][domain] = _summarise(stats[m.name])
     return out

@@ -6,7 +6,6 @@ against dense (common prefix, answers shown side by side), the memory-attention 
 
 from __future__ import annotations
 
-import math
 import statistics
 
 DOMAINS = ("chat", "code", "reasoning")
@@ -129,29 +128,33 @@ def bf16_check(models: dict, limit: int) -> dict:
 
     from hero_core.core.backbones import load_backbone
     from hero_core.core.data import domain_texts
-    from hero_core.core.metrics import next_token_nll
+    from hero_core.core.metrics import pooled_perplexity_ratio
     from hero_core.core.model import HeroModel
+    from hero_core.eval.engine import run_texts
+    from hero_core.eval.methods import HeroMethod
 
     if "hero-10" not in models:
         return {}
     fp32 = models["hero-10"]
     bf16 = HeroModel(load_backbone(device="cpu", dtype=torch.bfloat16), fp32.router, "hero-10")
+    methods = [HeroMethod(fp32, "hero", name="fp32"), HeroMethod(bf16, "hero", name="bf16")]
     out = {}
     for domain in DOMAINS:
         flips = cells = near = 0
         sums = {"fp32": 0.0, "bf16": 0.0, "dense": 0.0}
         n = 0
-        for text in domain_texts(domain, "eval", limit, hero=fp32):
-            a, b = fp32.trace(text, max_tokens=MAX_TOKENS), bf16.trace(text, max_tokens=MAX_TOKENS)
+        texts = domain_texts(domain, "eval", limit, hero=fp32)
+        for text in run_texts(fp32, methods, texts, HeroMethod(fp32, "dense"), max_tokens=MAX_TOKENS,
+                              traced=["fp32", "bf16"]):
+            a, b = text.runs["fp32"].trace, text.runs["bf16"].trace
             flips += int((a.executed != b.executed).sum())
             cells += a.executed.size
             near += int((abs(a.gate - a.tau) < 0.05).sum())
-            ids = torch.tensor(a.token_ids)
-            sums["dense"] += float(next_token_nll(fp32.logits(text, variant="dense", max_tokens=MAX_TOKENS), ids).sum())
-            sums["fp32"] += float(next_token_nll(fp32.logits(text, max_tokens=MAX_TOKENS), ids).sum())
-            sums["bf16"] += float(next_token_nll(bf16.logits(text, max_tokens=MAX_TOKENS), ids).sum())
-            n += len(ids) - 1
-        ratios = {k: math.exp((sums[k] - sums["dense"]) / n) for k in ("fp32", "bf16")}
+            sums["dense"] += text.runs["fp32"].dense_nll_sum
+            sums["fp32"] += text.runs["fp32"].nll_sum
+            sums["bf16"] += text.runs["bf16"].nll_sum
+            n += text.runs["fp32"].n_pred
+        ratios = {k: pooled_perplexity_ratio(sums[k], sums["dense"], n) for k in ("fp32", "bf16")}
         out[domain] = {"texts": limit, "flip_rate": flips / cells, "gates_within_0.05_of_tau": near / cells,
                        "ratio_fp32": ratios["fp32"], "ratio_bf16": ratios["bf16"],
                        "bf16_vs_fp32": ratios["bf16"] / ratios["fp32"] - 1}

@@ -7,7 +7,7 @@ generation and the shared-prefix scoring fast path are built on it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,15 +198,3 @@ class CallableMethod(Method):
             executed = np.asarray(executed.cpu() if isinstance(executed, torch.Tensor) else executed, dtype=bool)
         return Forward(logits.float().cpu(), executed)
 
-
-def dense_batches(hero, reference: Method, texts: Sequence[str], *, batch_size: int, max_tokens: int, desc: str,
-                  progress: bool, leave: bool = True) -> Iterator[tuple[torch.Tensor, torch.Tensor, list[int],
-                                                                        torch.Tensor]]:
-    """``(input_ids, attention_mask, lengths, dense logits)`` per batch of ``texts``: each batch is encoded and
-    run through ``reference`` once, so the methods compared against it never need dense logits stored."""
-    from tqdm import tqdm
-
-    for i in tqdm(range(0, len(texts), batch_size), desc=desc, disable=not progress, leave=leave):
-        enc = hero.encode(texts[i: i + batch_size], max_tokens=max_tokens)
-        ids, mask = enc.input_ids.cpu(), enc.attention_mask.cpu()
-        yield ids, mask, mask.sum(1).tolist(), reference.forward(ids, mask).logits

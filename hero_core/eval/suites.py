@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from ..core.accounting import ComputeTally, compact
-from ..core.metrics import token_quality
+from ..core.metrics import pooled_perplexity_ratio
 from . import bigbench, humaneval
-from .methods import Forward, Method, dense_batches
+from .engine import run_texts
+from .methods import Method
 from .scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
 
 EVAL_TASKS_FILE = Path(__file__).parent.parent / "eval_tasks.json"
@@ -176,8 +177,9 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
                      domains: Sequence[str] = ("chat", "code", "reasoning")) -> dict[str, dict[str, Any]]:
     """Per domain and method: NLL, perplexity, top-1 agreement and KL(dense || routed), plus compute.
 
-    Each batch of held-out texts is run once through ``reference`` (dense) and then every method, so
-    dense logits never need storing. Returns ``{method: {domain: figures}}``."""
+    Each batch of held-out texts is run once through ``reference`` (dense) and then every method
+    (:func:`hero_core.eval.engine.run_texts`), so dense logits never need storing. Perplexity retention is the
+    inverse of the pooled perplexity ratio. Returns ``{method: {domain: figures}}``."""
     from ..core.data import domain_texts
 
     out: dict[str, dict[str, Any]] = {m.name: {} for m in methods}
@@ -185,21 +187,17 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
         texts = domain_texts(domain, "eval", limit or 20, hero=hero)
         acc = {m.name: {"nll": 0.0, "nll_dense": 0.0, "kl": 0.0, "agree": 0.0, "n_pred": 0, "n_pos": 0,
                         "tally": ComputeTally(m.profile, m.routed)} for m in methods}
-        for ids, mask, lengths, dense in dense_batches(hero, reference, texts, batch_size=batch_size,
-                                                       max_tokens=max_tokens, desc=f"domain {domain}",
-                                                       progress=progress, leave=False):
+        for text in run_texts(hero, methods, texts, reference, max_tokens=max_tokens, batch_size=batch_size,
+                              desc=f"domain {domain}", progress=progress, leave=False):
             for m in methods:
-                fwd = Forward(dense, None) if m is reference else m.forward(ids, mask)
-                a = acc[m.name]
-                a["tally"].add_rows(fwd.executed, lengths)
-                for b, n in enumerate(lengths):
-                    q = token_quality(dense[b, :n], fwd.logits[b, :n], ids[b, :n])
-                    a["nll"] += float(q["nll"].sum())
-                    a["nll_dense"] += float(q["dense_nll"].sum())
-                    a["kl"] += float(q["kl"].sum())
-                    a["agree"] += float(q["top1_agree"].sum())
-                    a["n_pred"] += n - 1
-                    a["n_pos"] += n
+                run, a = text.runs[m.name], acc[m.name]
+                a["tally"].add(run.executed, run.n_tokens, np.arange(run.n_tokens))
+                a["nll"] += run.nll_sum
+                a["nll_dense"] += run.dense_nll_sum
+                a["kl"] += run.kl_sum
+                a["agree"] += run.agree_sum
+                a["n_pred"] += run.n_pred
+                a["n_pos"] += run.n_tokens
         for m in methods:
             a = acc[m.name]
             nll = a["nll"] / max(a["n_pred"], 1)
@@ -207,8 +205,9 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
             out[m.name][domain] = {
                 "texts": len(texts), "tokens": a["n_pos"], "nll": nll, "perplexity": math.exp(nll),
                 "nll_dense": nll_dense, "perplexity_dense": math.exp(nll_dense),
-                "perplexity_retention": math.exp(nll_dense - nll), "kl_from_dense": a["kl"] / max(a["n_pos"], 1),
-                "top1_agreement": a["agree"] / max(a["n_pos"], 1), "compute": a["tally"].summary()}
+                "perplexity_retention": 1.0 / pooled_perplexity_ratio(a["nll"], a["nll_dense"], a["n_pred"]),
+                "kl_from_dense": a["kl"] / max(a["n_pos"], 1), "top1_agreement": a["agree"] / max(a["n_pos"], 1),
+                "compute": a["tally"].summary()}
     return out
 
 

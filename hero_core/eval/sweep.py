@@ -14,7 +14,6 @@ unchanged under ``accelerate launch``: rank r takes items r, r + W, …, and ran
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import json
 import os
@@ -27,102 +26,14 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.analysis import CATEGORIES, CATEGORY_LABELS, token_categories
-from ..core.files import json_lines
 from ..core.metrics import perplexity_ratio, ratio_interval
-from ..core.trace import RoutingTrace
+from ..core.trace import RoutingTrace, quality_fields
 from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
 
-BUNDLED_SETS = ("reasoning", "code", "chat", "humaneval")
-PROMPT_KEYS = ("prompt", "text", "input", "question")  # first present key (JSONL) or column (CSV) is the prompt
-FORMATS = ("jsonl", "json", "csv", "txt")
-MAX_ITEMS = 100_000
+# read_prompts and BUNDLED_SETS are re-exported: the app reads data sets through this module
+from .sweep_data import BUNDLED_SETS, Item, bundled_items, load_prompts, read_prompts  # noqa: F401
+
 TABLES = ("items", "tokens", "layers")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One prompt of a data set: a stable id, its text and a domain (which drives token categories)."""
-
-    id: str
-    text: str
-    domain: str = "custom"
-
-
-# -- reading data sets ------------------------------------------------------------------------------
-def _item(row: Mapping, n: int, where: str, default_domain: str) -> Item:
-    key = next((k for k in PROMPT_KEYS if isinstance(row.get(k), str)), None)
-    if key is None:
-        raise ValueError(f"{where}: no prompt field; give one of {', '.join(PROMPT_KEYS)} as a string")
-    return Item(str(row.get("id", n)), row[key], str(row.get("domain") or default_domain))
-
-
-def read_prompts(data: bytes | str, name: str, *, domain: str = "custom") -> list[Item]:
-    """Prompts from the contents of a JSONL / JSON / CSV / TXT file; ``name``'s suffix picks the format.
-
-    JSONL: one object per line with a ``prompt`` (or ``text``, ``input``, ``question``) string, optional ``id``
-    and ``domain``. JSON: a list of such objects or of strings. CSV: a header row with one of those columns.
-    TXT: one prompt per non-empty line."""
-    fmt = Path(name).suffix.lower().lstrip(".")
-    if fmt not in FORMATS:
-        raise ValueError(f"{name}: unsupported file type {fmt!r}; use one of .{', .'.join(FORMATS)}")
-    try:
-        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{name} is not UTF-8 text ({err})") from None
-    items: list[Item] = []
-    if fmt == "txt":
-        items = [Item(str(i), line, domain) for i, line in enumerate(t for t in text.splitlines() if t.strip())]
-    elif fmt == "csv":
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames or not set(PROMPT_KEYS) & set(reader.fieldnames):
-            raise ValueError(f"{name}: the CSV header needs a column named one of {', '.join(PROMPT_KEYS)}")
-        items = [_item(row, i, f"{name} row {i + 2}", domain) for i, row in enumerate(reader)]
-    else:
-        rows: list = []
-        if fmt == "json":
-            try:
-                rows = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{name} is not valid JSON ({err})") from None
-            if not isinstance(rows, list):
-                raise ValueError(f"{name}: a JSON data set must be a list of prompts or objects")
-        else:
-            rows = [row for _, row in json_lines(
-                text, lambda n, err: ValueError(f"{name} line {n} is not valid JSON ({err})"))]
-        for i, row in enumerate(rows):
-            row = {"prompt": row} if isinstance(row, str) else row
-            if not isinstance(row, Mapping):
-                raise ValueError(f"{name} item {i + 1}: expected an object or a string, got {type(row).__name__}")
-            items.append(_item(row, i, f"{name} item {i + 1}", domain))
-    items = [it for it in items if it.text.strip()]
-    if not items:
-        raise ValueError(f"{name} holds no non-empty prompts")
-    if len(items) > MAX_ITEMS:
-        raise ValueError(f"{name} holds {len(items)} prompts; split it into files of at most {MAX_ITEMS}")
-    return items
-
-
-def load_prompts(path: str | os.PathLike) -> list[Item]:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"no data set file at {path}")
-    return read_prompts(path.read_bytes(), path.name)
-
-
-def bundled_items(name: str, n: int, hero=None) -> list[Item]:
-    """``n`` held-out prompts of a bundled set: ``reasoning``, ``code``, ``chat`` (needs ``hero``: the dense
-    model's own replies) from :func:`hero_core.core.data.domain_texts`, or ``humaneval`` (the problem prompts)."""
-    if name not in BUNDLED_SETS:
-        raise ValueError(f"unknown bundled set {name!r}; choose one of {', '.join(BUNDLED_SETS)}")
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"the number of items must be a positive integer, got {n!r}")
-    if name == "humaneval":
-        from .humaneval import load_problems
-
-        return [Item(p.task_id, p.prompt, "code") for p in load_problems(limit=n)]
-    from ..core.data import domain_texts
-
-    return [Item(f"{name}-{i}", text, name) for i, text in enumerate(domain_texts(name, "eval", n, hero=hero))]
 
 
 # -- runs -----------------------------------------------------------------------------------------
@@ -212,34 +123,59 @@ def _item_row(trace: RoutingTrace, run: str, index: int, item: Item, matched_to:
             "notices": " | ".join(trace.notices), "prompt": item.text}
 
 
+def sweep_methods(runs: Sequence[SweepRun], match_compute: bool) -> tuple[list, dict[str, str]]:
+    """The HeroMethods of ``runs`` in order, each routed run after the first followed by its matched-compute copy
+    (named ``"<label> @ <first label> compute"``), and ``{matched copy: first label}``."""
+    from .methods import HeroMethod
+
+    methods, matched_to = [], {}
+    for k, run in enumerate(runs):
+        methods.append(HeroMethod(run.model, run.variant, run.tau, name=run.label))
+        if k > 0 and match_compute and run.variant != "dense":
+            matched = HeroMethod(run.model, run.variant, name=f"{run.label} @ {runs[0].label} compute")
+            methods.append(matched)
+            matched_to[matched.name] = runs[0].label
+    return methods, matched_to
+
+
 def run_item(runs: Sequence[SweepRun], item: Item, index: int, *, max_tokens: int | None = 256,
              chat_template: bool = False, match_compute: bool = True) -> dict[str, list[dict]]:
     """All runs on one item: ``{"items": [...], "tokens": [...], "layers": [...]}`` rows (plain dicts, so the
-    app can cache them and ranks can exchange them). Matched-compute runs add item rows only."""
+    app can cache them and ranks can exchange them). Matched-compute runs add item rows only.
+
+    The item goes through :func:`hero_core.eval.engine.run_texts`: the dense model (the first run's backbone,
+    which every run of a sweep shares) runs once, and each routed run is scored against it."""
+    from .engine import run_texts
+    from .methods import HeroMethod
+
     rows: dict[str, list[dict]] = {name: [] for name in TABLES}
-    reference = None
-    for k, run in enumerate(runs):
-        trace = run.model.trace(item.text, variant=run.variant, tau=run.tau, max_tokens=max_tokens,
-                                chat_template=chat_template, quality=run.variant != "dense")
-        rows["items"].append(_item_row(trace, run.label, index, item, None))
+    if not runs:
+        return rows
+    methods, matched_to = sweep_methods(runs, match_compute)
+    reference = HeroMethod(runs[0].model, "dense") if any(m.routed for m in methods) else None
+    [text] = run_texts(runs[0].model, methods, [item.text], reference, max_tokens=max_tokens,
+                       chat_template=chat_template, keep={"tokens"}, traced=[m.name for m in methods],
+                       match_compute=matched_to)
+    for method in methods:
+        run = text.runs[method.name]
+        trace = run.trace
+        if method.routed:  # the dense run is the reference itself: it has no quality fields
+            trace.quality = quality_fields(run.token_quality)
+        if method.name in matched_to:
+            rows["items"].append(_item_row(trace, method.name, index, item, matched_to[method.name]))
+            continue
+        rows["items"].append(_item_row(trace, method.name, index, item, None))
         tokens = token_summary(trace)
         tokens.insert(0, "category", token_categories(trace.tokens, item.domain))
         tokens.insert(0, "domain", item.domain)
         tokens.insert(0, "item", index)
-        tokens.insert(0, "run", run.label)
+        tokens.insert(0, "run", method.name)
         tokens["position"] = tokens["token_index"] / max(trace.n_tokens - 1, 1)  # 0 = first token, 1 = last
         rows["tokens"].extend(tokens.to_dict("records"))
         skipped = (~trace.executed).sum(axis=1)
-        rows["layers"].extend({"run": run.label, "item": index, "block": j + 1, "layer": layer,
+        rows["layers"].extend({"run": method.name, "item": index, "block": j + 1, "layer": layer,
                                "n_tokens": trace.n_tokens, "n_skipped": int(skipped[j])}
                               for j, layer in enumerate(trace.routed_layers))
-        if k == 0:
-            reference = (run.label, trace.param_skip)
-        elif match_compute and run.variant != "dense" and trace.n_tokens:
-            matched = run.model.trace(item.text, variant=run.variant, param_skip=min(reference[1], 0.999),
-                                      max_tokens=max_tokens, chat_template=chat_template, quality=True)
-            rows["items"].append(_item_row(matched, f"{run.label} @ {reference[0]} compute", index, item,
-                                           reference[0]))
     return rows
 
 
