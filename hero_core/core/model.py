@@ -24,7 +24,7 @@ from .labels import piece_texts
 from .memory import check_memory_read
 from .router import HeroRouter
 from .side_by_side import side_by_side, spare_core
-from .trace import RoutingTrace
+from .trace import RoutingTrace, quality_fields
 
 log = logging.getLogger(__name__)
 
@@ -367,10 +367,8 @@ def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor)
     """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
     from .metrics import token_quality
 
-    q = {name: value.cpu().double().numpy() for name, value in token_quality(dense, routed, ids).items()}
-    pad = np.array([np.nan])  # the last token has no next token
-    return {"nll": np.concatenate([q["nll"], pad]), "dense_nll": np.concatenate([q["dense_nll"], pad]),
-            "kl_to_dense": q["kl"], "top1_agree": q["top1_agree"]}
+    return quality_fields(token_quality(dense, routed, ids))
+
 
 
 def default_routed_layers(n_layers: int) -> list[int]:
