@@ -60,11 +60,13 @@ checkpoints: $(STAMP)
 #     them too): the BIG-bench main suite at 10 examples per task and HumanEval, for dense, every headline checkpoint
 #     at its own tau and each one's local twin at matched param skip -> docs/bigbench.json (scripts/make_results.py;
 #     the BIG-bench fetch is a no-op once the data is cached);
-#  3. answers kept (~1.5-2 h at ANSWERS_LIMIT=120 prompts, ~3-4 h for all 240 with `make results ANSWERS_LIMIT=`):
-#     the answers suite for the same runs -> docs/answers.json;
+#  3. answers kept (~2 h): all 240 prompts of the answers suite for the default and its recipe-5 continuation
+#     (ANSWERS_CHECKPOINTS; `headline` runs every headline checkpoint, ~8 h), each one's local twin at matched param
+#     skip and the random-skip reference at the first one's param skip -> docs/answers.json (ANSWERS_LIMIT=120 halves it);
 #  4. the renderer (seconds): docs/bigbench.md and the README's headline block (Retain and answers kept beside
 #     param skip; "not measured" where a file or a checkpoint is missing).
-ANSWERS_LIMIT ?= 120
+ANSWERS_CHECKPOINTS ?= hero-10-r4,hero-10-r5
+ANSWERS_LIMIT ?=
 results: $(STAMP)
 	$(PY) scripts/make_frontier.py
 	$(PY) scripts/quality_report.py
@@ -77,8 +79,8 @@ results: $(STAMP)
 results-headline: $(STAMP)
 	$(PY) -m hero_core eval --fetch-bigbench
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) scripts/make_results.py
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) -m hero_core eval --answers --checkpoint headline --twins \
-		$(if $(ANSWERS_LIMIT),--limit $(ANSWERS_LIMIT)) --quiet --out docs/answers.json
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) -m hero_core eval --answers --checkpoint $(ANSWERS_CHECKPOINTS) --twins \
+		--random $(if $(ANSWERS_LIMIT),--limit $(ANSWERS_LIMIT)) --quiet --out docs/answers.json
 	$(PY) scripts/results_report.py
 
 results-bigbench: results-headline

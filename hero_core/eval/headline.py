@@ -198,4 +198,5 @@ def headline_lines(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
                      f"\"{NOT_MEASURED}\": rerun `make results`.")
     notes = reference_runs(answers, kept) + notes
     ref = reference_line(bigbench, answers, retain)
-    return ([ref, ""] if ref else []) + lines + ([""] + notes if notes else [])
+    spaced = [line for note in notes for line in ("", note)]  # a paragraph each: markdown joins adjacent lines
+    return ([ref, ""] if ref else []) + lines + spaced
