@@ -46,3 +46,12 @@ def json_lines(text: str, not_json: Callable[[int, json.JSONDecodeError], Except
         except json.JSONDecodeError as err:
             raise not_json(number, err) from None
         yield number, value
+
+
+def say_wrote(*paths: object, took_s: float | None = None) -> int:
+    """Print the line a page-writing script ends with, ``wrote a, b and c`` (``in N s`` after it when ``took_s`` is
+    given), and return 0, the script's exit status, so its ``main`` can end with ``return say_wrote(...)``."""
+    names = [str(p) for p in paths]
+    listed = names[-1] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    print(f"wrote {listed}" + ("" if took_s is None else f" in {took_s} s"))
+    return 0

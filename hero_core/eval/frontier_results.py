@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from hero_core.core.files import say_wrote
 from hero_core.eval.frontier_measures import DOMAINS, MAX_TOKENS, bf16_check, generations, memory_entropy, read_matters
-from hero_core.reports.pages import say_wrote
 
 # This module is scripts/make_frontier.py's command line (its docstring is --help): the frontier in one process
 # per domain (each runs this module with --part), merged, then frontier_measures' sections.

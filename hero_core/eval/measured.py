@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.checkpoint import BUNDLED_DIR
-from ..core.files import atomic_write_text
-from ..reports.pages import say_wrote
+from ..core.files import atomic_write_text, say_wrote
 from .frontier import at_skip
 from .twins import counterparts, parse_name
 

@@ -23,7 +23,7 @@ from ..bench.targets import (
     SINGLE_PRECISION_SCHEMA,
     target_unit,
 )
-from .pages import say_wrote
+from ..core.files import say_wrote
 from .readme_block import refresh_block
 
 Label = tuple[str, ...]

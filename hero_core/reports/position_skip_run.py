@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+from hero_core.core.files import say_wrote
 from hero_core.core.results_json import command_line, measured_or_saved
 from hero_core.eval import position_skip as ps
-from hero_core.reports.pages import say_wrote
 
 # This module measures, renders and is the command line of scripts/position_skip.py (its docstring's first
 # paragraph is --help); the numbers, tables and figure are hero_core.eval.position_skip.

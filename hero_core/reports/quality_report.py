@@ -13,9 +13,10 @@ import os
 import sys
 from pathlib import Path
 
+from ..core.files import say_wrote
 from ..eval.frontier import at_skip
 from ..eval.twins import CONTROL_CAVEATS
-from .pages import add_path_arguments, save_figure, say_wrote, table_head, table_row
+from .pages import add_path_arguments, save_figure, table_head, table_row
 from .readme_block import replace_block
 
 ROOT = Path(__file__).resolve().parents[2]

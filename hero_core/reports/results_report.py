@@ -12,10 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.files import say_wrote
 from ..eval.answers_figure import plot_answers_kept
 from ..eval.headline import headline_lines, load_json
 from ..eval.twins import is_headline
-from .pages import add_path_arguments, save_figure, say_wrote, table_row
+from .pages import add_path_arguments, save_figure, table_row
 from .readme_block import refresh_block
 
 ROOT = Path(__file__).resolve().parents[2]

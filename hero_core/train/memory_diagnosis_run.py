@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from hero_core.core.files import say_wrote
 from hero_core.core.results_json import command_line, measured_or_saved
-from hero_core.reports.pages import say_wrote
 from hero_core.train.memory_diagnosis_page import render
 
 # This module measures and is the command line (its docstring is --help); the page is memory_diagnosis_page.
