@@ -71,7 +71,7 @@ def test_without_a_reference_there_are_no_sums(tiny):
 
 def test_bad_requests_say_what_is_wrong(tiny):
     a, b = HeroMethod(tiny, "hero", name="a"), HeroMethod(tiny, "no_history", name="b")
-    with pytest.raises(ValueError, match="share a name"):
+    with pytest.raises(ValueError, match="method names must be distinct"):
         list(run_texts(tiny, [a, HeroMethod(tiny, "dense", name="a")], TEXTS))
     with pytest.raises(ValueError, match="batch_size=1"):
         list(run_texts(tiny, [a], TEXTS, traced=["a"], batch_size=2))

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.choices import check_distinct
 from ..core.config import check_variant
 from ..core.metrics import bootstrap_ci
 from ..core.trace import RoutingTrace
@@ -253,9 +254,7 @@ def _runs(hero, methods_or_variants: Sequence[Any]) -> list[_Run]:
                              f"got {type(item).__name__}")
         if run.name != REFERENCE:  # dense always runs once, as the reference
             runs.append(run)
-    names = [r.name for r in runs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"method names must be distinct, got {names}")
+    check_distinct("method names", [r.name for r in runs])
     return runs
 
 

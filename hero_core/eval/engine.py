@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..core.choices import check_distinct
 from ..core.metrics import log_probs, quality_of_log_probs
 from ..core.trace import RoutingTrace
 from .methods import Forward, HeroMethod, Method
@@ -64,8 +65,7 @@ class TextRuns:
 def check_methods(methods: Sequence[Method], keep: Collection[str], traced: Collection[str],
                   match_compute: Mapping[str, str], batch_size: int) -> None:
     names = [m.name for m in methods]
-    if len(set(names)) != len(names):
-        raise ValueError(f"two methods share a name ({names}): results are keyed by name")
+    check_distinct("method names", names, "results are keyed by name")
     unknown = set(keep) - set(KEEP)
     if unknown:
         raise ValueError(f"keep takes {KEEP}, got {sorted(unknown)}")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.choices import check_distinct
 from . import bigbench
 from .methods import HeroMethod, Method
 from .scoring import retain, score_multiple_choice
@@ -45,8 +46,7 @@ def evaluate(hero, variants: Sequence[str] = ("hero", "dense"), suites: Sequence
     runs: list[Method] = [reference] + [HeroMethod(hero, v, tau) for v in dict.fromkeys(variants) if v != "dense"]
     runs += list(methods)
     names = [m.name for m in runs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"method names must be distinct, got {names}")
+    check_distinct("method names", names)
     selection = load_eval_tasks(tasks_file) if any(SUITES[s].uses_selection for s in suites) else {}
     options = RunOptions(hero, limit, progress=progress, selection=selection, humaneval_tokens=humaneval_tokens,
                          humaneval_style=humaneval_style, reasoning_tokens=reasoning_tokens,

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.analysis import CATEGORIES, CATEGORY_LABELS, token_categories
+from ..core.choices import check_distinct
 from ..core.metrics import perplexity_ratio, ratio_interval
 from ..core.trace import RoutingTrace, quality_fields
 from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
@@ -69,9 +70,7 @@ def make_runs(hero, checkpoints: Sequence | None = None, variants: Sequence[str]
             else:
                 label = model.checkpoint_name + (f" · {variant}" if variants else "")
             runs.append(SweepRun(label, model, variant))
-    labels = [r.label for r in runs]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"two runs share a label ({labels}): give each checkpoint once")
+    check_distinct("run labels", [r.label for r in runs], "give each checkpoint once")
     return runs
 
 
