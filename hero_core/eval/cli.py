@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -156,16 +157,28 @@ def _percent(value, digits: int) -> str:
     return f"{100 * value:.{digits}f}" if isinstance(value, (int, float)) else "-"
 
 
+def _print_columns(columns: Sequence[tuple[str, int]], rows: Iterable[Sequence[str]]) -> None:
+    """A plain-text table: each (header, width) column left-aligned when its width is negative, else right; a longer
+    cell widens its line rather than being cut (a method name must stay whole)."""
+    def line(cells: Sequence[str]) -> str:
+        return " ".join(f"{c:<{-w}s}" if w < 0 else f"{c:>{w}s}" for c, (_, w) in zip(cells, columns, strict=True))
+
+    print(line([header for header, _ in columns]))
+    for cells in rows:
+        print(line(cells))
+
+
 def _print_summary(result: dict) -> None:
     pct = partial(_percent, digits=2)
-    print(f"{'method':14s} {'suite':18s} {'score':>8s} {'retain %':>9s} {'param skip %':>13s} {'net %':>7s} "
-          f"{'FLOPs saved %':>14s}")
-    for row in result["summary"]:
-        retain_text = f"{row['retain']:.2f}" if isinstance(row.get("retain"), (int, float)) else "-"
-        score = f"{row['score']:.4f}" if isinstance(row.get("score"), (int, float)) else "-"
-        print(f"{row['method']:14s} {row['suite']:18s} {score:>8s} {retain_text:>9s} "
-              f"{pct(row.get('param_skip')):>13s} {pct(row.get('net_param_skip')):>7s} "
-              f"{pct(row.get('flop_share_saved')):>14s}")
+
+    def number(value, fmt: str) -> str:
+        return format(value, fmt) if isinstance(value, (int, float)) else "-"
+
+    _print_columns([("method", -14), ("suite", -18), ("score", 8), ("retain %", 9), ("param skip %", 13),
+                    ("net %", 7), ("FLOPs saved %", 14)],
+                   ([row["method"], row["suite"], number(row.get("score"), ".4f"), number(row.get("retain"), ".2f"),
+                     pct(row.get("param_skip")), pct(row.get("net_param_skip")), pct(row.get("flop_share_saved"))]
+                    for row in result["summary"]))
 
 
 def _run_answers(args, load, progress: bool) -> int:
@@ -223,14 +236,14 @@ def _run_answers(args, load, progress: bool) -> int:
 
 def _print_answers(report: dict) -> None:
     pct = partial(_percent, digits=1)
-    print(f"{'method':24s} {'category':14s} {'n':>4s} {'dense %':>8s} {'method %':>9s} {'kept %':>7s} "
-          f"{'95 % interval':>14s} {'answer skip %':>14s} {'all skip %':>11s}")
+    rows = []
     for method, kept in report["kept"].items():
         for category, r in [("overall", kept["overall"]), *kept["categories"].items()]:
             interval = f"{pct(r['kept_low'])}-{pct(r['kept_high'])}" if r["kept"] is not None else "-"
-            print(f"{method[:24]:24s} {category:14s} {r['n']:>4d} {pct(r['dense_accuracy']):>8s} "
-                  f"{pct(r['method_accuracy']):>9s} {pct(r['kept']):>7s} {interval:>14s} "
-                  f"{pct(r['answer_param_skip']):>14s} {pct(r['param_skip']):>11s}")
+            rows.append([method, category, str(r["n"]), pct(r["dense_accuracy"]), pct(r["method_accuracy"]),
+                         pct(r["kept"]), interval, pct(r["answer_param_skip"]), pct(r["param_skip"])])
+    _print_columns([("method", -24), ("category", -14), ("n", 4), ("dense %", 8), ("method %", 9), ("kept %", 7),
+                    ("95 % interval", 14), ("answer skip %", 14), ("all skip %", 11)], rows)
 
 
 def _random_reference(first, matched: dict) -> dict[str, Any]:
