@@ -12,6 +12,7 @@ from hero_core.analysis import analysis as A
 from hero_core.core.accounting import ComputeProfile
 from hero_core.core.metrics import bootstrap_ci
 from hero_core.core.trace import RoutingTrace
+from hero_core.eval.item_runs import run_items
 
 PROFILE = ComputeProfile(total_params=1000, ffn_params=100, adapter_params=10, router_params=5, linear_params=800,
                          n_layers=4, attention_width=8, d_memory=4)
@@ -185,14 +186,14 @@ TEXTS = {"reasoning": ["Compute 3 + 4 * 2. The answer is 11.", "Ana has 5 apples
 
 @pytest.fixture(scope="module")
 def runs(tiny):
-    return A.run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history"), "dense": (tiny, "dense")},
+    return run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history"), "dense": (tiny, "dense")},
                        TEXTS)
 
 
 def test_run_items_matches_compute_to_a_reference(runs, tiny):
     """match_compute runs a label at the tau that realises its reference's param skip on each text: never further
     from the reference than the same run at its own tau, recorded in the trace, with logits at that tau."""
-    matched = A.run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history")}, TEXTS,
+    matched = run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history")}, TEXTS,
                           match_compute={"no_history": "hero"})
     for plain, run in zip(runs, matched):
         reference = run.traces["hero"].param_skip
@@ -201,10 +202,10 @@ def test_run_items_matches_compute_to_a_reference(runs, tiny):
         assert abs(trace.param_skip - reference) <= abs(plain.traces["no_history"].param_skip - reference) + 1e-9
         torch.testing.assert_close(run.logits["no_history"], tiny.logits(run.text, "no_history", tau=trace.tau))
     with pytest.raises(ValueError, match="listed first"):
-        A.run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history")}, TEXTS,
+        run_items({"hero": (tiny, "hero"), "no_history": (tiny, "no_history")}, TEXTS,
                     match_compute={"hero": "no_history"})
     with pytest.raises(ValueError, match="not in configs"):
-        A.run_items({"hero": (tiny, "hero")}, TEXTS, match_compute={"local": "hero"})
+        run_items({"hero": (tiny, "hero")}, TEXTS, match_compute={"local": "hero"})
 
 
 def test_run_items_records_aligned_traces_and_logits(runs, tiny):

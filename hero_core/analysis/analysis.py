@@ -1,7 +1,7 @@
 """Aggregate analyses of routing traces: which tokens skip, at which depths, what the history changes.
 
-Everything here except :func:`run_items` is a pure function of :class:`~hero_core.core.trace.RoutingTrace`
-objects and logits, returning pandas DataFrames or dicts; notebooks and the app draw from these tables,
+Everything here is a pure function of :class:`~hero_core.core.trace.RoutingTrace` objects and logits, returning
+pandas DataFrames or dicts; notebooks and the app draw from these tables,
 so every number a notebook states is computed here, not typed in.
 
 Conventions:
@@ -12,14 +12,15 @@ Conventions:
   long text weighs more than a short one. Item-level bootstrap intervals
   (:func:`hero_core.core.metrics.bootstrap_ci`) resample whole texts, which is the honest unit of independence.
 * An :class:`ItemRun` holds one text run under several labelled configurations (``"hero"``,
-  ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`run_items` builds them with the public API.
+  ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`hero_core.eval.item_runs.run_items` runs the model to
+  build them.
 * Quality follows :mod:`hero_core.core.metrics`: NLL of the next token at positions 0..T-2, KL(dense || routed)
   and top-1 agreement at every position.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -296,46 +297,3 @@ def quality_gap(runs: Sequence[ItemRun], hero: str = "hero", local: str = "local
                     "gap_param_skip": float(h.param_skip - lo_.param_skip)})
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-# -- collecting runs (the only function here that runs a model) ------------------------------------
-def run_items(configs: Mapping[str, tuple], texts_by_domain: Mapping[str, Sequence[str]], *,
-              max_tokens: int | None = None, record_states: bool = False,
-              match_compute: Mapping[str, str] | None = None,
-              progress: Callable[[str], None] | None = None) -> list[ItemRun]:
-    """Run every text under every configuration ``{label: (HeroModel, variant)}``.
-
-    Each label gets a trace (skipped for ``variant="dense"``, whose trace holds no decisions) and the
-    logits, tokenised identically (``max_tokens`` cuts long texts). All models must share a tokenizer.
-    ``match_compute`` ``{label: reference_label}`` runs ``label`` at equal compute: on each text at the tau
-    whose param skip is closest to the one the reference realised there (the reference must come earlier in
-    ``configs``; the trace records the tau and ``tau_rule``). ``progress`` is called after each text."""
-    if not configs:
-        raise ValueError("configs is empty: pass {label: (HeroModel, variant)}")
-    order, match_compute = list(configs), dict(match_compute or {})
-    for label, reference in match_compute.items():
-        if label not in configs or reference not in configs:
-            raise ValueError(f"match_compute names a run that is not in configs: {label!r} -> {reference!r}")
-        if order.index(reference) >= order.index(label) or "dense" in (configs[reference][1], configs[label][1]):
-            raise ValueError(f"{label!r} and its reference {reference!r} must be routed runs, the reference listed "
-                             "first")
-    runs = []
-    total = sum(len(v) for v in texts_by_domain.values())
-    for domain, texts in texts_by_domain.items():
-        for text in texts:
-            traces, logits = {}, {}
-            for label, (model, variant) in configs.items():
-                reference = match_compute.get(label)
-                skip = None if reference is None else min(traces[reference].param_skip, 0.999)
-                if variant == "dense":  # its trace would hold no decisions
-                    logits[label] = model.logits(text, variant=variant, max_tokens=max_tokens).cpu()
-                    continue
-                traces[label], routed = model.trace_and_logits(text, variant=variant, max_tokens=max_tokens,
-                                                               record_states=record_states, param_skip=skip)
-                logits[label] = routed.cpu()
-            ids = list(next(iter(traces.values())).token_ids) if traces else \
-                next(iter(configs.values()))[0].encode([text], max_tokens=max_tokens).input_ids[0].tolist()
-            runs.append(ItemRun(domain, text, traces, logits, ids))
-            if progress is not None:
-                progress(f"{len(runs)}/{total} {domain}")
-    return runs
