@@ -230,25 +230,32 @@ class _Run:
     model: Any
     variant: str
     tau: float | None
-    policy_for: Callable[[str], Callable] | None = None  # prompt id -> routing policy (a reference, not a router)
-    store_name: str = ""  # the resume folder's key: a reference's skip rate is part of what its answers depend on
+    reference: RandomSkipReference | None = None  # a reference policy instead of the router's decisions
+
+    @property
+    def store_name(self) -> str:
+        """The resume folder's key: a reference's skip rate is part of what its answers depend on."""
+        return self.name if self.reference is None else f"{self.name}~p{self.reference.probability:.6g}"
+
+    def policy(self, prompt_id: str) -> Callable | None:
+        return None if self.reference is None else self.reference.policy_for(prompt_id)
 
 
 def _runs(hero, methods_or_variants: Sequence[Any]) -> list[_Run]:
     """One run per item, dense first: a variant name runs on ``hero``; a
     :class:`~hero_core.eval.methods.HeroMethod` runs on its own model (another checkpoint, say); a
     :class:`RandomSkipReference` runs its seeded policy on its model."""
-    runs = [_Run(REFERENCE, hero, "dense", None, store_name=REFERENCE)]
+    runs = [_Run(REFERENCE, hero, "dense", None)]
     for item in methods_or_variants:
         if isinstance(item, str):
-            run = _Run(item, hero, check_variant(item), None, store_name=item)
+            run = _Run(item, hero, check_variant(item), None)
         elif isinstance(item, RandomSkipReference):
-            run = _Run(item.name, item.hero, "hero", None, item.policy_for, f"{item.name}~p{item.probability:.6g}")
+            run = _Run(item.name, item.hero, "hero", None, reference=item)
         elif all(hasattr(item, a) for a in ("hero", "variant", "tau", "name")):
             if getattr(item, "policy", None) is not None:
                 raise ValueError(f"method {item.name!r} has a routing policy; the answers suite takes a reference "
                                  "policy as a RandomSkipReference, seeded per prompt")
-            run = _Run(item.name, item.hero, check_variant(item.variant), item.tau, store_name=item.name)
+            run = _Run(item.name, item.hero, check_variant(item.variant), item.tau)
         else:
             raise ValueError(f"expected a variant name, a HeroMethod or a RandomSkipReference, "
                              f"got {type(item).__name__}")
@@ -302,8 +309,7 @@ def run_answers(hero, methods_or_variants: Sequence[Any], rows: Sequence[Mapping
                                                                                max_new_tokens)
             record = store.get(row["id"], n) if store else None
             if record is None:
-                policy = run.policy_for(row["id"]) if run.policy_for else None
-                text, trace = _generate(model, row, variant, tau, n, policy)
+                text, trace = _generate(model, row, variant, tau, n, run.policy(row["id"]))
                 record = {"id": row["id"], "category": row["category"], "method": name,
                           "checkpoint": model.checkpoint_name, "variant": variant, "tau": float(trace.tau),
                           "correct": check_answer(row, text), "text": text, **answer_cost(trace)}
