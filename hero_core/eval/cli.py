@@ -57,43 +57,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--humaneval-style", choices=("auto",) + humaneval.PROMPT_STYLES, default="auto",
                    help="completion: raw prompt (original protocol); chat: instruction + code fence; "
                         "auto: chat when the model has a chat template")
-    # The options after these, in --help order, with their help: one with a type takes a value (default None unless
-    # given in defaults), any other is a switch (store_true).
-    types = {"--out": Path, "--threads": int, "--selection-examples": int, "--lm-eval-task": Path,
-             "--answers-file": Path, "--resume-dir": Path, "--reuse": Path, "--answers-tokens": int}
-    defaults = {"--selection-examples": bigbench.SELECTION_EXAMPLES}
-    helps = {
-        "--no-samples": "leave generated completions (with --answers: the answer texts) out of the JSON",
-        "--out": "write the results JSON here",
-        "--quiet": "no progress bars",
-        "--threads": "torch CPU threads (use 1 when another job shares the cores: oversubscription is ~7x slower)",
-        "--select-tasks": "run the BIG-bench task-selection rule on the dense model and write "
-                          "hero_core/eval_tasks.json",
-        "--selection-examples": "with --select-tasks: examples per candidate task the dense model is scored on",
-        "--fetch-bigbench": "download BIG-bench once and extract the candidates",
-        "--lm-eval-task": "an lm-evaluation-harness task YAML to run on each variant (needs lm-eval installed)",
-        "--answers": "run the answers suite (hero_core/eval/answers.jsonl): greedy chat answers of dense and each "
-                     "checkpoint, the share of dense's correct answers each keeps (95 %% bootstrap), param skip on "
-                     "the answer tokens",
-        "--answers-file": "with --answers: a JSONL of prompts in the answers format "
-                          "(default: hero_core/eval/answers.jsonl)",
-        "--resume-dir": "with --answers: keep every answer in a JSONL file per run in this folder as it is checked, "
-                        "and reuse the answers already there (a stopped run resumes where it stopped)",
-        "--reuse": "with --answers and --resume-dir: first copy into --resume-dir the answers of an earlier report "
-                   "(its JSON, with texts) for dense and each checkpoint it ran at its own tau, so only new "
-                   "checkpoints are generated",
-        "--answers-tokens": "with --answers: cap on new tokens per answer (default: each prompt's own "
-                            "max_new_tokens)",
-        "--random": "with --answers: also the random-skip reference (not a router) at the first checkpoint's param "
-                    "skip on calibration text, seeded per prompt",
-        "--twins": "with --answers: also run each checkpoint's local twin (hero-10 -> local-10) at the tau whose "
-                   "param skip on calibration text matches the checkpoint's (hero_core.eval.twins)",
-    }
-    for flag, help_text in helps.items():
-        if flag in types:
-            p.add_argument(flag, type=types[flag], default=defaults.get(flag), help=help_text)
-        else:
-            p.add_argument(flag, action="store_true", help=help_text)
+    p.add_argument("--no-samples", action="store_true",
+                   help="leave generated completions (with --answers: the answer texts) out of the JSON")
+    p.add_argument("--out", type=Path, default=None, help="write the results JSON here")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (use 1 when another job shares the cores: oversubscription is ~7x slower)")
+    p.add_argument("--select-tasks", action="store_true",
+                   help="run the BIG-bench task-selection rule on the dense model and write hero_core/eval_tasks.json")
+    p.add_argument("--selection-examples", type=int, default=bigbench.SELECTION_EXAMPLES,
+                   help="with --select-tasks: examples per candidate task the dense model is scored on")
+    p.add_argument("--fetch-bigbench", action="store_true", help="download BIG-bench once and extract the candidates")
+    p.add_argument("--lm-eval-task", type=Path, default=None,
+                   help="an lm-evaluation-harness task YAML to run on each variant (needs lm-eval installed)")
+    p.add_argument("--answers", action="store_true",
+                   help="run the answers suite (hero_core/eval/answers.jsonl): greedy chat answers of dense and each "
+                        "checkpoint, the share of dense's correct answers each keeps (95 %% bootstrap), param skip on "
+                        "the answer tokens")
+    p.add_argument("--answers-file", type=Path, default=None,
+                   help="with --answers: a JSONL of prompts in the answers format "
+                        "(default: hero_core/eval/answers.jsonl)")
+    p.add_argument("--resume-dir", type=Path, default=None,
+                   help="with --answers: keep every answer in a JSONL file per run in this folder as it is checked, "
+                        "and reuse the answers already there (a stopped run resumes where it stopped)")
+    p.add_argument("--reuse", type=Path, default=None,
+                   help="with --answers and --resume-dir: first copy into --resume-dir the answers of an earlier "
+                        "report (its JSON, with texts) for dense and each checkpoint it ran at its own tau, so only "
+                        "new checkpoints are generated")
+    p.add_argument("--answers-tokens", type=int, default=None,
+                   help="with --answers: cap on new tokens per answer (default: each prompt's own max_new_tokens)")
+    p.add_argument("--random", action="store_true",
+                   help="with --answers: also the random-skip reference (not a router) at the first checkpoint's "
+                        "param skip on calibration text, seeded per prompt")
+    p.add_argument("--twins", action="store_true",
+                   help="with --answers: also run each checkpoint's local twin (hero-10 -> local-10) at the tau whose "
+                        "param skip on calibration text matches the checkpoint's (hero_core.eval.twins)")
 
 
 def run_cli(args) -> int:
