@@ -190,40 +190,28 @@ def _config_dict(cfg: BenchConfig) -> dict[str, Any]:
 
 
 # -- command line ---------------------------------------------------------------------------------------------
-COUNT_FLAGS = ("--reps", "--warmup", "--decode-tokens", "--decode-prompt", "--threads")  # they take an int
-
-
-def add_unset_options(p: argparse.ArgumentParser, helps: dict[str, str]) -> None:
-    """Options whose default is None (unset: the help says what is used then); a count (COUNT_FLAGS) takes an int,
-    any other a string."""
-    for flag, help_text in helps.items():
-        p.add_argument(flag, type=int if flag in COUNT_FLAGS else None, default=None, help=help_text)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("bench.json"), help="write the results here (JSON)")
     p.add_argument("--quick", action="store_true", help="small sizes and 3 reps: a smoke run of every section")
-    add_unset_options(p, {
-        "--sizes": "prefill shapes BATCHxTOKENS, comma-separated (default 4x128,4x512,1x2048)",
-        "--reps": "timed repetitions per configuration (default 5, quick 3)",
-        "--warmup": "untimed warm-up runs per configuration (default 1)",
-    })
+    p.add_argument("--sizes", default=None,
+                   help="prefill shapes BATCHxTOKENS, comma-separated (default 4x128,4x512,1x2048)")
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions per configuration (default 5, quick 3)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed warm-up runs per configuration (default 1)")
     p.add_argument("--checkpoints", default=",".join(DEFAULT_BENCH_CHECKPOINTS),
                    help="routed configurations (bundled names or directories; default: the default checkpoint, "
                         "then hero-25 and hero-40); a missing one is replaced by a synthetic router calibrated to "
                         "its name's param skip")
-    add_unset_options(p, {
-        "--decode-batches": "comma-separated decode batch sizes (default 1,8)",
-        "--decode-tokens": "tokens decoded per row (default 32)",
-        "--decode-prompt": "prompt tokens before decoding (default 64)",
-        "--train-shape": "training step shape BATCHxTOKENS (default 4x128)",
-        "--record-shape": "recording-cost shape (default 4x512)",
-        "--overhead-shape": "wrapper-overhead shape (default 4x512)",
-        "--sections": "comma-separated subset of: " + ",".join(BenchConfig().sections),
-    })
+    p.add_argument("--decode-batches", default=None, help="comma-separated decode batch sizes (default 1,8)")
+    p.add_argument("--decode-tokens", type=int, default=None, help="tokens decoded per row (default 32)")
+    p.add_argument("--decode-prompt", type=int, default=None, help="prompt tokens before decoding (default 64)")
+    p.add_argument("--train-shape", default=None, help="training step shape BATCHxTOKENS (default 4x128)")
+    p.add_argument("--record-shape", default=None, help="recording-cost shape (default 4x512)")
+    p.add_argument("--overhead-shape", default=None, help="wrapper-overhead shape (default 4x512)")
+    p.add_argument("--sections", default=None, help="comma-separated subset of: " + ",".join(BenchConfig().sections))
     p.add_argument("--no-memory", action="store_true", help="skip the fp32 vs NF4 memory subprocesses")
-    add_unset_options(p, {"--threads": "torch threads (default: $OMP_NUM_THREADS, else the available cores)",
-                          "--backbone": "local HF model directory (default: embedded SmolLM2-135M)"})
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads (default: $OMP_NUM_THREADS, else the available cores)")
+    p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
     p.add_argument("--dtypes", default="fp32,bf16",
                    help="backbone precisions measured side by side, comma-separated: fp32, bf16, auto (bf16 where "
                         "a probe shows it faster); every section but memory runs in each (default fp32,bf16)")
