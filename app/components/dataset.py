@@ -16,7 +16,8 @@ import streamlit as st
 
 from hero_core.core.checkpoint import bundled_names
 from hero_core.core.config import INFERENCE_VARIANTS
-from hero_core.eval.sweep import Item, SweepResult, SweepRun, bundled_items, read_prompts, run_item
+from hero_core.eval.sweep import SweepResult, SweepRun, run_item
+from hero_core.eval.sweep_data import Item, bundled_items, read_prompts
 
 from .columns import FRACTION_AS_PERCENT, number_column, number_columns
 from .compare import default_checkpoints

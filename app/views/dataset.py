@@ -5,7 +5,8 @@ from components import dataset as ds
 from components import settings as app_settings
 from components.exports import export_panel, safe_filename
 
-from hero_core.eval.sweep import BUNDLED_SETS, table_bytes
+from hero_core.eval.sweep import table_bytes
+from hero_core.eval.sweep_data import BUNDLED_SETS
 from hero_core.viz.sweep_figures import (
     sweep_category_skip,
     sweep_item_quality,

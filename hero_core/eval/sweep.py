@@ -30,9 +30,7 @@ from ..core.choices import check_distinct
 from ..core.metrics import perplexity_ratio, ratio_interval
 from ..core.trace import RoutingTrace, quality_fields
 from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
-
-# read_prompts and BUNDLED_SETS are re-exported: the app reads data sets through this module
-from .sweep_data import BUNDLED_SETS, Item, bundled_items, load_prompts, read_prompts  # noqa: F401
+from .sweep_data import BUNDLED_SETS, Item, bundled_items, load_prompts
 
 TABLES = ("items", "tokens", "layers")
 
