@@ -62,7 +62,8 @@ checkpoints: $(STAMP)
 #     the BIG-bench fetch is a no-op once the data is cached);
 #  3. answers kept (~2 h): all 240 prompts of the answers suite for the default and its recipe-5 continuation
 #     (ANSWERS_CHECKPOINTS; `headline` runs every headline checkpoint, ~8 h), each one's local twin at matched param
-#     skip and the random-skip reference at the first one's param skip -> docs/answers.json (ANSWERS_LIMIT=120 halves it);
+#     skip, and the random-skip and oracle references at the first one's param skip -> docs/answers.json
+#     (ANSWERS_LIMIT=120 halves it);
 #  4. the renderer (seconds): docs/bigbench.md and the README's headline block (Retain and answers kept beside
 #     param skip; "not measured" where a file or a checkpoint is missing).
 ANSWERS_CHECKPOINTS ?= hero-10-r4,hero-10-r5
@@ -80,7 +81,7 @@ results-headline: $(STAMP)
 	$(PY) -m hero_core eval --fetch-bigbench
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) scripts/make_results.py
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) -m hero_core eval --answers --checkpoint $(ANSWERS_CHECKPOINTS) --twins \
-		--random $(if $(ANSWERS_LIMIT),--limit $(ANSWERS_LIMIT)) --quiet --out docs/answers.json
+		--random --oracle $(if $(ANSWERS_LIMIT),--limit $(ANSWERS_LIMIT)) --quiet --out docs/answers.json
 	$(PY) scripts/results_report.py
 
 results-bigbench: results-headline

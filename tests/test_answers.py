@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hero_core.eval import answer_references as references
 from hero_core.eval import answers, answers_data, humaneval
 
 CATEGORIES = ("facts", "arithmetic", "word_problems", "code", "instructions")
@@ -261,6 +262,12 @@ def test_cli_answers_on_the_tiny_model(tmp_path, monkeypatch):
     reference = report["config"]["references"]["random@tiny-random"]
     assert list(report["kept"]) == ["tiny-random", "random@tiny-random"] and 0 <= reference["skip_probability"] <= 1
     assert reference["checkpoint"] == "tiny-random" and reference["param_skip"] >= 0
+    # --oracle adds the oracle reference at the same skip, with the threshold that realises it
+    assert cli.main(["eval", "--answers", "--oracle", "--limit", "1", "--answers-tokens", "2", "--quiet",
+                     "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    oracle = report["config"]["references"]["oracle@tiny-random"]
+    assert list(report["kept"]) == ["tiny-random", "oracle@tiny-random"] and oracle["threshold"] > 0
 
 
 def test_a_stopped_run_resumes_from_its_stored_answers(tiny, rows, tmp_path, monkeypatch):
@@ -304,19 +311,19 @@ def test_an_earlier_reports_answers_are_reused_not_generated_again(tiny, rows, t
 
 def test_the_random_reference_skips_at_its_rate_and_reads_back_the_same_answers(tiny, rows, tmp_path, monkeypatch):
     picked = answers.select_rows(rows, 3)
-    everything = answers.RandomSkipReference(tiny, 1.0, "random@all")  # every FFN skipped: adapters only
+    everything = references.RandomSkipReference(tiny, 1.0, "random@all")  # every FFN skipped: adapters only
     frame = answers.run_answers(tiny, [everything], picked, max_new_tokens=4, resume_dir=tmp_path)
     from hero_core.core.accounting import token_compute
 
     routed = frame[frame["method"] == "random@all"]
     no_ffn = token_compute(np.zeros((tiny.config.n_routed, 1), dtype=bool), tiny.profile)["param_skip"][0]
     assert len(routed) == 3 and no_ffn > 0 and np.allclose(routed["param_skip"], no_ffn)
-    nothing = answers.RandomSkipReference(tiny, 0.0, "random@none")  # no FFN skipped: dense's answers
+    nothing = references.RandomSkipReference(tiny, 0.0, "random@none")  # no FFN skipped: dense's answers
     same = answers.run_answers(tiny, [nothing], picked, max_new_tokens=4).set_index(["method", "id"])["text"]
     assert same["random@none"].equals(same["dense"])
     # Seeded per prompt: one prompt answered alone draws what it drew among others, and a resumed run reads the
     # stored answers back (stored under a key holding the rate, so another rate is generated anew).
-    half = answers.RandomSkipReference(tiny, 0.5, "random@half")
+    half = references.RandomSkipReference(tiny, 0.5, "random@half")
     together = answers.run_answers(tiny, [half], picked, max_new_tokens=4, resume_dir=tmp_path)
     alone = answers.run_answers(tiny, [half], picked[2:], max_new_tokens=4)
     last = together[together["id"] == picked[2]["id"]]
@@ -329,15 +336,36 @@ def test_the_random_reference_skips_at_its_rate_and_reads_back_the_same_answers(
     again = answers.run_answers(tiny, [half], picked, max_new_tokens=4, resume_dir=tmp_path)
     assert not calls and again["text"].tolist() == together["text"].tolist()
     with pytest.raises(AssertionError):  # the same name at another rate is not the stored run
-        answers.run_answers(tiny, [answers.RandomSkipReference(tiny, 0.25, "random@half")], picked,
+        answers.run_answers(tiny, [references.RandomSkipReference(tiny, 0.25, "random@half")], picked,
                             max_new_tokens=4, resume_dir=tmp_path)
 
 
 def test_random_reference_rate_matches_the_param_skip(tiny):
     from hero_core.core.accounting import ffns_for_param_skip
 
-    reference = answers.random_reference(tiny, 0.02, "random@tiny")
+    reference = references.random_reference(tiny, 0.02, "random@tiny")
     assert reference.probability == pytest.approx(ffns_for_param_skip(0.02, tiny.profile) / tiny.config.n_routed)
     assert 0 < reference.probability < 1
     with pytest.raises(ValueError, match="out of reach"):  # the tiny model's FFNs hold ~3 % of its parameters
-        answers.random_reference(tiny, 0.2, "random@tiny")
+        references.random_reference(tiny, 0.2, "random@tiny")
+
+
+def test_the_oracle_reference_skips_by_its_threshold_and_is_matched_to_a_skip(tiny, rows, tmp_path):
+    from hero_core.core.accounting import token_compute
+    from hero_core.eval.calibration import calibration_blocks
+
+    picked = answers.select_rows(rows, 2)
+    keeps_all = references.OracleReference(tiny, 0.0, "oracle@none")  # no error is below 0: dense's answers
+    skips_all = references.OracleReference(tiny, 1e9, "oracle@all")  # every error is below: adapters only
+    frame = answers.run_answers(tiny, [keeps_all, skips_all], picked, max_new_tokens=4, resume_dir=tmp_path)
+    texts = frame.set_index(["method", "id"])["text"]
+    assert texts["oracle@none"].equals(texts["dense"])
+    no_ffn = token_compute(np.zeros((tiny.config.n_routed, 1), dtype=bool), tiny.profile)["param_skip"][0]
+    assert np.allclose(frame.query("method == 'oracle@all'")["param_skip"], no_ffn)
+    assert len(list(tmp_path.glob("oracle@all_e1e_09_*.jsonl"))) == 1  # stored under its threshold
+    blocks = calibration_blocks(tiny, n_blocks=2, seq_len=32)
+    target = no_ffn / 2
+    matched, realised = references.oracle_reference(tiny, target, "oracle@half", blocks)
+    assert realised == pytest.approx(target, abs=0.1 * no_ffn) and matched.threshold > 0
+    with pytest.raises(ValueError, match="param skip"):
+        references.oracle_reference(tiny, 0.0, "oracle@zero", blocks)

@@ -40,3 +40,6 @@ def test_the_random_reference_is_drawn_and_the_caption_stops_calling_it_not_run(
     assert plot_answers_kept({"kept": {"hero-10": _report(0.9), "random@hero-10": _report(0.4)}}, tmp_path / "b.png")
     assert answers_figure.RANDOM_NOTE not in captions[-1] and answers_figure.ORACLE_NOTE in captions[-1]
     assert answers_figure.is_reference("random@hero-10") and not answers_figure.is_reference("local-10@hero-10")
+    assert plot_answers_kept({"kept": {"hero-10": _report(0.9), "oracle@hero-10": _report(0.8)}}, tmp_path / "c.png")
+    assert answers_figure.RANDOM_NOTE in captions[-1] and answers_figure.ORACLE_NOTE not in captions[-1]
+    assert answers_figure.is_reference("oracle@hero-10")

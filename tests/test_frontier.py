@@ -7,7 +7,8 @@ import torch
 from hero_core.core.model import PromptError
 from hero_core.core.trace import RoutingTrace
 from hero_core.eval import HeroMethod
-from hero_core.eval.frontier import at_skip, evaluate_points, oracle_skipping, ratio_interval
+from hero_core.eval.baselines import oracle_skipping
+from hero_core.eval.frontier import at_skip, evaluate_points, ratio_interval
 
 PROMPT = "The quick brown fox jumps over the lazy dog because it wants to reach the river before dark."
 

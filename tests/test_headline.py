@@ -132,5 +132,13 @@ def test_a_random_skip_reference_gets_its_own_line_not_a_row():
     line = next(line for line in lines if "random@hero-10" in line)
     assert line.startswith("Reference, not a router:") and "probability 12.3 %" in line
     assert "keeps 50.0 [35.0, 65.0] (of 60)" in line and "10.1 % param skip on the answer tokens" in line
+    report["kept"]["oracle@hero-10"] = _kept(0.8, 0.7, 0.9, 0.098)
+    report["config"]["references"]["oracle@hero-10"] = {"checkpoint": "hero-10", "param_skip": 0.109,
+                                                        "threshold": 0.1234, "realised_param_skip": 0.11}
+    oracle = next(line for line in H.headline_lines(bigbench(), report, NAMES, available=NAMES)
+                  if "oracle@hero-10" in line)
+    assert oracle.startswith("Reference, not a router:") and "not deployable" in oracle and "below 0.123" in oracle
+    assert "oracle@hero-10" not in _rows(H.headline_lines(bigbench(), report, NAMES, available=NAMES))
+    report["kept"].pop("oracle@hero-10")
     report["kept"].pop("random@hero-10")  # a reference the report names but holds no answers for: no line
     assert not any("random@" in line for line in H.headline_lines(bigbench(), report, NAMES, available=NAMES))

@@ -34,7 +34,6 @@ import json
 import math
 import os
 import re
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +47,7 @@ from ..core.config import check_variant
 from ..core.metrics import bootstrap_ci
 from ..core.trace import RoutingTrace
 from . import humaneval
-from .baselines import random_skipping
+from .answer_references import REFERENCE_TYPES
 from .suites import answers_match, parse_answer
 
 ANSWERS_FILE = Path(__file__).with_name("answers.jsonl")
@@ -200,42 +199,17 @@ def answer_cost(trace: RoutingTrace) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class RandomSkipReference:
-    """The answers suite's random-skip reference (not a router): on ``hero``'s backbone, each (token, routed
-    block) skips its FFN with ``probability`` and takes the adapter instead. The draws are seeded by the prompt's
-    id, so an answer read back from a resume folder is the one a fresh run would write."""
-
-    hero: Any
-    probability: float
-    name: str
-
-    def policy_for(self, prompt_id: str):
-        return random_skipping(self.probability, seed=zlib.crc32(prompt_id.encode("utf-8")))
-
-
-def random_reference(hero, param_skip: float, name: str) -> RandomSkipReference:
-    """Random skip at ``param_skip`` (the paper's definition: the share of routed FFN parameters not run)."""
-    from ..core.accounting import ffn_share_for_param_skip
-
-    share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
-                         f"{share:.0%} of the routed FFNs")
-    return RandomSkipReference(hero, share, name)
-
-
-@dataclass(frozen=True)
 class _Run:
     name: str
     model: Any
     variant: str
     tau: float | None
-    reference: RandomSkipReference | None = None  # a reference policy instead of the router's decisions
+    reference: Any = None  # a reference policy (answer_references) instead of the router's decisions
 
     @property
     def store_name(self) -> str:
         """The resume folder's key: a reference's skip rate is part of what its answers depend on."""
-        return self.name if self.reference is None else f"{self.name}~p{self.reference.probability:.6g}"
+        return self.name if self.reference is None else f"{self.name}~{self.reference.key}"
 
     def policy(self, prompt_id: str) -> Callable | None:
         return None if self.reference is None else self.reference.policy_for(prompt_id)
@@ -244,20 +218,20 @@ class _Run:
 def _runs(hero, methods_or_variants: Sequence[Any]) -> list[_Run]:
     """One run per item, dense first: a variant name runs on ``hero``; a
     :class:`~hero_core.eval.methods.HeroMethod` runs on its own model (another checkpoint, say); a
-    :class:`RandomSkipReference` runs its seeded policy on its model."""
+    reference of :mod:`hero_core.eval.answer_references` runs its policy on its model."""
     runs = [_Run(REFERENCE, hero, "dense", None)]
     for item in methods_or_variants:
         if isinstance(item, str):
             run = _Run(item, hero, check_variant(item), None)
-        elif isinstance(item, RandomSkipReference):
+        elif isinstance(item, REFERENCE_TYPES):
             run = _Run(item.name, item.hero, "hero", None, reference=item)
         elif all(hasattr(item, a) for a in ("hero", "variant", "tau", "name")):
             if getattr(item, "policy", None) is not None:
                 raise ValueError(f"method {item.name!r} has a routing policy; the answers suite takes a reference "
-                                 "policy as a RandomSkipReference, seeded per prompt")
+                                 "policy as a reference of hero_core.eval.answer_references")
             run = _Run(item.name, item.hero, check_variant(item.variant), item.tau)
         else:
-            raise ValueError(f"expected a variant name, a HeroMethod or a RandomSkipReference, "
+            raise ValueError(f"expected a variant name, a HeroMethod or a reference policy, "
                              f"got {type(item).__name__}")
         if run.name != REFERENCE:  # dense always runs once, as the reference
             runs.append(run)

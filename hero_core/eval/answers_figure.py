@@ -4,9 +4,9 @@ Answers kept is the share of the prompts dense answers correctly that a run also
 (:func:`hero_core.eval.answers.answers_kept`); the x axis is param skip on the **answer tokens** (what the run saved
 while writing its answer, the system prompt aside). A trained router and its local twin at matched compute
 (``local-10@hero-10``) share a colour family, so a reader compares points at equal x. The dashed line at 100 % is
-dense itself. The random-skip reference (``random@<checkpoint>``, :class:`hero_core.eval.answers.RandomSkipReference`)
-is drawn as a grey cross when the report holds it, and named in the caption as not run when it does not; the oracle
-(which runs both branches at every block) is not run on the answers suite and the caption says so.
+dense itself. The reference policies of :mod:`hero_core.eval.answer_references` (``random@<checkpoint>``, a grey
+cross; ``oracle@<checkpoint>``, a black diamond: not deployable, it runs both branches at every block) are drawn when
+the report holds them, and the caption names each one as not run when it does not.
 """
 
 from __future__ import annotations
@@ -19,8 +19,16 @@ ORACLE_NOTE = "Oracle reference: not run on the answers suite (docs/results.md h
 RANDOM_NOTE = "Random-skip reference: not run on the answers suite"
 
 
+REFERENCE_STYLES = {"random@": {"fmt": "x", "color": "grey", "mew": 2},
+                    "oracle@": {"fmt": "D", "color": "black", "mfc": "none", "mew": 1.5}}
+
+
 def is_reference(method: str) -> bool:
-    return method.startswith("random@")
+    return method.startswith(tuple(REFERENCE_STYLES))
+
+
+def _reference_style(method: str) -> dict[str, Any]:
+    return next(style for prefix, style in REFERENCE_STYLES.items() if method.startswith(prefix))
 
 
 def kept_points(answers: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -50,7 +58,7 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
     for p in points:
         style = {"fmt": "o"}
         if is_reference(p["method"]):
-            style = {"fmt": "x", "color": "grey", "mew": 2}
+            style = _reference_style(p["method"])
         elif "@" in p["method"] or p["method"].startswith("local"):
             style = {"fmt": "s"}
         ax.errorbar(p["x"], p["y"], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]], capsize=3, ms=6, alpha=0.85,
@@ -63,8 +71,10 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
     ax.set_xlabel("param skip % on the answer tokens")
     ax.set_ylabel("answers kept % (95 % bootstrap interval)")
     ax.set_title(f"Answers kept vs param skip: greedy chat answers, {n} prompts dense answers correctly", fontsize=9)
-    notes = [ORACLE_NOTE] + ([] if any(is_reference(p["method"]) for p in points) else [RANDOM_NOTE])
-    fig.text(0.01, 0.01, f"Squares: local routers (twins at matched compute). {'. '.join(notes)}.", fontsize=7,
+    drawn = {prefix for prefix in REFERENCE_STYLES for p in points if p["method"].startswith(prefix)}
+    notes = [note for prefix, note in (("oracle@", ORACLE_NOTE), ("random@", RANDOM_NOTE)) if prefix not in drawn]
+    caption = " ".join(["Squares: local routers (twins at matched compute).", *(note + "." for note in notes)])
+    fig.text(0.01, 0.01, caption, fontsize=7,
              color="dimgrey")
     ax.set_ylim(min(0.0, min(p["low"] for p in points) - 5), 105)
     ax.set_xlim(0, max(p["x"] for p in points) * 1.25 + 1)  # from 0: a 1-point skip gap is not drawn as a chasm

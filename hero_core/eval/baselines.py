@@ -10,6 +10,8 @@ returns ``(executed, gate)``, and the block computes ``g * FFN(u)`` for executed
   nothing (g = 1 on every token, so the adapter term vanishes); kept ones run unscaled.
 * :func:`random_skipping`: every (token, block) skips with the same probability, taking the trained
   adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs.
+* :func:`oracle_skipping` (not deployable): runs both branches and skips where the adapter's relative error on
+  the block output is below a threshold (see :mod:`hero_core.eval.frontier`).
 * :func:`expert_choice` (MoD-style): at every block, the top ``capacity`` share of each sequence's tokens
   by router gate run the FFN (scaled by g), the rest take the adapter. Note it looks at the whole
   sequence, so it is not causal: a decode-time version would need MoD's auxiliary predictor.
@@ -23,6 +25,7 @@ import math
 import torch
 
 from ..core.accounting import ffns_for_param_skip
+from ..core.inject import ffn_modules
 from ..core.model import HeroModel
 
 
@@ -80,6 +83,22 @@ def random_skipping(skip_probability: float, seed: int = 0):
     def policy(block, gate, fwd):
         skip = torch.rand(gate.shape[0], generator=generator) < skip_probability
         executed = (~skip).to(gate.device)
+        return executed, executed.to(gate.dtype)
+    return policy
+
+
+def oracle_skipping(hero, threshold: float):
+    """Reference policy: skip where the adapter's relative error on this token's block output is below
+    ``threshold``. Executed FFNs run unscaled (g = 1), skipped blocks take the adapter unscaled (g = 0)."""
+    ffns = ffn_modules(hero.model)
+    layers = hero.config.routed_layers
+
+    def policy(block, gate, fwd):
+        u, hbar = fwd.ffn_input, fwd.ffn_hbar
+        adapter = hero.router.adapters[block - 1]
+        ffn = ffns[layers[block - 1]](u).float()
+        error = (ffn - adapter(u.to(adapter.w1.weight.dtype)).float()).norm(dim=-1)
+        executed = error / (hbar.float() + ffn).norm(dim=-1).clamp_min(1e-6) >= threshold
         return executed, executed.to(gate.dtype)
     return policy
 

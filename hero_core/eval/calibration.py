@@ -23,11 +23,12 @@ def calibration_blocks(hero: HeroModel, n_blocks: int = 8, seq_len: int = 128, s
     return torch.tensor(blocks[:n_blocks], dtype=torch.long)
 
 
-def realised_skip(hero: HeroModel, blocks: torch.Tensor, variant: str, tau: float) -> float:
-    """Param skip (paper definition) of ``variant`` at threshold ``tau`` on token blocks."""
+def realised_skip(hero: HeroModel, blocks: torch.Tensor, variant: str, tau: float, *, policy=None) -> float:
+    """Param skip (paper definition) of ``variant`` at threshold ``tau`` on token blocks; ``policy`` (see
+    :mod:`hero_core.eval.baselines`) replaces the router's decisions."""
     from ..core.accounting import token_compute
 
-    call = hero.new_call(variant, tau)
+    call = hero.new_call(variant, tau, policy=policy)
     with torch.no_grad():
         hero.forward(blocks.to(hero.device), None, call, use_cache=False)
     executed = call.passes[-1].executed().cpu().numpy()

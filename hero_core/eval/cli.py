@@ -89,6 +89,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--random", action="store_true",
                    help="with --answers: also the random-skip reference (not a router) at the first checkpoint's "
                         "param skip on calibration text, seeded per prompt")
+    p.add_argument("--oracle", action="store_true",
+                   help="with --answers: also the oracle reference (not deployable: runs both branches) at the first "
+                        "checkpoint's param skip on calibration text")
     p.add_argument("--twins", action="store_true",
                    help="with --answers: also run each checkpoint's local twin (hero-10 -> local-10) at the tau whose "
                         "param skip on calibration text matches the checkpoint's (hero_core.eval.twins)")
@@ -207,10 +210,8 @@ def _run_answers(args, load, progress: bool) -> int:
     matched = _matched_twins(hero, models, args) if args.twins else {}
     methods += [HeroMethod(m.twin_model, m.twin_model.config.variant, m.match.tau, name=m.match.method)
                 for m in matched.values()]
-    references = {}
-    if args.random:
-        references = _random_reference(models[0], matched)
-        methods.append(references["reference"])
+    references = _references(models[0], matched, random=args.random, oracle=args.oracle)
+    methods += [r.pop("reference") for r in references.values()]
     rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
     if args.reuse is not None:
         if args.resume_dir is None:
@@ -226,7 +227,7 @@ def _run_answers(args, load, progress: bool) -> int:
                         "rows": len(rows), "answers_file": str(args.answers_file or answers.ANSWERS_FILE),
                         "answers_tokens": args.answers_tokens,
                         "matched": {name: m.match.to_dict() for name, m in matched.items()},
-                        "references": {k: v for k, v in references.items() if k != "reference"}}
+                        "references": references}
     _print_answers(report)
     _write_results(args.out, report)
     return 0
@@ -244,21 +245,29 @@ def _print_answers(report: dict) -> None:
                     ("95 % interval", 14), ("answer skip %", 14), ("all skip %", 11)], rows)
 
 
-def _random_reference(first, matched: dict) -> dict[str, Any]:
-    """``--random``: the random-skip reference at the first checkpoint's param skip on calibration text (the
-    skip its twin was matched to, when --twins measured it)."""
-    from .answers import random_reference
+def _references(first, matched: dict, *, random: bool, oracle: bool) -> dict[str, dict[str, Any]]:
+    """``--random`` / ``--oracle``: the reference policies at the first checkpoint's param skip on calibration
+    text (the skip its twin was matched to, when --twins measured it); {name: what it is, with "reference"}."""
+    from .answer_references import oracle_reference, random_reference
     from .calibration import calibration_blocks, realised_skip
 
-    name = first.checkpoint_name
+    if not (random or oracle):
+        return {}
+    name, blocks = first.checkpoint_name, calibration_blocks(first)
     if name in matched:
         param_skip = matched[name].match.target_skip
     else:
-        param_skip = realised_skip(first, calibration_blocks(first), first.config.variant, first.config.tau)
-    reference = random_reference(first, param_skip, f"random@{name}")
-    return {"reference": reference, reference.name: {"checkpoint": name, "param_skip": param_skip,
-                                                     "skip_probability": reference.probability,
-                                                     "seed": "crc32 of the prompt id"}}
+        param_skip = realised_skip(first, blocks, first.config.variant, first.config.tau)
+    references = {}
+    if random:
+        reference = random_reference(first, param_skip, f"random@{name}")
+        references[reference.name] = {"reference": reference, "checkpoint": name, "param_skip": param_skip,
+                                      "skip_probability": reference.probability, "seed": "crc32 of the prompt id"}
+    if oracle:
+        reference, realised = oracle_reference(first, param_skip, f"oracle@{name}", blocks)
+        references[reference.name] = {"reference": reference, "checkpoint": name, "param_skip": param_skip,
+                                      "threshold": reference.threshold, "realised_param_skip": realised}
+    return references
 
 
 @dataclass(frozen=True)

@@ -31,29 +31,12 @@ import numpy as np
 import torch
 
 from ..core.accounting import token_compute
-from ..core.inject import ffn_modules
 from ..core.metrics import ratio_interval
-from .baselines import random_skipping
+from .baselines import oracle_skipping, random_skipping
 
 DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)
 DEFAULT_RANDOM_SKIPS = (0.05, 0.10, 0.25, 0.40)  # param skip targets of the random policy
-
-
-def oracle_skipping(hero, threshold: float):
-    """Reference policy: skip where the adapter's relative error on this token's block output is below
-    ``threshold``. Executed FFNs run unscaled (g = 1), skipped blocks take the adapter unscaled (g = 0)."""
-    ffns = ffn_modules(hero.model)
-    layers = hero.config.routed_layers
-
-    def policy(block, gate, fwd):
-        u, hbar = fwd.ffn_input, fwd.ffn_hbar
-        adapter = hero.router.adapters[block - 1]
-        ffn = ffns[layers[block - 1]](u).float()
-        error = (ffn - adapter(u.to(adapter.w1.weight.dtype)).float()).norm(dim=-1)
-        executed = error / (hbar.float() + ffn).norm(dim=-1).clamp_min(1e-6) >= threshold
-        return executed, executed.to(gate.dtype)
-    return policy
 
 
 @dataclass

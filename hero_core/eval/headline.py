@@ -152,16 +152,21 @@ def reference_line(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
 
 def reference_runs(answers: Mapping[str, Any] | None, kept: Mapping[str, Any]) -> list[str]:
     """A line per reference policy the answers suite ran (random skip: not a router, the floor a router must
-    beat at the same compute)."""
+    beat at the same compute; the oracle: not deployable, a block-local reference at the same skip)."""
     lines = []
     for name, ref in ((answers or {}).get("config", {}).get("references") or {}).items():
         fig = kept.get(name)
         if fig is None:
             continue
-        lines.append(f"Reference, not a router: `{name}` skips each routed FFN at random with probability "
-                     f"{_num(ref['skip_probability'], 100)} % ({ref['checkpoint']}'s calibration param skip, "
-                     f"{_num(ref['param_skip'], 100)} %) and keeps {kept_cell(fig)} of dense's correct answers, "
-                     f"at {_num(fig['answer_param_skip'], 100)} % param skip on the answer tokens.")
+        if "threshold" in ref:
+            how = (f"is the oracle (not deployable: it runs both branches and skips where the adapter's relative "
+                   f"error is below {ref['threshold']:.3g}, a threshold matched to {ref['checkpoint']}'s calibration "
+                   f"param skip, {_num(ref['param_skip'], 100)} %)")
+        else:
+            how = (f"skips each routed FFN at random with probability {_num(ref['skip_probability'], 100)} % "
+                   f"({ref['checkpoint']}'s calibration param skip, {_num(ref['param_skip'], 100)} %)")
+        lines.append(f"Reference, not a router: `{name}` {how} and keeps {kept_cell(fig)} of dense's correct "
+                     f"answers, at {_num(fig['answer_param_skip'], 100)} % param skip on the answer tokens.")
     return lines
 
 

@@ -1,0 +1,101 @@
+"""Reference policies for the answers suite (not routers): what answers survive a skip chosen without a router.
+
+Both run on a checkpoint's backbone and adapters and are matched to a param skip (the paper's definition) on
+the calibration blocks, the skip the checkpoint's local twin is matched to:
+
+* :class:`RandomSkipReference`: each (token, routed block) skips its FFN with one probability. The draws are
+  seeded by the prompt's id, so an answer read back from a resume folder is the one a fresh run would write.
+* :class:`OracleReference` (not deployable): runs both branches at every block and skips where the adapter's
+  relative error on the block output is below a threshold (:func:`hero_core.eval.baselines.oracle_skipping`).
+  It needs the FFN's output to decide whether to skip the FFN, so it saves nothing; it is a greedy,
+  block-local reference, not an upper bound.
+
+A reference's ``key`` (its rate or threshold) is part of the resume folder's file name: answers stored at
+another rate are not read back.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from .baselines import oracle_skipping, random_skipping
+
+ORACLE_BISECTION_STEPS = 12
+# the oracle's threshold on the relative error is searched in log space between these (a threshold of 1e-3
+# skips almost nothing; 4 skips almost everything on the bundled backbone)
+ORACLE_THRESHOLD_RANGE = (1e-3, 4.0)
+
+
+@dataclass(frozen=True)
+class RandomSkipReference:
+    """On ``hero``'s backbone, each (token, routed block) skips its FFN with ``probability`` and takes the
+    adapter instead; seeded per prompt."""
+
+    hero: Any
+    probability: float
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"p{self.probability:.6g}"
+
+    def policy_for(self, prompt_id: str):
+        return random_skipping(self.probability, seed=zlib.crc32(prompt_id.encode("utf-8")))
+
+
+@dataclass(frozen=True)
+class OracleReference:
+    """On ``hero``'s backbone, skip where replacing the FFN by the adapter changes the block output by less
+    than ``threshold`` (relative error). Deterministic: the policy does not depend on the prompt."""
+
+    hero: Any
+    threshold: float
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"e{self.threshold:.6g}"
+
+    def policy_for(self, prompt_id: str):
+        return oracle_skipping(self.hero, self.threshold)
+
+
+REFERENCE_TYPES = (RandomSkipReference, OracleReference)
+
+
+def random_reference(hero, param_skip: float, name: str) -> RandomSkipReference:
+    """Random skip at ``param_skip`` (the paper's definition: the share of routed FFN parameters not run)."""
+    from ..core.accounting import ffn_share_for_param_skip
+
+    share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
+                         f"{share:.0%} of the routed FFNs")
+    return RandomSkipReference(hero, share, name)
+
+
+def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[OracleReference, float]:
+    """The oracle at the threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest
+    ``param_skip``, by bisection in log space; returns the reference and the skip it realises there."""
+    from .calibration import realised_skip
+
+    if not 0.0 < param_skip < 1.0:
+        raise ValueError(f"param skip must be in (0, 1), got {param_skip}")
+
+    def skip_at(threshold: float) -> float:
+        return realised_skip(hero, blocks, "hero", hero.config.tau, policy=oracle_skipping(hero, threshold))
+
+    low, high = (math.log(t) for t in ORACLE_THRESHOLD_RANGE)
+    best = None
+    for _ in range(ORACLE_BISECTION_STEPS):
+        middle = (low + high) / 2
+        skip = skip_at(math.exp(middle))
+        if best is None or abs(skip - param_skip) < abs(best[1] - param_skip):
+            best = (math.exp(middle), skip)
+        # a higher threshold accepts a larger error, so it skips more
+        low, high = (middle, high) if skip < param_skip else (low, middle)
+    threshold, skip = best
+    return OracleReference(hero, threshold, name), skip
