@@ -311,19 +311,19 @@ def test_an_earlier_reports_answers_are_reused_not_generated_again(tiny, rows, t
 
 def test_the_random_reference_skips_at_its_rate_and_reads_back_the_same_answers(tiny, rows, tmp_path, monkeypatch):
     picked = answers.select_rows(rows, 3)
-    everything = references.RandomSkipReference(tiny, 1.0, "random@all")  # every FFN skipped: adapters only
+    everything = references.random_skip_at(tiny, 1.0, "random@all")  # every FFN skipped: adapters only
     frame = answers.run_answers(tiny, [everything], picked, max_new_tokens=4, resume_dir=tmp_path)
     from hero_core.core.accounting import token_compute
 
     routed = frame[frame["method"] == "random@all"]
     no_ffn = token_compute(np.zeros((tiny.config.n_routed, 1), dtype=bool), tiny.profile)["param_skip"][0]
     assert len(routed) == 3 and no_ffn > 0 and np.allclose(routed["param_skip"], no_ffn)
-    nothing = references.RandomSkipReference(tiny, 0.0, "random@none")  # no FFN skipped: dense's answers
+    nothing = references.random_skip_at(tiny, 0.0, "random@none")  # no FFN skipped: dense's answers
     same = answers.run_answers(tiny, [nothing], picked, max_new_tokens=4).set_index(["method", "id"])["text"]
     assert same["random@none"].equals(same["dense"])
     # Seeded per prompt: one prompt answered alone draws what it drew among others, and a resumed run reads the
     # stored answers back (stored under a key holding the rate, so another rate is generated anew).
-    half = references.RandomSkipReference(tiny, 0.5, "random@half")
+    half = references.random_skip_at(tiny, 0.5, "random@half")
     together = answers.run_answers(tiny, [half], picked, max_new_tokens=4, resume_dir=tmp_path)
     alone = answers.run_answers(tiny, [half], picked[2:], max_new_tokens=4)
     last = together[together["id"] == picked[2]["id"]]
@@ -336,7 +336,7 @@ def test_the_random_reference_skips_at_its_rate_and_reads_back_the_same_answers(
     again = answers.run_answers(tiny, [half], picked, max_new_tokens=4, resume_dir=tmp_path)
     assert not calls and again["text"].tolist() == together["text"].tolist()
     with pytest.raises(AssertionError):  # the same name at another rate is not the stored run
-        answers.run_answers(tiny, [references.RandomSkipReference(tiny, 0.25, "random@half")], picked,
+        answers.run_answers(tiny, [references.random_skip_at(tiny, 0.25, "random@half")], picked,
                             max_new_tokens=4, resume_dir=tmp_path)
 
 
@@ -344,8 +344,8 @@ def test_random_reference_rate_matches_the_param_skip(tiny):
     from hero_core.core.accounting import ffns_for_param_skip
 
     reference = references.random_reference(tiny, 0.02, "random@tiny")
-    assert reference.probability == pytest.approx(ffns_for_param_skip(0.02, tiny.profile) / tiny.config.n_routed)
-    assert 0 < reference.probability < 1
+    assert reference.setting == pytest.approx(ffns_for_param_skip(0.02, tiny.profile) / tiny.config.n_routed)
+    assert 0 < reference.setting < 1
     with pytest.raises(ValueError, match="out of reach"):  # the tiny model's FFNs hold ~3 % of its parameters
         references.random_reference(tiny, 0.2, "random@tiny")
 
@@ -355,8 +355,8 @@ def test_the_oracle_reference_skips_by_its_threshold_and_is_matched_to_a_skip(ti
     from hero_core.eval.calibration import calibration_blocks
 
     picked = answers.select_rows(rows, 2)
-    keeps_all = references.OracleReference(tiny, 0.0, "oracle@none")  # no error is below 0: dense's answers
-    skips_all = references.OracleReference(tiny, 1e9, "oracle@all")  # every error is below: adapters only
+    keeps_all = references.oracle_at(tiny, 0.0, "oracle@none")  # no error is below 0: dense's answers
+    skips_all = references.oracle_at(tiny, 1e9, "oracle@all")  # every error is below: adapters only
     frame = answers.run_answers(tiny, [keeps_all, skips_all], picked, max_new_tokens=4, resume_dir=tmp_path)
     texts = frame.set_index(["method", "id"])["text"]
     assert texts["oracle@none"].equals(texts["dense"])
@@ -366,6 +366,6 @@ def test_the_oracle_reference_skips_by_its_threshold_and_is_matched_to_a_skip(ti
     blocks = calibration_blocks(tiny, n_blocks=2, seq_len=32)
     target = no_ffn / 2
     matched, realised = references.oracle_reference(tiny, target, "oracle@half", blocks)
-    assert realised == pytest.approx(target, abs=0.1 * no_ffn) and matched.threshold > 0
+    assert realised == pytest.approx(target, abs=0.1 * no_ffn) and matched.setting > 0
     with pytest.raises(ValueError, match="param skip"):
         references.oracle_reference(tiny, 0.0, "oracle@zero", blocks)

@@ -3,9 +3,9 @@
 Both run on a checkpoint's backbone and adapters and are matched to a param skip (the paper's definition) on
 the calibration blocks, the skip the checkpoint's local twin is matched to:
 
-* :class:`RandomSkipReference`: each (token, routed block) skips its FFN with one probability. The draws are
-  seeded by the prompt's id, so an answer read back from a resume folder is the one a fresh run would write.
-* :class:`OracleReference` (not deployable): runs both branches at every block and skips where the adapter's
+* random skip (:func:`random_skip_at`): each (token, routed block) skips its FFN with one probability. The draws
+  are seeded by the prompt's id, so an answer read back from a resume folder is the one a fresh run would write.
+* the oracle (:func:`oracle_at`, not deployable): runs both branches at every block and skips where the adapter's
   relative error on the block output is below a threshold (:func:`hero_core.eval.baselines.oracle_skipping`).
   It needs the FFN's output to decide whether to skip the FFN, so it saves nothing; it is a greedy,
   block-local reference, not an upper bound.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,43 +31,32 @@ ORACLE_THRESHOLD_RANGE = (1e-3, 4.0)
 
 
 @dataclass(frozen=True)
-class RandomSkipReference:
-    """On ``hero``'s backbone, each (token, routed block) skips its FFN with ``probability`` and takes the
-    adapter instead; seeded per prompt."""
+class ReferencePolicy:
+    """A reference policy on ``hero``'s backbone, run on the answers suite like a method named ``name``."""
 
     hero: Any
-    probability: float
     name: str
-
-    @property
-    def key(self) -> str:
-        return f"p{self.probability:.6g}"
-
-    def policy_for(self, prompt_id: str):
-        return random_skipping(self.probability, seed=zlib.crc32(prompt_id.encode("utf-8")))
+    setting: float  # the skip probability (random) or the relative-error threshold (oracle)
+    key: str  # what its answers depend on besides the backbone: part of its file name in a resume folder
+    policy_for: Callable[[str], Callable]  # prompt id -> a routing policy (hero_core.eval.baselines)
 
 
-@dataclass(frozen=True)
-class OracleReference:
-    """On ``hero``'s backbone, skip where replacing the FFN by the adapter changes the block output by less
-    than ``threshold`` (relative error). Deterministic: the policy does not depend on the prompt."""
-
-    hero: Any
-    threshold: float
-    name: str
-
-    @property
-    def key(self) -> str:
-        return f"e{self.threshold:.6g}"
-
-    def policy_for(self, prompt_id: str):
-        return oracle_skipping(self.hero, self.threshold)
+def random_skip_at(hero, probability: float, name: str) -> ReferencePolicy:
+    """Each (token, routed block) skips its FFN with ``probability`` and takes the adapter instead; the draws
+    are seeded by the prompt id."""
+    def seeded(prompt_id: str):
+        return random_skipping(probability, seed=zlib.crc32(prompt_id.encode("utf-8")))
+    return ReferencePolicy(hero, name, probability, f"p{probability:.6g}", seeded)
 
 
-REFERENCE_TYPES = (RandomSkipReference, OracleReference)
+def oracle_at(hero, threshold: float, name: str) -> ReferencePolicy:
+    """Skip where replacing the FFN by the adapter changes the block output by less than ``threshold`` (relative
+    error). The oracle keeps no state between calls, unlike the random draws: one policy serves every prompt."""
+    policy = oracle_skipping(hero, threshold)
+    return ReferencePolicy(hero, name, threshold, f"e{threshold:.6g}", lambda prompt_id: policy)
 
 
-def random_reference(hero, param_skip: float, name: str) -> RandomSkipReference:
+def random_reference(hero, param_skip: float, name: str) -> ReferencePolicy:
     """Random skip at ``param_skip`` (the paper's definition: the share of routed FFN parameters not run)."""
     from ..core.accounting import ffn_share_for_param_skip
 
@@ -74,10 +64,10 @@ def random_reference(hero, param_skip: float, name: str) -> RandomSkipReference:
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
                          f"{share:.0%} of the routed FFNs")
-    return RandomSkipReference(hero, share, name)
+    return random_skip_at(hero, share, name)
 
 
-def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[OracleReference, float]:
+def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[ReferencePolicy, float]:
     """The oracle at the threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest
     ``param_skip``, by bisection in log space; returns the reference and the skip it realises there."""
     from .calibration import realised_skip
@@ -98,4 +88,4 @@ def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[Oracle
         # a higher threshold accepts a larger error, so it skips more
         low, high = (middle, high) if skip < param_skip else (low, middle)
     threshold, skip = best
-    return OracleReference(hero, threshold, name), skip
+    return oracle_at(hero, threshold, name), skip

@@ -47,7 +47,7 @@ from ..core.config import check_variant
 from ..core.metrics import bootstrap_ci
 from ..core.trace import RoutingTrace
 from . import humaneval
-from .answer_references import REFERENCE_TYPES
+from .answer_references import ReferencePolicy
 from .suites import answers_match, parse_answer
 
 ANSWERS_FILE = Path(__file__).with_name("answers.jsonl")
@@ -204,7 +204,7 @@ class _Run:
     model: Any
     variant: str
     tau: float | None
-    reference: Any = None  # a reference policy (answer_references) instead of the router's decisions
+    reference: ReferencePolicy | None = None  # a reference policy instead of the router's decisions
 
     @property
     def store_name(self) -> str:
@@ -223,7 +223,7 @@ def _runs(hero, methods_or_variants: Sequence[Any]) -> list[_Run]:
     for item in methods_or_variants:
         if isinstance(item, str):
             run = _Run(item, hero, check_variant(item), None)
-        elif isinstance(item, REFERENCE_TYPES):
+        elif isinstance(item, ReferencePolicy):
             run = _Run(item.name, item.hero, "hero", None, reference=item)
         elif all(hasattr(item, a) for a in ("hero", "variant", "tau", "name")):
             if getattr(item, "policy", None) is not None:

@@ -262,11 +262,11 @@ def _references(first, matched: dict, *, random: bool, oracle: bool) -> dict[str
     if random:
         reference = random_reference(first, param_skip, f"random@{name}")
         references[reference.name] = {"reference": reference, "checkpoint": name, "param_skip": param_skip,
-                                      "skip_probability": reference.probability, "seed": "crc32 of the prompt id"}
+                                      "skip_probability": reference.setting, "seed": "crc32 of the prompt id"}
     if oracle:
         reference, realised = oracle_reference(first, param_skip, f"oracle@{name}", blocks)
         references[reference.name] = {"reference": reference, "checkpoint": name, "param_skip": param_skip,
-                                      "threshold": reference.threshold, "realised_param_skip": realised}
+                                      "threshold": reference.setting, "realised_param_skip": realised}
     return references
 
 
