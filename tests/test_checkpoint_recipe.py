@@ -57,3 +57,13 @@ def test_r3_differs_from_hero_10_r2_in_the_answer_weight_only():
     assert (r3.variant, r3.target_skip, r3.steps, r3.start, r3.budget_scope, r3.lr) == \
            (r2.variant, r2.target_skip, r2.steps, r2.start, r2.budget_scope, r2.lr)
     assert dict(r3.levers) == {**dict(r2.levers), "answer_weight": 3.0}
+
+
+def test_r6_differs_from_its_control_in_the_short_answers_alone():
+    r6, control = RUNS["hero-10-r6"], RUNS["hero-10-r6c"]
+    assert (r6.variant, r6.target_skip, r6.steps, r6.start, r6.budget_scope, r6.lr) == \
+           (control.variant, control.target_skip, control.steps, control.start, control.budget_scope, control.lr)
+    mix = dict(r6.levers).pop("data_mix")
+    assert {k: v for k, v in dict(r6.levers).items() if k != "data_mix"} == dict(control.levers)
+    assert "data_mix" not in dict(control.levers) and mix["qa"] > 0
+    assert {k: v for k, v in mix.items() if k != "qa"} == {"chat": 2.0, "code": 1.5, "reasoning": 1.0}

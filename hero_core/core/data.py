@@ -23,7 +23,8 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-DOMAINS = ("chat", "code", "reasoning")
+DOMAINS = ("chat", "code", "reasoning")  # the evaluation domains
+TRAINING_ONLY_DOMAINS = ("qa",)  # short answers (hero_core.core.short_answers): a training mix may add them
 SPLITS = ("train", "eval")
 EVAL_SHARE = 5  # one item in five (by hash) is evaluation data
 
@@ -193,18 +194,36 @@ def _chat_prompt_sources() -> dict[str, list[str]]:
             "Python reference-manual topics (pydoc_data, stdlib) x 2 questions": pydoc}
 
 
-def chat_cache_path(backbone_name: str, split: str) -> Path:
+def chat_cache_path(backbone_name: str, split: str, kind: str = "chat") -> Path:
+    """Where the dense model's replies to one kind of prompt ("chat" or "qa") and split are cached."""
     from .backbones import cache_dir
 
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in backbone_name)
-    return cache_dir() / "data" / f"chat-{safe}-{split}.jsonl"
+    return cache_dir() / "data" / f"{kind}-{safe}-{split}.jsonl"
 
 
 def chat_texts(hero, split: str = "train", max_new_tokens: int = 96, limit: int | None = None,
                progress: bool = False, batch_size: int = 64) -> list[str]:
     """Chat-formatted prompt + the dense model's own greedy response, generated once and cached."""
-    path = chat_cache_path(hero.backbone.name, split)
-    prompts = chat_prompts(split)[:limit]
+    return self_distilled(hero, chat_prompts(split)[:limit], chat_cache_path(hero.backbone.name, split),
+                          max_new_tokens, progress=progress, batch_size=batch_size)
+
+
+QA_REPLY_TOKENS = 64  # the answers suite's short answers fit in this; a longer reply is the model rambling on
+
+
+def qa_texts(hero, split: str = "train", limit: int | None = None, progress: bool = False) -> list[str]:
+    """Short-answer prompts (:mod:`hero_core.core.short_answers`) with the dense model's own replies, cached."""
+    from .short_answers import short_answer_prompts
+
+    return self_distilled(hero, short_answer_prompts(split)[:limit], chat_cache_path(hero.backbone.name, split, "qa"),
+                          QA_REPLY_TOKENS, progress=progress)
+
+
+def self_distilled(hero, prompts: list[str], path: Path, max_new_tokens: int, *, progress: bool = False,
+                   batch_size: int = 64) -> list[str]:
+    """Each prompt chat-formatted with the dense model's greedy reply appended; replies are generated once and
+    appended to the JSONL at ``path`` as they come, so an interrupted run keeps what it generated."""
     cached: dict[str, str] = {}
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -216,7 +235,7 @@ def chat_texts(hero, split: str = "train", max_new_tokens: int = 96, limit: int 
         from tqdm import tqdm
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh, tqdm(total=len(missing), desc="self-distilling chat data",
+        with path.open("a", encoding="utf-8") as fh, tqdm(total=len(missing), desc=f"self-distilling {path.stem}",
                                                           disable=not progress) as bar:
             for start in range(0, len(missing), batch_size):
                 batch = missing[start: start + batch_size]
@@ -224,7 +243,7 @@ def chat_texts(hero, split: str = "train", max_new_tokens: int = 96, limit: int 
                     text = hero.format_prompt(prompt, chat_template=True) + reply
                     cached[prompt] = text
                     fh.write(json.dumps({"prompt": prompt, "text": text, "max_new_tokens": max_new_tokens}) + "\n")
-                fh.flush()  # an interrupted run keeps what it generated
+                fh.flush()
                 bar.update(len(batch))
     return [cached[p] for p in prompts]
 
@@ -264,7 +283,11 @@ def domain_texts(domain: str, split: str, n: int, hero=None, seed: int = 0) -> l
         if hero is None:
             raise ValueError("chat texts are the dense model's own responses: pass the HeroModel")
         return chat_texts(hero, split, limit=n, progress=True)
-    raise ValueError(f"unknown domain {domain!r}; choose one of {DOMAINS}")
+    if domain == "qa":
+        if hero is None:
+            raise ValueError("short-answer texts are the dense model's own replies: pass the HeroModel")
+        return qa_texts(hero, split, limit=n, progress=True)
+    raise ValueError(f"unknown domain {domain!r}; choose one of {DOMAINS + TRAINING_ONLY_DOMAINS}")
 
 
 def token_blocks(texts: list[str], tokenizer, block: int) -> list[list[int]]:

@@ -39,11 +39,11 @@ def training_set(hero: HeroModel, cfg: TrainConfig) -> tuple[torch.Tensor, dict]
 
 
 def builtin_mix(hero: HeroModel, cfg: TrainConfig) -> dict:
-    """``cfg.data_mix``, less the chat domain for a tokenizer without a chat template: the chat data is the
-    model's own replies to chat-formatted prompts, which a base model has no format for."""
+    """``cfg.data_mix``, less the chat and short-answer domains for a tokenizer without a chat template: their data
+    is the model's own replies to chat-formatted prompts, which a base model has no format for."""
     if getattr(hero.tokenizer, "chat_template", None):
         return dict(cfg.data_mix)
-    return {domain: weight for domain, weight in cfg.data_mix.items() if domain != "chat"}
+    return {domain: weight for domain, weight in cfg.data_mix.items() if domain not in ("chat", "qa")}
 
 
 def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
@@ -58,11 +58,12 @@ def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.T
     per_domain: list[list[int]] = []
     for domain, w in weights.items():
         want = max(1, round(n_blocks * w / total))
-        # Texts to draw ``want`` blocks from: every chat prompt (the self-distilled replies are the scarce
-        # part), a stdlib chunk gives ~8 blocks, a reasoning problem about half of one.
+        # Texts to draw ``want`` blocks from: every chat or short-answer prompt (the self-distilled replies are the
+        # scarce part), a stdlib chunk gives ~8 blocks, a reasoning problem about half of one.
         # Longer blocks take proportionally more texts.
         per_block = max(1, cfg.seq_len // 128)
-        n_texts = {"chat": None, "code": max(8, want * per_block // 3), "reasoning": want * 2 * per_block}[domain]
+        n_texts = {"chat": None, "qa": None, "code": max(8, want * per_block // 3),
+                   "reasoning": want * 2 * per_block}[domain]
         texts = domain_texts(domain, "train", n_texts, hero=hero, seed=cfg.seed)
         blocks = token_blocks(texts, hero.tokenizer, cfg.seq_len)
         if not blocks:
