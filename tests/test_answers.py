@@ -255,19 +255,16 @@ def test_cli_answers_on_the_tiny_model(tmp_path, monkeypatch):
     assert list(report["kept"]) == ["tiny-random"] and report["config"]["rows"] == 2
     assert {i["category"] for i in report["items"]} == {"facts", "arithmetic"} and len(report["items"]) == 4
     assert cli.main(["eval", "--answers", "--limit", "0", "--quiet"]) == 2
-    # --random adds the random-skip reference at the checkpoint's own calibration skip, recorded in the config
-    assert cli.main(["eval", "--answers", "--random", "--limit", "2", "--answers-tokens", "3", "--quiet",
-                     "--out", str(out)]) == 0
-    report = json.loads(out.read_text())
-    reference = report["config"]["references"]["random@tiny-random"]
-    assert list(report["kept"]) == ["tiny-random", "random@tiny-random"] and 0 <= reference["skip_probability"] <= 1
-    assert reference["checkpoint"] == "tiny-random" and reference["param_skip"] >= 0
-    # --oracle adds the oracle reference at the same skip, with the threshold that realises it
-    assert cli.main(["eval", "--answers", "--oracle", "--limit", "1", "--answers-tokens", "2", "--quiet",
-                     "--out", str(out)]) == 0
-    report = json.loads(out.read_text())
-    oracle = report["config"]["references"]["oracle@tiny-random"]
-    assert list(report["kept"]) == ["tiny-random", "oracle@tiny-random"] and oracle["threshold"] > 0
+    # --random and --oracle add a reference at the checkpoint's own calibration skip, recorded in the config with
+    # its skip probability or the oracle threshold that realises that skip
+    for flag, name, setting in (("--random", "random@tiny-random", "skip_probability"),
+                                ("--oracle", "oracle@tiny-random", "threshold")):
+        assert cli.main(["eval", "--answers", flag, "--limit", "1", "--answers-tokens", "2", "--quiet",
+                         "--out", str(out)]) == 0
+        report = json.loads(out.read_text())
+        reference = report["config"]["references"][name]
+        assert list(report["kept"]) == ["tiny-random", name] and 0 < reference[setting] <= 4
+        assert reference["checkpoint"] == "tiny-random" and reference["param_skip"] >= 0
 
 
 def test_a_stopped_run_resumes_from_its_stored_answers(tiny, rows, tmp_path, monkeypatch):

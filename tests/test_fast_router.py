@@ -181,33 +181,19 @@ def test_a_fused_step_that_cannot_be_built_falls_back_loudly(monkeypatch, caplog
 def test_fp32_decode_steps_run_the_compiled_loops_at_every_block(kernel, monkeypatch):
     """The compiled step has fp32 loops and an ATen fallback; the previous block's (N,) outputs are strided
     views, which once sent every block after the first to the slower fallback unnoticed."""
-    from hero_core.core import packed_router
-
-    monkeypatch.setenv("HERO_DECODE_PATH", "fused")
     router = tiny_hero(seed=1, n_layers=6, memory_kernel=kernel, memory_scale_init=4.0).router
-    served: list[bool] = []
-    real_decide = packed_router._decide_fused
-
-    def watching(router, j, hbar, path):
-        memory = [path.memory.keys, path.memory.values] if path.memory is not None else []
-        prev = [] if j == 1 else [path.hbar_prev, path.delta_prev, path.dist_prev, path.p_hist, path.m_hist]
-        served.append(path.fused.takes_loops(hbar, prev, memory, path.weights.fused_weights(j)))
-        return real_decide(router, j, hbar, path)
-
-    monkeypatch.setattr(packed_router, "_decide_fused", watching)
+    served = _watch_compiled_steps(monkeypatch)
     hbars = _hbars(router, n=1)
     _decisions(router, hbars, "hero", True, expect_fused=True)
-    assert served == [True] * len(hbars)
+    assert served == [(True, torch.float32)] * len(hbars)
 
 
-def test_a_bf16_backbone_reads_the_first_layer_in_bf16_in_the_compiled_loops(monkeypatch):
-    """The bytes a decode step reads decide its time: beside a bf16 backbone the compiled step takes the first
-    layer's weight in bf16, and still runs its loops (not the ATen fallback) at every block."""
+def _watch_compiled_steps(monkeypatch) -> list[tuple[bool, torch.dtype]]:
+    """Decode with the compiled step, noting at each block whether its loops serve the call (not the ATen
+    fallback) and the dtype of the first layer's weight it reads."""
     from hero_core.core import packed_router
 
     monkeypatch.setenv("HERO_DECODE_PATH", "fused")
-    hero = tiny_hero(seed=0)
-    hero.model.to(torch.bfloat16)
     served: list[tuple[bool, torch.dtype]] = []
     real_decide = packed_router._decide_fused
 
@@ -219,5 +205,14 @@ def test_a_bf16_backbone_reads_the_first_layer_in_bf16_in_the_compiled_loops(mon
         return real_decide(router, j, hbar, path)
 
     monkeypatch.setattr(packed_router, "_decide_fused", watching)
+    return served
+
+
+def test_a_bf16_backbone_reads_the_first_layer_in_bf16_in_the_compiled_loops(monkeypatch):
+    """The bytes a decode step reads decide its time: beside a bf16 backbone the compiled step takes the first
+    layer's weight in bf16, and still runs its loops (not the ATen fallback) at every block."""
+    hero = tiny_hero(seed=0)
+    hero.model.to(torch.bfloat16)
+    served = _watch_compiled_steps(monkeypatch)
     _decode(hero, 2, reference=False)
     assert served and all(s == (True, torch.bfloat16) for s in served)

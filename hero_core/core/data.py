@@ -279,14 +279,10 @@ def domain_texts(domain: str, split: str, n: int, hero=None, seed: int = 0) -> l
         texts = code_texts(split)
         random.Random(f"code-{seed}").shuffle(texts)
         return texts[:n]
-    if domain == "chat":
+    if domain in ("chat", "qa"):
         if hero is None:
-            raise ValueError("chat texts are the dense model's own responses: pass the HeroModel")
-        return chat_texts(hero, split, limit=n, progress=True)
-    if domain == "qa":
-        if hero is None:
-            raise ValueError("short-answer texts are the dense model's own replies: pass the HeroModel")
-        return qa_texts(hero, split, limit=n, progress=True)
+            raise ValueError(f"{domain} texts are the dense model's own replies to their prompts: pass the HeroModel")
+        return (chat_texts if domain == "chat" else qa_texts)(hero, split, limit=n, progress=True)
     raise ValueError(f"unknown domain {domain!r}; choose one of {DOMAINS + TRAINING_ONLY_DOMAINS}")
 
 
