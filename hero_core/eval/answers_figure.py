@@ -27,6 +27,12 @@ def is_reference(method: str) -> bool:
     return method.startswith(tuple(REFERENCE_STYLES))
 
 
+def _reference_note(method: str) -> str:
+    if method.startswith("oracle@"):
+        return " (reference, not deployable)"
+    return " (reference, not a router)" if is_reference(method) else ""
+
+
 def _reference_style(method: str) -> dict[str, Any]:
     return next(style for prefix, style in REFERENCE_STYLES.items() if method.startswith(prefix))
 
@@ -62,7 +68,7 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
         elif "@" in p["method"] or p["method"].startswith("local"):
             style = {"fmt": "s"}
         ax.errorbar(p["x"], p["y"], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]], capsize=3, ms=6, alpha=0.85,
-                    label=p["method"] + (" (reference, not a router)" if is_reference(p["method"]) else ""),
+                    label=p["method"] + _reference_note(p["method"]),
                     **style)
     ax.axhline(100, color="grey", ls="--", lw=1)
     ax.annotate("dense (the reference)", (0.01, 100), xycoords=("axes fraction", "data"), fontsize=7,
