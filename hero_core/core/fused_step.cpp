@@ -41,7 +41,7 @@ std::vector<Tensor> decide_aten(const Tensor& hbar, int64_t j, const std::vector
     features = at::stack({at::log1p(dist), gamma, prev[3], prev[4]}, -1);
   }
   Tensor inv_rms = hbar.square().mean(-1, true).add_(rms_eps).rsqrt_();
-  Tensor first = at::addmm(w[kFirstBias], hbar * inv_rms, w[kFirstWeightT].to(hbar.scalar_type()));
+  Tensor first = at::addmm(w[kFirstBias], hbar * inv_rms, w[kFirstWeightT]);
   Tensor act = at::silu(at::cat({first, at::addmm(w[kPathBias], features, w[kPathWeightT])}, 1));
   Tensor state_local = at::addmm(w[kStateBias], act, w[kStateWeightT]);
   Tensor state = state_local.narrow(1, 0, d_state);
@@ -117,21 +117,6 @@ float dot(const float* a, const float* b, int64_t n) {
 
 bool fp32_contiguous(const Tensor& t) { return t.scalar_type() == at::kFloat && t.is_contiguous() && t.is_cpu(); }
 
-// act[0:f1] += sum_i x[i] * w1[i, 0:f1]: the first layer, the largest weight of the step (d x f1). Stored in
-// bf16 beside a bf16 backbone it is half the bytes a decode step reads per block; the sums stay in fp32.
-template <typename W>
-void first_layer(const float* h, float inv_rms, const W* w1, int64_t d, int64_t f1, float* act) {
-  for (int64_t i = 0; i < d; ++i) {
-    const float xi = h[i] * inv_rms;
-    const W* row = w1 + i * f1;
-    for (int64_t o = 0; o < f1; ++o) act[o] += xi * static_cast<float>(row[o]);
-  }
-}
-
-bool first_weight_served(const Tensor& t) {
-  return (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16) && t.is_contiguous() && t.is_cpu();
-}
-
 }  // namespace
 
 std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector<Tensor>& prev,
@@ -174,11 +159,13 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
       features[3] = m_prev;
     }
     const float inv_rms = 1.0f / std::sqrt(dot(h, h, d) / d + static_cast<float>(rms_eps));
+    std::fill(act.begin(), act.begin() + f1, 0.0f);
     std::copy(w[kFirstBias].data_ptr<float>(), w[kFirstBias].data_ptr<float>() + f1, act.begin());
-    if (w[kFirstWeightT].scalar_type() == at::kBFloat16) {
-      first_layer(h, inv_rms, w[kFirstWeightT].data_ptr<at::BFloat16>(), d, f1, act.data());
-    } else {
-      first_layer(h, inv_rms, w[kFirstWeightT].data_ptr<float>(), d, f1, act.data());
+    const float* w1 = w[kFirstWeightT].data_ptr<float>();
+    for (int64_t i = 0; i < d; ++i) {
+      const float xi = h[i] * inv_rms;
+      const float* row = w1 + i * f1;
+      for (int64_t o = 0; o < f1; ++o) act[o] += xi * row[o];
     }
     affine(features, 4, w[kPathWeightT].data_ptr<float>(), w[kPathBias].data_ptr<float>(), np, act.data() + f1);
     for (auto& a : act) a = silu(a);
@@ -250,15 +237,13 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
           delta, small.select(1, 6)};
 }
 
-// Whether the loops can serve this call: every operand fp32 on the CPU (the first layer's weight fp32 or bf16),
-// the weights, memory and hbar contiguous.
+// Whether the loops can serve this call: every operand fp32 on the CPU, the weights, memory and hbar contiguous.
 // The previous block's outputs are views into its result buffer: the (N, d) rows need unit stride along d, the
 // (N,) ones are read through their stride (they are columns of that buffer, stride = its width).
 bool takes_loops(const Tensor& hbar, const std::vector<Tensor>& prev, const std::vector<Tensor>& memory,
                  const std::vector<Tensor>& w) {
   bool loops = fp32_contiguous(hbar);
-  for (size_t i = 0; i < w.size(); ++i) loops = loops && (i == kFirstWeightT ? first_weight_served(w[i])
-                                                                               : fp32_contiguous(w[i]));
+  for (const auto& t : w) loops = loops && fp32_contiguous(t);
   for (const auto& t : memory) loops = loops && fp32_contiguous(t);
   for (const auto& t : prev) loops = loops && t.scalar_type() == at::kFloat && t.is_cpu();
   for (size_t i = 0; i < std::min<size_t>(prev.size(), 2); ++i) loops = loops && prev[i].stride(-1) == 1;

@@ -91,7 +91,7 @@ class RoutedFFN(nn.Module):
         flat_hbar = hbar.reshape(B * T, D).to(router_dtype)
         if self.block == 1:  # one new token per row (a decode step): the router's packed inference path
             fwd.path = router.new_path(B * T, call.variant, device=u.device, dtype=router_dtype, packed=T == 1,
-                                       memory_read=call.memory_read, input_dtype=u.dtype)
+                                       memory_read=call.memory_read)
         decision = router.decide(self.block, flat_hbar, fwd.path, call.variant)
         gate = decision.gate
         executed = gate >= call.tau  # (N,) bool

@@ -418,8 +418,7 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
     routers are used and a warning says so.
 
     ``dtype`` is the backbone's precision in full-precision mode: ``fp32`` (default, the reference), ``bf16``,
-    or ``auto`` (bf16 where a probe shows it faster, hero_core.core.precision). Routers run in fp32; beside a bf16
-    backbone the compiled decode step reads the router's first layer in bf16 (hero_core.core.packed_router).
+    or ``auto`` (bf16 where a probe shows it faster, hero_core.core.precision). Routers always run in fp32.
     """
     from .backbones import resolve_device
     from .precision import resolve_dtype

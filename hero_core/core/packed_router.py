@@ -62,13 +62,10 @@ class PackedLayers:
     scale: float | None  # beta of the softmax kernel
     proj_split: tuple[int, ...]  # proj's output as [phi inputs q, k | v, 1 | W_n s | history head's s-part]
     block_weights: tuple[list[torch.Tensor], ...]  # per block j, the weights of the fused step in its order
-    first_weight_t_bf16: torch.Tensor | None = None  # first_weight_t rounded to bf16, for a bf16 backbone
 
-    def fused_weights(self, j: int, *, bf16_first: bool = False) -> list[torch.Tensor]:
-        """Block j's weights as fused_step.cpp takes them (its ``Weight`` enum); ``bf16_first``: the first layer's
-        weight in bf16 (see :func:`new_packed_path`)."""
-        weights = self.block_weights[j - 1]
-        return [self.first_weight_t_bf16, *weights[1:]] if bf16_first else weights
+    def fused_weights(self, j: int) -> list[torch.Tensor]:
+        """Block j's weights as fused_step.cpp takes them (its ``Weight`` enum)."""
+        return self.block_weights[j - 1]
 
 
 class PackedMemory:
@@ -98,19 +95,12 @@ class PackedPath(PathState):
 
     weights: PackedLayers | None = None
     fused: object | None = None  # the compiled step (hero_core.core.fused_router), or None: the Python packed path
-    bf16_first: bool = False  # the compiled step reads the first layer's weight in bf16 (a bf16 backbone)
 
 
-def new_packed_path(router, n_tokens: int, variant: str, *, device, dtype,
-                    input_dtype: torch.dtype | None = None) -> PackedPath | None:
+def new_packed_path(router, n_tokens: int, variant: str, *, device, dtype) -> PackedPath | None:
     """Per-call state of the decode path this process chose (:func:`~hero_core.core.fused_router.decode_path`):
     a PackedPath (the compiled step where it is built and the tokens are on the CPU, else the packed Python
-    step), or None where ``HERO_DECODE_PATH=module`` asks for the module path.
-
-    ``input_dtype`` is the backbone's: beside a bf16 backbone the compiled step reads the first layer's weight
-    (three quarters of the router's bytes) rounded to bf16, with fp32 sums. A decode step is bound by the bytes
-    it reads, and the router's input already carries bf16 rounding there; the gates move by bf16 rounding
-    (tests/test_fast_router.py bounds it). An fp32 backbone keeps every router weight in fp32."""
+    step), or None where ``HERO_DECODE_PATH=module`` asks for the module path."""
     chosen = decode_path()
     if chosen == "module":
         return None
@@ -119,8 +109,7 @@ def new_packed_path(router, n_tokens: int, variant: str, *, device, dtype,
     memory = (PackedMemory(n_tokens, c.n_routed, c.d_memory, weights.decay, device=device, dtype=dtype)
               if VARIANTS[variant].memory_read else None)
     fused = fused_extension() if chosen == "fused" and torch.device(device).type == "cpu" else None
-    return PackedPath(memory=memory, weights=weights, fused=fused,
-                      bf16_first=fused is not None and input_dtype == torch.bfloat16)
+    return PackedPath(memory=memory, weights=weights, fused=fused)
 
 
 def packed_layers(router, variant: str) -> PackedLayers:
@@ -180,7 +169,7 @@ def _build(router, variant: str, version: tuple) -> PackedLayers:
         scale=float(router.memory_scale()) if c.memory_kernel == "softmax" else None,
         proj_split=(2 * dm, dm + 1, dm, H), block_weights=())
     rows = layers.log_decay_rows if layers.scale is not None else layers.decay_rows
-    return dataclasses.replace(layers, first_weight_t_bf16=layers.first_weight_t.bfloat16(), block_weights=tuple(
+    return dataclasses.replace(layers, block_weights=tuple(
         [layers.first_weight_t, layers.first_bias, layers.path_weight_t, layers.path_bias[j - 1],
          layers.state_weight_t, layers.state_bias, layers.proj_weight_t, layers.proj_bias,
          layers.context_weight_t, layers.novelty_weight, layers.final_weight_t, layers.final_bias, rows[j - 1]]
@@ -263,8 +252,8 @@ def _decide_fused(router, j: int, hbar: torch.Tensor, path: PackedPath) -> Decis
     buffers = [memory.keys, memory.values] if memory is not None else []
     w = path.weights
     (gate, history_logit, local_logit, p_hist, m_hist, nu, weights, state, context, delta,
-     dist) = path.fused.decide(hbar, j, prev, buffers, w.fused_weights(j, bf16_first=path.bf16_first), w.rms_eps,
-                               c.eps, w.scale or 0.0, c.d_state, c.d_memory, c.head_hidden)
+     dist) = path.fused.decide(hbar, j, prev, buffers, w.fused_weights(j), w.rms_eps, c.eps, w.scale or 0.0,
+                               c.d_state, c.d_memory, c.head_hidden)
     if memory is not None:
         memory.size = j
     path.hbar_prev, path.delta_prev, path.dist_prev, path.p_hist, path.m_hist = hbar, delta, dist, p_hist, m_hist

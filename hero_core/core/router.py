@@ -131,16 +131,14 @@ class HeroRouter(nn.Module):
 
     # -- per-call state -------------------------------------------------------------------------
     def new_path(self, n_tokens: int, variant: str, *, device, dtype, packed: bool = False,
-                 memory_read: str = "learned", input_dtype: torch.dtype | None = None) -> PathState:
+                 memory_read: str = "learned") -> PathState:
         """Fresh per-pass state. ``packed`` (decode steps: one new token per sequence) asks for the decode
         path this process chose (hero_core.core.packed_router: the compiled step, the packed Python step, or
-        the module path); it is taken only with autograd off and in the router's dtype. ``input_dtype``: the
-        backbone's (see :func:`~hero_core.core.packed_router.new_packed_path`).
+        the module path); it is taken only with autograd off and in the router's dtype.
         ``memory_read="uniform"`` replaces every read by the plain mean of the stored values (module path)."""
         uniform = check_memory_read(memory_read) == "uniform"
         if packed and not uniform and not torch.is_grad_enabled() and dtype == self.eta.dtype:
-            fast = packed_router.new_packed_path(self, n_tokens, variant, device=device, dtype=dtype,
-                                                 input_dtype=input_dtype)
+            fast = packed_router.new_packed_path(self, n_tokens, variant, device=device, dtype=dtype)
             if fast is not None:
                 return fast
         needs_memory = VARIANTS[variant].memory_read
