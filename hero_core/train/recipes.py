@@ -107,11 +107,11 @@ RUNS["hero-13-r5"] = Run("hero", 0.13, R5_STEPS, "hero-10-r4", budget_scope="bat
 # Recipe 6 (issue "Answers that survive routing", lever "more and broader data"): 300 steps on top of hero-10-r4 on
 # the built-in mix plus short-answer chat prompts (hero_core.core.short_answers: facts, counts, sums, one-word and
 # formatted answers, with the dense model's own replies), so the routers see replies whose value is one token.
-# hero-10-r6c is its control, the same 300 steps on the built-in mix, not bundled: the two differ in the data alone
-# (docs/experiments/short-answers).
+# hero-10-r6c is its control, the same 300 steps on the built-in mix: the two differ in the data alone. Neither is
+# bundled: neither kept more answers than the default (docs/experiments/short-answers).
 QA_MIX = (("data_mix", {"chat": 2.0, "code": 1.5, "reasoning": 1.0, "qa": 1.0}),)
 R6_STEPS = 300
-RUNS["hero-10-r6"] = Run("hero", 0.10, R6_STEPS, "hero-10-r4", budget_scope="batch", lr=5e-5,
+RUNS["hero-10-r6"] = Run("hero", 0.10, R6_STEPS, "hero-10-r4", budget_scope="batch", lr=5e-5, bundled=False,
                          levers=MEMORY_R2 + QA_MIX)
 RUNS["hero-10-r6c"] = Run("hero", 0.10, R6_STEPS, "hero-10-r4", budget_scope="batch", lr=5e-5, bundled=False,
                           levers=MEMORY_R2)
