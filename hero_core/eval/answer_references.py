@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.accounting import bisect_increasing
 from .baselines import oracle_skipping, random_skipping
 
 ORACLE_BISECTION_STEPS = 12
@@ -78,14 +79,9 @@ def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[Refere
     def skip_at(threshold: float) -> float:
         return realised_skip(hero, blocks, "hero", hero.config.tau, policy=oracle_skipping(hero, threshold))
 
-    low, high = (math.log(t) for t in ORACLE_THRESHOLD_RANGE)
-    best = None
-    for _ in range(ORACLE_BISECTION_STEPS):
-        middle = (low + high) / 2
-        skip = skip_at(math.exp(middle))
-        if best is None or abs(skip - param_skip) < abs(best[1] - param_skip):
-            best = (math.exp(middle), skip)
-        # a higher threshold accepts a larger error, so it skips more
-        low, high = (middle, high) if skip < param_skip else (low, middle)
-    threshold, skip = best
+    # a higher threshold accepts a larger error, so it skips more
+    log_low, log_high = (math.log(t) for t in ORACLE_THRESHOLD_RANGE)
+    log_threshold, skip = bisect_increasing(lambda x: skip_at(math.exp(x)), param_skip, log_low, log_high,
+                                            ORACLE_BISECTION_STEPS)
+    threshold = math.exp(log_threshold)
     return oracle_at(hero, threshold, name), skip

@@ -42,16 +42,8 @@ def calibrate_tau(hero: HeroModel, blocks: torch.Tensor, target_skip: float, *, 
     The budget controller steers skip during training, but it oscillates around its target; a trained
     router's final skip can sit several points off. Moving tau (the threshold on g) is the one-number
     correction: skip grows with tau. Returns (tau, realised skip at that tau)."""
+    from ..core.accounting import bisect_increasing
+
     variant = variant or hero.config.variant
-    lo, hi = 0.02, 0.98
-    best = (0.5, realised_skip(hero, blocks, variant, 0.5))
-    for _ in range(iters):
-        mid = (lo + hi) / 2
-        skip = realised_skip(hero, blocks, variant, mid)
-        if abs(skip - target_skip) < abs(best[1] - target_skip):
-            best = (mid, skip)
-        if skip < target_skip:
-            lo = mid
-        else:
-            hi = mid
-    return best
+    return bisect_increasing(lambda tau: realised_skip(hero, blocks, variant, tau), target_skip, 0.02, 0.98, iters,
+                             start=0.5)
