@@ -211,7 +211,7 @@ def _run_answers(args, load, progress: bool) -> int:
     methods += [HeroMethod(m.twin_model, m.twin_model.config.variant, m.match.tau, name=m.match.method)
                 for m in matched.values()]
     references = _references(models[0], matched, random=args.random, oracle=args.oracle)
-    methods += [r.pop("reference") for r in references.values()]
+    methods += [reference for reference, _ in references]
     rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
     if args.reuse is not None:
         if args.resume_dir is None:
@@ -227,7 +227,7 @@ def _run_answers(args, load, progress: bool) -> int:
                         "rows": len(rows), "answers_file": str(args.answers_file or answers.ANSWERS_FILE),
                         "answers_tokens": args.answers_tokens,
                         "matched": {name: m.match.to_dict() for name, m in matched.items()},
-                        "references": references}
+                        "references": {reference.name: about for reference, about in references}}
     _print_answers(report)
     _write_results(args.out, report)
     return 0
@@ -245,28 +245,30 @@ def _print_answers(report: dict) -> None:
                     ("95 % interval", 14), ("answer skip %", 14), ("all skip %", 11)], rows)
 
 
-def _references(first, matched: dict, *, random: bool, oracle: bool) -> dict[str, dict[str, Any]]:
+def _references(first, matched: dict, *, random: bool, oracle: bool) -> list[tuple[Any, dict[str, Any]]]:
     """``--random`` / ``--oracle``: the reference policies at the first checkpoint's param skip on calibration
-    text (the skip its twin was matched to, when --twins measured it); {name: what it is, with "reference"}."""
+    text (the skip its twin was matched to, when --twins measured it), each with what the report says of it."""
     from .answer_references import oracle_reference, random_reference
     from .calibration import calibration_blocks, realised_skip
 
     if not (random or oracle):
-        return {}
-    name, blocks = first.checkpoint_name, calibration_blocks(first)
+        return []
+    name = first.checkpoint_name
+    # read by the oracle's threshold search, and for the skip itself when no twin was matched to it
+    blocks = calibration_blocks(first) if oracle or name not in matched else None
     if name in matched:
         param_skip = matched[name].match.target_skip
     else:
         param_skip = realised_skip(first, blocks, first.config.variant, first.config.tau)
-    references = {}
+    references = []
     if random:
         reference = random_reference(first, param_skip, f"random@{name}")
-        references[reference.name] = {"reference": reference, "checkpoint": name, "param_skip": param_skip,
-                                      "skip_probability": reference.setting, "seed": "crc32 of the prompt id"}
+        references.append((reference, {"checkpoint": name, "param_skip": param_skip,
+                                       "skip_probability": reference.setting, "seed": "crc32 of the prompt id"}))
     if oracle:
         reference, realised = oracle_reference(first, param_skip, f"oracle@{name}", blocks)
-        references[reference.name] = {"reference": reference, "checkpoint": name, "param_skip": param_skip,
-                                      "threshold": reference.setting, "realised_param_skip": realised}
+        references.append((reference, {"checkpoint": name, "param_skip": param_skip, "threshold": reference.setting,
+                                       "realised_param_skip": realised}))
     return references
 
 
