@@ -12,6 +12,7 @@ the report holds them, and the caption names each one as not run when it does no
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +20,26 @@ ORACLE_NOTE = "Oracle reference: not run on the answers suite (docs/results.md h
 RANDOM_NOTE = "Random-skip reference: not run on the answers suite"
 
 
-REFERENCE_STYLES = {"random@": {"fmt": "x", "color": "grey", "mew": 2},
-                    "oracle@": {"fmt": "D", "color": "black", "mfc": "none", "mew": 1.5}}
+@dataclass(frozen=True)
+class _ReferenceKind:
+    legend: str  # after the run's name in the legend
+    style: dict[str, Any]  # errorbar style
+    not_run: str  # the caption's note when the report holds no such run
+
+
+REFERENCES = {  # by name prefix, in the caption's order
+    "oracle@": _ReferenceKind(" (reference, not deployable)",
+                              {"fmt": "D", "color": "black", "mfc": "none", "mew": 1.5}, ORACLE_NOTE),
+    "random@": _ReferenceKind(" (reference, not a router)", {"fmt": "x", "color": "grey", "mew": 2}, RANDOM_NOTE),
+}
+
+
+def _reference_kind(method: str) -> _ReferenceKind | None:
+    return next((kind for prefix, kind in REFERENCES.items() if method.startswith(prefix)), None)
 
 
 def is_reference(method: str) -> bool:
-    return method.startswith(tuple(REFERENCE_STYLES))
-
-
-def _reference_note(method: str) -> str:
-    if method.startswith("oracle@"):
-        return " (reference, not deployable)"
-    return " (reference, not a router)" if is_reference(method) else ""
-
-
-def _reference_style(method: str) -> dict[str, Any]:
-    return next(style for prefix, style in REFERENCE_STYLES.items() if method.startswith(prefix))
+    return _reference_kind(method) is not None
 
 
 def kept_points(answers: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -62,14 +67,14 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
 
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for p in points:
+        kind = _reference_kind(p["method"])
         style = {"fmt": "o"}
-        if is_reference(p["method"]):
-            style = _reference_style(p["method"])
+        if kind is not None:
+            style = kind.style
         elif "@" in p["method"] or p["method"].startswith("local"):
             style = {"fmt": "s"}
         ax.errorbar(p["x"], p["y"], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]], capsize=3, ms=6, alpha=0.85,
-                    label=p["method"] + _reference_note(p["method"]),
-                    **style)
+                    label=p["method"] + (kind.legend if kind else ""), **style)
     ax.axhline(100, color="grey", ls="--", lw=1)
     ax.annotate("dense (the reference)", (0.01, 100), xycoords=("axes fraction", "data"), fontsize=7,
                 color="grey", xytext=(0, 3), textcoords="offset points")
@@ -77,8 +82,8 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
     ax.set_xlabel("param skip % on the answer tokens")
     ax.set_ylabel("answers kept % (95 % bootstrap interval)")
     ax.set_title(f"Answers kept vs param skip: greedy chat answers, {n} prompts dense answers correctly", fontsize=9)
-    drawn = {prefix for prefix in REFERENCE_STYLES for p in points if p["method"].startswith(prefix)}
-    notes = [note for prefix, note in (("oracle@", ORACLE_NOTE), ("random@", RANDOM_NOTE)) if prefix not in drawn]
+    notes = [kind.not_run for prefix, kind in REFERENCES.items()
+             if not any(p["method"].startswith(prefix) for p in points)]
     caption = " ".join(["Squares: local routers (twins at matched compute).", *(note + "." for note in notes)])
     fig.text(0.01, 0.01, caption, fontsize=7,
              color="dimgrey")
