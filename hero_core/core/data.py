@@ -25,6 +25,7 @@ from pathlib import Path
 
 DOMAINS = ("chat", "code", "reasoning")  # the evaluation domains
 TRAINING_ONLY_DOMAINS = ("qa",)  # short answers (hero_core.core.short_answers): a training mix may add them
+SELF_DISTILLED_DOMAINS = ("chat", "qa")  # the dense model's replies to chat-formatted prompts
 SPLITS = ("train", "eval")
 EVAL_SHARE = 5  # one item in five (by hash) is evaluation data
 
@@ -279,7 +280,7 @@ def domain_texts(domain: str, split: str, n: int, hero=None, seed: int = 0) -> l
         texts = code_texts(split)
         random.Random(f"code-{seed}").shuffle(texts)
         return texts[:n]
-    if domain in ("chat", "qa"):
+    if domain in SELF_DISTILLED_DOMAINS:
         if hero is None:
             raise ValueError(f"{domain} texts are the dense model's own replies to their prompts: pass the HeroModel")
         return (chat_texts if domain == "chat" else qa_texts)(hero, split, limit=n, progress=True)

@@ -43,7 +43,9 @@ def builtin_mix(hero: HeroModel, cfg: TrainConfig) -> dict:
     is the model's own replies to chat-formatted prompts, which a base model has no format for."""
     if getattr(hero.tokenizer, "chat_template", None):
         return dict(cfg.data_mix)
-    return {domain: weight for domain, weight in cfg.data_mix.items() if domain not in ("chat", "qa")}
+    from ..core.data import SELF_DISTILLED_DOMAINS
+
+    return {domain: weight for domain, weight in cfg.data_mix.items() if domain not in SELF_DISTILLED_DOMAINS}
 
 
 def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
