@@ -257,13 +257,13 @@ def test_cli_answers_on_the_tiny_model(tmp_path, monkeypatch):
     assert cli.main(["eval", "--answers", "--limit", "0", "--quiet"]) == 2
     # --random and --oracle add a reference at the checkpoint's own calibration skip, recorded in the config with
     # its skip probability or the oracle threshold that realises that skip
-    for flag, name, setting in (("--random", "random@tiny-random", "skip_probability"),
-                                ("--oracle", "oracle@tiny-random", "threshold")):
+    for flag, name, setting, most in (("--random", "random@tiny-random", "skip_probability", 1.0),
+                                      ("--oracle", "oracle@tiny-random", "threshold", 4.0)):
         assert cli.main(["eval", "--answers", flag, "--limit", "1", "--answers-tokens", "2", "--quiet",
                          "--out", str(out)]) == 0
         report = json.loads(out.read_text())
         reference = report["config"]["references"][name]
-        assert list(report["kept"]) == ["tiny-random", name] and 0 < reference[setting] <= 4
+        assert list(report["kept"]) == ["tiny-random", name] and 0 < reference[setting] <= most
         assert reference["checkpoint"] == "tiny-random" and reference["param_skip"] >= 0
 
 
