@@ -189,3 +189,66 @@ def test_fp32_decode_steps_run_the_compiled_loops_at_every_block(kernel, monkeyp
     hbars = _hbars(router, n=1)
     _decisions(router, hbars, "hero", True, expect_fused=True)
     assert served == [True] * len(hbars)
+
+
+def _batch_decode(hero, steps, tau, branch_scaling):
+    """Greedy decode of two prompts of one length (no padding) under ``tau``; logits and records per step."""
+    from transformers import DynamicCache
+
+    hero.router.config.branch_scaling = branch_scaling
+    call = hero.new_call("hero", tau=tau)
+    cache = DynamicCache(config=hero.model.config)
+    rows = [hero.encode([text]).input_ids[0] for text in (PROMPT, "Routers choose which layers each token needs.")]
+    ids = torch.stack([row[: min(map(len, rows))] for row in rows])
+    out = []
+    with torch.no_grad():
+        logits = hero.forward(ids, None, call, cache=cache, use_cache=True)
+        for _ in range(steps):
+            logits = hero.forward(logits[:, -1].argmax(-1, keepdim=True), None, call, cache=cache, use_cache=True)
+            out.append(logits[:, -1].float())
+    return out, call
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="no C++ compiler")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("branch_scaling", ["unscaled", "paper"])
+def test_a_routed_block_as_one_compiled_call_computes_what_the_python_branch_does(dtype, branch_scaling,
+                                                                                 monkeypatch):
+    """The compiled routed block (decision, FFN or adapter, gather and scatter) against the compiled decision
+    followed by RoutedFFN's Python branch: the same operations, so the same logits bit for bit, at a tau where
+    some tokens of a batch take the FFN and others the adapter."""
+    from hero_core.core import inject
+
+    monkeypatch.setenv("HERO_DECODE_PATH", "fused")
+    hero = tiny_hero(seed=0)
+    hero.model.to(dtype)
+    for adapter in hero.router.adapters:  # trained adapters are not zero: give the skipped branch an output
+        torch.nn.init.normal_(adapter.w2.weight, std=0.05)
+    blocks_run = []
+    real = inject.run_block_fused
+    monkeypatch.setattr(inject, "run_block_fused", lambda *a, **k: blocks_run.append(1) or real(*a, **k))
+    _, probe = _batch_decode(hero, 2, 0.5, branch_scaling)
+    gates = torch.cat([r.fields["gate"] for p in probe.passes[1:] for r in p.records])
+    tau = float(gates.median())  # half the decode decisions skip
+    fused_logits, fused_call = _batch_decode(hero, 4, tau, branch_scaling)
+    assert len(blocks_run) == hero.config.n_routed * (2 + 4)  # every block of every decode step, none of prefill
+    monkeypatch.setattr(inject.RoutedFFN, "_takes_fused_block", lambda *a: False)
+    ref_logits, ref_call = _batch_decode(hero, 4, tau, branch_scaling)
+    executed = torch.stack([r.executed for p in fused_call.passes[1:] for r in p.records])
+    assert 0 < executed.float().mean() < 1 and (executed.all(1) != executed.any(1)).any()  # mixed within a batch
+    for a, b in zip(ref_logits, fused_logits):
+        assert torch.equal(a, b)
+    for p_ref, p_new in zip(ref_call.passes[1:], fused_call.passes[1:]):
+        for r_ref, r_new in zip(p_ref.records, p_new.records):
+            assert torch.equal(r_new.executed, r_ref.executed)
+            assert torch.equal(r_new.fields["gate"], r_ref.fields["gate"])
+
+
+def test_only_plain_gated_silu_ffns_are_run_by_the_compiled_block():
+    from hero_core.core.inject import decoder_layers, gated_silu_projections
+
+    mlp = decoder_layers(tiny_hero(seed=0).model)[0].mlp.base_layer
+    assert gated_silu_projections(mlp) == (mlp.gate_proj, mlp.up_proj, mlp.down_proj)
+    mlp.act_fn = torch.nn.GELU()
+    assert gated_silu_projections(mlp) is None
+    assert gated_silu_projections(torch.nn.Linear(4, 4)) is None

@@ -258,7 +258,66 @@ std::vector<Tensor> decide(const Tensor& hbar, int64_t j, const std::vector<Tens
   return step(hbar, j, prev, memory, w, rms_eps, eps, scale, d_state, d_memory, head_hidden);
 }
 
+// ---- the whole routed block: the decision, then each token's branch ----------------------------------------
+// At one token per step the block around the decision (the module calls of a gated FFN, the gather and
+// scatter of _branch) cost Python per block as much as the decision did. Here the same operations as
+// RoutedFFN._branch run in the same order: FFN(u) = W_down (SiLU(W_gate u) * W_up u) where g >= tau,
+// Adapter(u) = W_2 SiLU(W_1 u) elsewhere, each scaled by g / (1 - g) when `scaled` (the paper's branch scaling).
+namespace {
+
+Tensor gated_ffn(const Tensor& u, const std::vector<Tensor>& ffn) {
+  return at::linear(at::silu(at::linear(u, ffn[0])) * at::linear(u, ffn[1]), ffn[2]);
+}
+
+Tensor adapter_branch(const Tensor& u, const std::vector<Tensor>& adapter) {
+  return at::linear(at::silu(at::linear(u.to(adapter[0].scalar_type()), adapter[0])), adapter[1]);
+}
+
+}  // namespace
+
+// Returns decide's outputs followed by {executed, out, hbar in the router's precision} (the next block's delta is
+// taken against the latter). `ffn` holds {W_gate, W_up, W_down} (no biases), `adapter` {W_1, W_2}; hbar arrives in
+// the backbone's precision and is cast to the router's here.
+std::vector<Tensor> routed_block(const Tensor& u, const Tensor& hbar, double tau, bool scaled,
+                                 const std::vector<Tensor>& ffn, const std::vector<Tensor>& adapter, int64_t j,
+                                 const std::vector<Tensor>& prev, const std::vector<Tensor>& memory,
+                                 const std::vector<Tensor>& w, double rms_eps, double eps, double scale,
+                                 int64_t d_state, int64_t d_memory, int64_t head_hidden) {
+  TORCH_CHECK(ffn.size() == 3 && adapter.size() == 2, "fused routed block: expected 3 FFN and 2 adapter weights");
+  TORCH_CHECK(w.size() == kWeightCount, "fused router step: expected ", int(kWeightCount), " weights");
+  Tensor h = hbar.to(w[kFirstWeightT].scalar_type());
+  std::vector<Tensor> out = decide(h, j, prev, memory, w, rms_eps, eps, scale, d_state, d_memory, head_hidden);
+  const Tensor& gate = out[0];
+  Tensor executed = gate.ge(tau);
+  const int64_t n = u.size(0), n_ffn = executed.sum().item<int64_t>();
+  auto ffn_part = [&](const Tensor& x, const Tensor& g) {
+    Tensor y = gated_ffn(x, ffn);
+    return scaled ? g.unsqueeze(1).to(x.scalar_type()) * y : y;
+  };
+  auto adapter_part = [&](const Tensor& x, const Tensor& g) {
+    Tensor y = adapter_branch(x, adapter);
+    return (scaled ? (1 - g.unsqueeze(1)) * y : y).to(x.scalar_type());
+  };
+  Tensor result;
+  if (n_ffn == n) {
+    result = ffn_part(u, gate);
+  } else if (n_ffn == 0) {
+    result = adapter_part(u, gate);
+  } else {
+    result = at::empty_like(u);
+    Tensor idx = executed.nonzero().squeeze(1);
+    result.index_copy_(0, idx, ffn_part(u.index_select(0, idx), gate.index_select(0, idx)));
+    idx = executed.logical_not().nonzero().squeeze(1);
+    result.index_copy_(0, idx, adapter_part(u.index_select(0, idx), gate.index_select(0, idx)));
+  }
+  out.push_back(executed);
+  out.push_back(result);
+  out.push_back(h);
+  return out;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("routed_block", &routed_block, "one routed block of a decode step: the decision and each token's branch");
   m.def("decide", &decide, "HeRo router decision at one routed block of a decode step");
   m.def("takes_loops", &takes_loops, "whether decide runs the fp32 loops for these operands");
   m.def("decide_aten", &decide_aten, "the same decision issued as ATen operations (any dtype or device)");

@@ -25,6 +25,7 @@ import torch.nn as nn
 
 from .call_state import current_call
 from .families import Family, family_of
+from .packed_router import PackedPath, run_block_fused
 
 
 def decoder_stack(model: nn.Module) -> nn.Module:
@@ -66,6 +67,19 @@ class HiddenStateTap(nn.Module):
         return self.base_layer(hidden_states)
 
 
+def gated_silu_projections(ffn: nn.Module) -> tuple[nn.Linear, nn.Linear, nn.Linear] | None:
+    """(gate, up, down) of an FFN computing ``down(SiLU(gate(u)) * up(u))`` with plain bias-free linear layers
+    (Llama, Mistral, Qwen in full precision), which the compiled routed block can run itself; None for any other
+    FFN (a quantized layer, a post-FFN norm, another activation), which keeps its module call."""
+    parts = tuple(getattr(ffn, name, None) for name in ("gate_proj", "up_proj", "down_proj"))
+    act = getattr(ffn, "act_fn", None)
+    # transformers builds SiLU as its own SiLUActivation or as nn.SiLU, depending on the version
+    silu = isinstance(act, nn.SiLU) or type(act).__name__ == "SiLUActivation"
+    if silu and all(type(p) is nn.Linear and p.bias is None for p in parts):
+        return parts
+    return None
+
+
 class RoutedFFN(nn.Module):
     """Wraps a block's FFN; ``block`` is the routed-block index j (1-based). Holds no parameters of its own:
     the router and adapters come from the current call, so one backbone can serve several routers."""
@@ -75,6 +89,8 @@ class RoutedFFN(nn.Module):
         self.base_layer = base_layer
         self.block = block
         self.reads_hbar = reads_hbar  # no norm before the FFN: its input u is hbar itself
+        # a plain tuple, not submodules: the layers stay registered once, under base_layer
+        self._gated_silu = gated_silu_projections(base_layer)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         call = current_call()
@@ -88,10 +104,18 @@ class RoutedFFN(nn.Module):
         B, T, D = u.shape
         router_dtype = router.eta.dtype
         flat_u = u.reshape(B * T, D)
-        flat_hbar = hbar.reshape(B * T, D).to(router_dtype)
         if self.block == 1:  # one new token per row (a decode step): the router's packed inference path
             fwd.path = router.new_path(B * T, call.variant, device=u.device, dtype=router_dtype, packed=T == 1,
                                        memory_read=call.memory_read)
+        adapter = router.adapters[self.block - 1]
+        scaled = router.config.branch_scaling == "paper"
+        if self._takes_fused_block(call, fwd):  # decision and branch in one compiled call, hbar cast there
+            decision, executed, out = run_block_fused(
+                router, self.block, flat_u, hbar.reshape(B * T, D), fwd.path, call.tau, scaled,
+                [layer.weight for layer in self._gated_silu], [adapter.w1.weight, adapter.w2.weight])
+            call.add_record(self.block, decision, executed, fwd.path)
+            return out.view(B, T, D)
+        flat_hbar = hbar.reshape(B * T, D).to(router_dtype)
         decision = router.decide(self.block, flat_hbar, fwd.path, call.variant)
         gate = decision.gate
         executed = gate >= call.tau  # (N,) bool
@@ -100,8 +124,6 @@ class RoutedFFN(nn.Module):
             executed, gate = call.policy(self.block, gate, fwd)
             fwd.ffn_input = fwd.ffn_hbar = None
         active = fwd.active.reshape(-1) if fwd.active is not None else None
-        adapter = router.adapters[self.block - 1]
-        scaled = router.config.branch_scaling == "paper"
         if call.straight_through and torch.is_grad_enabled():
             out = self._straight_through(flat_u, gate, executed, active, adapter, scaled)
         else:
@@ -109,6 +131,13 @@ class RoutedFFN(nn.Module):
             out = self._branch(flat_u, gate if scaled else None, executed, active, adapter)
         call.add_record(self.block, decision, executed, fwd.path)
         return out.view(B, T, D)
+
+    def _takes_fused_block(self, call, fwd) -> bool:
+        """Whether this block of this step runs as one compiled call (decision and branch): a decode step on the
+        compiled path, a gated SiLU FFN, and nothing the call adds around the branch (a policy, padding rows,
+        the straight-through gradient)."""
+        return (self._gated_silu is not None and isinstance(fwd.path, PackedPath) and fwd.path.fused is not None
+                and call.policy is None and fwd.active is None and not torch.is_grad_enabled())
 
     def _branch(self, u: torch.Tensor, gate: torch.Tensor | None, executed: torch.Tensor,
                 active: torch.Tensor | None, adapter: nn.Module) -> torch.Tensor:

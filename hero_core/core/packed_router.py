@@ -244,17 +244,40 @@ def decide_packed(router, j: int, hbar: torch.Tensor, path: PackedPath) -> Decis
     return Decision(squashed.select(1, 1), final.select(1, 0), local_logit, p_hist, m_hist, nu, weights,
                     state, context)
 
+
 def _decide_fused(router, j: int, hbar: torch.Tensor, path: PackedPath) -> Decision:
     """:func:`decide_packed` as one call of the compiled step (hero_core/core/fused_step.cpp): the same
     operations in the same order, issued from C++."""
-    c, memory = router.config, path.memory
+    return _fused_outputs(j, hbar, path, path.fused.decide(hbar, j, *_fused_arguments(router, j, path)))
+
+
+def run_block_fused(router, j: int, u: torch.Tensor, hbar: torch.Tensor, path: PackedPath, tau: float,
+                    scaled: bool, ffn: list[torch.Tensor],
+                    adapter: list[torch.Tensor]) -> tuple[Decision, torch.Tensor, torch.Tensor]:
+    """A whole routed block of a decode step in one compiled call: the decision, then each token's branch
+    (``ffn``: [W_gate, W_up, W_down] of a gated SiLU FFN; ``adapter``: [W_1, W_2]), the same operations as
+    ``RoutedFFN._branch``. ``hbar`` is in the backbone's precision (cast to the router's in the call).
+    Returns (decision, executed (N,) bool, the block's FFN-branch output (N, d))."""
+    *outputs, executed, out, router_hbar = path.fused.routed_block(u, hbar, tau, scaled, ffn, adapter, j,
+                                                                   *_fused_arguments(router, j, path))
+    return _fused_outputs(j, router_hbar, path, outputs), executed, out
+
+
+def _fused_arguments(router, j: int, path: PackedPath) -> tuple:
+    """The compiled step's arguments after hbar and j: the previous block's path state, the memory buffers,
+    block j's weights and the constants."""
+    c, memory, w = router.config, path.memory, path.weights
     prev = [] if j == 1 else [path.hbar_prev, path.delta_prev, path.dist_prev, path.p_hist, path.m_hist]
     buffers = [memory.keys, memory.values] if memory is not None else []
-    w = path.weights
-    (gate, history_logit, local_logit, p_hist, m_hist, nu, weights, state, context, delta,
-     dist) = path.fused.decide(hbar, j, prev, buffers, w.fused_weights(j), w.rms_eps, c.eps, w.scale or 0.0,
-                               c.d_state, c.d_memory, c.head_hidden)
-    if memory is not None:
-        memory.size = j
+    return (prev, buffers, w.fused_weights(j), w.rms_eps, c.eps, w.scale or 0.0, c.d_state, c.d_memory,
+            c.head_hidden)
+
+
+def _fused_outputs(j: int, hbar: torch.Tensor, path: PackedPath, outputs) -> Decision:
+    """The compiled step's outputs as a Decision, with the path state the next block reads updated (``hbar``: the
+    router-precision hbar the step read)."""
+    (gate, history_logit, local_logit, p_hist, m_hist, nu, weights, state, context, delta, dist) = outputs
+    if path.memory is not None:
+        path.memory.size = j
     path.hbar_prev, path.delta_prev, path.dist_prev, path.p_hist, path.m_hist = hbar, delta, dist, p_hist, m_hist
     return Decision(gate, history_logit, local_logit, p_hist, m_hist, nu, weights, state, context)
