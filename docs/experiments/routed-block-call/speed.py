@@ -16,10 +16,6 @@ from pathlib import Path
 
 import torch
 
-PROMPT = ("The history of the printing press begins in the fifteenth century, when movable type made books "
-          "cheaper to produce and ideas travelled faster across Europe than ever before.")
-
-
 @contextlib.contextmanager
 def python_branch():
     """Inside this block every routed block takes the compiled decision and RoutedFFN's Python branch."""
@@ -35,13 +31,14 @@ def python_branch():
 
 def step_ratios(dtype: str, names: list[str], steps: int, reps: int) -> dict:
     from hero_core import load_hero
+    from hero_core.bench.inputs import batch_of, token_pool
     from hero_core.bench.sections import decode_step_seconds
     from hero_core.core.call_state import RoutingCall
     from hero_core.core.model import load_checkpoints
 
     hero = load_hero(names[0], dtype=dtype)
     routers = load_checkpoints(names, hero.backbone)
-    ids = hero.encode([PROMPT]).input_ids
+    ids = batch_of(token_pool(hero.tokenizer, 64), 1, 64)  # the benchmark's held-out text, 64 prompt tokens
     calls = {"router_only_tau0": (hero, 0.0), **{name: (h, h.config.tau) for name, h in routers.items()}}
     timed = {"dense": []} | {f"{name}/{form}": [] for name in calls for form in ("block call", "python branch")}
     for _ in range(reps + 1):  # the first rep warms up and is dropped
