@@ -1,5 +1,6 @@
 // One routed block's router decision at a decode step, in one call: the same tensor operations as
-// decide_packed (hero_core/core/packed_router.py) in the same order, issued from C++. At one token per
+// decide_packed (hero_core/core/packed_router.py) in the same order, issued from C++; and the whole block
+// (routed_block: the decision, then the FFN or the adapter per token, as RoutedFFN._branch does). At one token per
 // step each operation's fixed cost (Python argument parsing and the interpreter) is most of the router's
 // time; here only ATen's dispatch remains. Compiled on first use by hero_core.core.fused_router and cached
 // on disk. The Python packed path stays the reference: tests/test_fast_router.py holds both to the same gates.
