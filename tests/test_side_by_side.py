@@ -21,6 +21,17 @@ def test_quality_is_the_same_with_the_passes_together_or_in_turn(tiny, monkeypat
         np.testing.assert_array_equal(trace.quality[name], values, err_msg=name)
 
 
+def test_a_padded_batch_has_the_quality_of_each_prompt_alone(tiny):
+    """Quality is taken on each row's own tokens: padding (a shorter prompt in a batch) changes nothing."""
+    prompts = [PROMPT, "A shorter one."]
+    batched = tiny.trace(prompts, quality=True)
+    for prompt, trace in zip(prompts, batched, strict=True):
+        alone = tiny.trace(prompt, quality=True)
+        assert trace.n_tokens == alone.n_tokens
+        for name, values in alone.quality.items():
+            np.testing.assert_allclose(trace.quality[name], values, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
 def test_both_passes_run_without_grad_and_an_error_in_the_second_is_raised():
     seen = []
 

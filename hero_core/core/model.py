@@ -22,6 +22,7 @@ from .families import ffn_width
 from .inject import decoder_layers, ffn_parameter_count, inject, matmul_parameter_count, wrapped_layers
 from .labels import piece_texts
 from .memory import check_memory_read
+from .metrics import log_probs, quality_of_log_probs, token_quality
 from .router import HeroRouter
 from .side_by_side import side_by_side, spare_core
 from .trace import RoutingTrace, quality_fields
@@ -237,22 +238,29 @@ class HeroModel:
         tau, rule = self._resolve_tau(enc, variant, tau, param_skip, memory_read)
         call = self.new_call(variant, tau, record_states=record_states, policy=policy, memory_read=memory_read)
 
-        def routed_pass() -> torch.Tensor:
-            return self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
+        # Each pass also takes its own log-softmax (and dense its probabilities) on its own thread: over a 49k
+        # vocabulary these are most of what the quality fields cost after the passes.
+        def routed_pass() -> tuple[torch.Tensor, torch.Tensor | None]:
+            logits = self.forward(enc.input_ids, enc.attention_mask, call, use_cache=False)
+            return logits, log_probs(logits) if quality else None
 
-        def dense_pass() -> torch.Tensor | None:  # the same tokens through every FFN, for the quality fields
+        def dense_pass() -> tuple[torch.Tensor, torch.Tensor] | None:  # every FFN on the same tokens
             if not quality:
                 return None
-            return self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False),
-                                use_cache=False)
+            dense_log = log_probs(self.forward(enc.input_ids, enc.attention_mask,
+                                               self.new_call("dense", record=False), use_cache=False))
+            return dense_log, dense_log.exp()
 
-        routed, dense = side_by_side(routed_pass, dense_pass, together=quality and spare_core(self.device))
+        (routed, routed_log), dense = side_by_side(routed_pass, dense_pass,
+                                                   together=quality and spare_core(self.device))
         traces = []
         for b in range(len(prompts)):
             keep = enc.attention_mask[b].bool()
             trace = self.trace_of(call, b, enc.input_ids[b][keep].tolist(), enc.notices[b], tau_rule=rule)
             if dense is not None:
-                trace.quality = _token_quality(dense[b][keep], routed[b][keep], enc.input_ids[b][keep])
+                dense_log, dense_p = (_kept(x[b], keep) for x in dense)
+                trace.quality = quality_fields(quality_of_log_probs(dense_log, _kept(routed_log[b], keep),
+                                                                    enc.input_ids[b][keep], dense_p))
             traces.append(trace)
         return traces, routed, enc.attention_mask
 
@@ -363,10 +371,13 @@ class HeroModel:
             forgetting_init=self.config.rho_init, memory_kernel=self.config.memory_kernel)
 
 
+def _kept(rows: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """``rows[keep]`` without copying an unpadded row (T, V) of a 49k vocabulary."""
+    return rows if bool(keep.all()) else rows[keep]
+
+
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
     """Per-token quality of a routed run against dense on the same T tokens (see RoutingTrace.quality)."""
-    from .metrics import token_quality
-
     return quality_fields(token_quality(dense, routed, ids))
 
 

@@ -25,6 +25,7 @@ clicked cell is how the app picks a token. Point k of the cell trace is (block k
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from collections.abc import Sequence
@@ -264,6 +265,7 @@ def token_quality_bars(trace: RoutingTrace, window: tuple[int, int] | None = Non
     return fig
 
 
+@functools.lru_cache(maxsize=4096)  # plotly's colour sampling costs ~0.5 ms a call; a page asks for ~130
 def compute_colour(count: float, max_count: int) -> str:
     """Background colour of a token that executed ``count`` of ``max_count`` FFNs (rgb string)."""
     share = 0.0 if max_count <= 0 else min(1.0, max(0.0, count / max_count))
