@@ -8,6 +8,9 @@ prompt cut to ``--tokens`` tokens in the URL, and reads two times per prompt:
   dense pass for the quality row, every figure and table), the time a faster browser could not remove;
 * **browser**: from the navigation to the skip map drawn in the page (server time, transfer, plotly's drawing).
 
+Beside each time it reads the CPU seconds the app's server and Chromium used over the page (Linux ``/proc``; absent
+elsewhere): on a machine where the browser shares the server's cores, that is where the server's time goes.
+
 Each precision first opens one warm-up prompt (loading the model and compiling nothing else is the first
 visitor's price, reported apart); every measured prompt is new, so no run comes from the app's trace cache.
 Writes docs/experiments/app-latency/results.json and prints a table. Run it on a quiet machine.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -52,8 +56,38 @@ def held_out_prompts(n: int, tokens: int) -> list[str]:
     raise SystemExit(f"fewer than {n} held-out code texts have {tokens} tokens")
 
 
+def cpu_seconds(command_word: str) -> float | None:
+    """CPU seconds (user + system) used so far by every process whose command line holds ``command_word``; None
+    without Linux's /proc."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return None
+    ticks = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if command_word.encode() not in (entry / "cmdline").read_bytes():
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (children are counted as their own processes)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_used(before: dict, after: dict) -> dict:
+    return {name: None if before[name] is None else round(after[name] - before[name], 2) for name in before}
+
+
+def cpu_now() -> dict:
+    return {"server_cpu_s": cpu_seconds("streamlit"), "browser_cpu_s": cpu_seconds("chromium")}
+
+
 def open_explorer(tools, base: str, prompt: str, precision: str) -> dict:
-    """Open Route explorer on ``prompt``; the server's and the browser's time to the drawn skip map."""
+    """Open Route explorer on ``prompt``; the server's and the browser's time to the drawn skip map, and the CPU
+    seconds each used meanwhile."""
+    cpu_before = cpu_now()
     query = {"prompt": prompt}
     if precision != "full":
         query["precision"] = precision
@@ -70,7 +104,12 @@ def open_explorer(tools, base: str, prompt: str, precision: str) -> dict:
     match = SERVER_TIME.search(caption)
     if match is None:
         raise SystemExit(f"unexpected caption: {caption!r}")
-    return {"server_s": float(match.group(1)), "browser_s": round(browser_s, 3), "tokens": int(match.group(2))}
+    return {"server_s": float(match.group(1)), "browser_s": round(browser_s, 3), "tokens": int(match.group(2)),
+            **cpu_used(cpu_before, cpu_now())}
+
+
+def median_or_none(values: list) -> float | None:
+    return None if None in values else round(statistics.median(values), 2)
 
 
 def main() -> int:
@@ -88,17 +127,22 @@ def main() -> int:
             runs = []
             for prompt in own[1:]:
                 runs.append(open_explorer(tools, base, prompt, precision))
-                print(f"{name}: server {runs[-1]['server_s']:.2f} s · browser {runs[-1]['browser_s']:.2f} s "
-                      f"({runs[-1]['tokens']} tokens)", flush=True)
+                run = runs[-1]
+                print(f"{name}: server {run['server_s']:.2f} s · browser {run['browser_s']:.2f} s "
+                      f"({run['tokens']} tokens) · CPU used meanwhile: server {run['server_cpu_s']} s, "
+                      f"Chromium {run['browser_cpu_s']} s", flush=True)
             report["precisions"][name] = {
                 "first_visit": first, "runs": runs,
                 "server_s_median": statistics.median(r["server_s"] for r in runs),
-                "browser_s_median": round(statistics.median(r["browser_s"] for r in runs), 3)}
-    print("\n| precision | server time (median) | browser, navigation to drawn skip map (median) | first visit |")
-    print("|---|---|---|---|")
+                "browser_s_median": round(statistics.median(r["browser_s"] for r in runs), 3),
+                **{f"{key}_median": median_or_none([r[key] for r in runs])
+                   for key in ("server_cpu_s", "browser_cpu_s")}}
+    print("\n| precision | server time (median) | browser, navigation to drawn skip map (median) | first visit | "
+          "CPU over the page: server / Chromium (median) |")
+    print("|---|---|---|---|---|")
     for name, r in report["precisions"].items():
         print(f"| {name} | {r['server_s_median']:.2f} s | {r['browser_s_median']:.2f} s | "
-              f"{r['first_visit']['browser_s']:.1f} s |")
+              f"{r['first_visit']['browser_s']:.1f} s | {r['server_cpu_s_median']} s / {r['browser_cpu_s_median']} s |")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
