@@ -9,7 +9,7 @@ folded first layer (RMS-normed hbar -> [state encoder ; local head], the router'
 rest of the router unchanged. Inside the routed runs it also sums the wall time of the router's decision
 (``HeroRouter.decide``) and of the hard branch (``_branch``: gather, the FFN on the executed tokens, the adapter on
 the others, scatter). The first rep is a warm-up. The bf16 first layer is a probe patched in here, not a product
-path.
+path. Last, one shipped routed pass under torch's profiler: its top operators go to routed_ops.txt.
 """
 
 from __future__ import annotations
@@ -133,6 +133,14 @@ def main() -> int:
         report["configs"][name] = row
         print(name, json.dumps(row), flush=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
+    # One more shipped routed pass under torch's profiler: which operators the time goes to.
+    from torch.profiler import ProfilerActivity, profile
+
+    timer.targets["decide"] = shipped
+    with profile(activities=[ProfilerActivity.CPU]) as prof, torch.no_grad():
+        hero.forward(ids, None, hero.new_call("hero", record=False), use_cache=False)
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
+    args.out.with_name("routed_ops.txt").write_text(table + "\n")
     return 0
 
 
