@@ -12,7 +12,7 @@ from hero_core.bench import inputs, sections, targets, timing
 from hero_core.bench.memory_probe import memory_probe
 from hero_core.bench.sections import ROUTER_ONLY, overhead_bound
 from hero_core.core import accounting
-from hero_core.core.inject import RoutedFFN, unwrapped
+from hero_core.core.inject import RoutedFFN, prefill_decides_in_bf16, unwrapped
 from hero_core.core.memory import DepthMemory
 from hero_core.reports import bench_report
 
@@ -138,7 +138,9 @@ def test_report_renders_markdown_from_bench_json(quick_result, tmp_path):
         assert body.index("### fp32") < body.index("### bf16"), section
     assert "Quick mode" in text and "Synthetic routers" in text
     assert "prefill 2x16: dense / hero-40" in text and "decode batch 3: dense / hero-25" in text
-    assert "fp32 (backbone float32, routers float32) · bf16 (backbone bfloat16, routers float32)" in text
+    # synthetic routers were never trained under bf16 autocast: their prefills decide in fp32 in both precisions
+    assert ("fp32 (backbone float32, routers float32, prefill decisions fp32) · "
+            "bf16 (backbone bfloat16, routers float32, prefill decisions fp32)") in text
     src = tmp_path / "bench.json"
     src.write_text(json.dumps(quick_result))
     out = tmp_path / "docs" / "performance.md"
@@ -185,6 +187,20 @@ def test_report_reads_a_single_precision_file_of_the_older_schema(quick_result):
     assert "| run | router | fp32 speed-up | fp32 FLOP ideal | fp32 bound |" in block
     with pytest.raises(ValueError, match="hero-lens-bench/1"):  # an unknown schema names the ones it reads
         report.render({**old, "schema": "hero-lens-bench/0"})
+
+
+def test_report_names_the_precision_each_precisions_prefill_decisions_ran_in(tiny):
+    router = tiny.router
+    router.config.extra["compute_dtype"] = "bfloat16"  # as the bundled checkpoints were trained
+    rc = inputs.RoutedConfig(name="hero-x", router=router, variant="hero", tau=0.5, source="checkpoint")
+    blocks = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        describe = {**rc.describe(), "prefill_decisions": "bf16 autocast" if prefill_decides_in_bf16(
+            router, dtype) else "fp32"}
+        blocks[name] = bench_report.router_precision({"routers": {"hero-x": describe}})
+    assert blocks == {"fp32": "routers float32, prefill decisions fp32",
+                      "bf16": "routers float32, prefill decisions bf16 autocast"}
+    assert bench_report.router_precision({"routers": {"hero-x": rc.describe()}}) == "routers float32"  # older runs
 
 
 def test_report_renders_memory_section():

@@ -252,3 +252,44 @@ def test_only_plain_gated_silu_ffns_are_run_by_the_compiled_block():
     mlp.act_fn = torch.nn.GELU()
     assert gated_silu_projections(mlp) is None
     assert gated_silu_projections(torch.nn.Linear(4, 4)) is None
+
+
+def _prefill_gates(hero, *, grad=False):
+    """The recorded gates of one prefill of PROMPT (one tensor per routed block)."""
+    call = hero.new_call("hero")
+    with torch.set_grad_enabled(grad):
+        hero.forward(hero.encode([PROMPT]).input_ids, None, call, use_cache=False)
+    return [record.fields["gate"] for record in call.passes[0].records]
+
+
+@pytest.mark.parametrize("trained_in", ["bfloat16", "float32"])
+def test_a_bf16_prefill_decides_in_the_precision_the_router_was_trained_in(trained_in, monkeypatch):
+    hero = tiny_hero(seed=0)
+    hero.model.to(torch.bfloat16)
+    hero.router.config.extra["compute_dtype"] = trained_in
+    seen = []  # every block's (j, hbar) as the router received them
+    decide = type(hero.router).decide
+    monkeypatch.setattr(type(hero.router), "decide",
+                        lambda self, j, hbar, path, variant: seen.append((j, hbar.clone())) or decide(
+                            self, j, hbar, path, variant))
+    gates = _prefill_gates(hero)
+    autocast = trained_in == "bfloat16"
+    assert {g.dtype for g in gates} == {torch.bfloat16 if autocast else torch.float32}
+    assert {hbar.dtype for _, hbar in seen} == {torch.float32}  # hbar enters in the router's dtype either way
+    # the same gates as the router's own module path run by hand, under bf16 autocast or not
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        path = hero.router.new_path(seen[0][1].shape[0], "hero", device="cpu", dtype=torch.float32)
+        by_hand = [decide(hero.router, j, hbar, path, "hero").gate for j, hbar in seen]
+    for ours, theirs in zip(gates, by_hand):
+        assert torch.equal(ours, theirs)
+
+
+def test_fp32_backbones_training_and_decode_steps_keep_fp32_decisions():
+    hero = tiny_hero(seed=0)
+    hero.router.config.extra["compute_dtype"] = "bfloat16"
+    assert {g.dtype for g in _prefill_gates(hero)} == {torch.float32}  # an fp32 backbone: the reference
+    hero.model.to(torch.bfloat16)
+    assert {g.dtype for g in _prefill_gates(hero, grad=True)} == {torch.float32}  # training brings its own autocast
+    _, call = _decode(hero, 2, reference=True)  # decode steps on the module path, as the fast paths are held to
+    assert {r.fields["gate"].dtype for p in call.passes[1:] for r in p.records} == {torch.float32}
+    assert {r.fields["gate"].dtype for r in call.passes[0].records} == {torch.bfloat16}  # its prefill

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ..core.inject import prefill_decides_in_bf16
 from .inputs import DEFAULT_BENCH_CHECKPOINTS, BenchConfig, batch_of, load_routed_configs, parse_shape, token_pool
 from .sections import bench_decode, bench_memory, bench_overhead, bench_prefill, bench_recording, bench_training
 from .targets import SCHEMA, evaluate_targets
@@ -158,6 +159,9 @@ def _run_precision(cfg: BenchConfig, hero, pool: torch.Tensor, name: str, load_s
     routed = load_routed_configs(hero, list(cfg.checkpoints), calibration, cfg.seed, say)
     block: dict[str, Any] = {"dtype": str(backbone_dtype(hero)).removeprefix("torch."),
                              "routers": {rc.name: rc.describe() for rc in routed}, "section_wall_s": {}}
+    for rc in routed:  # the precision its multi-token passes decide in (decode steps always decide in fp32)
+        bf16 = prefill_decides_in_bf16(rc.router, backbone_dtype(hero))
+        block["routers"][rc.name]["prefill_decisions"] = "bf16 autocast" if bf16 else "fp32"
 
     def section(section_name: str, fn: Callable[[], Any]) -> None:
         if section_name not in cfg.sections:

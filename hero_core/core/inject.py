@@ -80,6 +80,26 @@ def gated_silu_projections(ffn: nn.Module) -> tuple[nn.Linear, nn.Linear, nn.Lin
     return None
 
 
+def decision_precision(router, u: torch.Tensor, *, tokens_per_row: int) -> contextlib.AbstractContextManager:
+    """The precision a routed block's decision runs in at inference.
+
+    A pass of many tokens per row (a prefill, a trace) on a bf16 backbone decides under bf16 autocast when the
+    router was trained under bf16 autocast, as every bundled checkpoint was: its products then run in the
+    precision the router learned with, at the backbone's bf16 speed, where fp32 products beside a bf16 backbone
+    made the decision ~17 % of a 4 x 512 prefill (docs/experiments/bf16-prefill-profile). hbar still enters in
+    the router's dtype, so the path features' differences of large residuals stay in fp32.
+    Everything else keeps the fp32 reference: an fp32 backbone, training (its own autocast), and decode steps,
+    whose packed and compiled paths are held to the module path's fp32 gates and cost latency, not arithmetic."""
+    if tokens_per_row > 1 and not torch.is_grad_enabled() and prefill_decides_in_bf16(router, u.dtype):
+        return torch.autocast(u.device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def prefill_decides_in_bf16(router, backbone_dtype: torch.dtype) -> bool:
+    """Whether ``router`` on a backbone in ``backbone_dtype`` decides a prefill under bf16 autocast."""
+    return backbone_dtype == torch.bfloat16 and router.trained_under_bf16_autocast()
+
+
 class RoutedFFN(nn.Module):
     """Wraps a block's FFN; ``block`` is the routed-block index j (1-based). Holds no parameters of its own:
     the router and adapters come from the current call, so one backbone can serve several routers."""
@@ -116,7 +136,8 @@ class RoutedFFN(nn.Module):
             call.add_record(self.block, decision, executed, fwd.path)
             return out.view(B, T, D)
         flat_hbar = hbar.reshape(B * T, D).to(router_dtype)
-        decision = router.decide(self.block, flat_hbar, fwd.path, call.variant)
+        with decision_precision(router, u, tokens_per_row=T):
+            decision = router.decide(self.block, flat_hbar, fwd.path, call.variant)
         gate = decision.gate
         executed = gate >= call.tau  # (N,) bool
         if call.policy is not None:

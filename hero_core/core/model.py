@@ -429,7 +429,9 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
     routers are used and a warning says so.
 
     ``dtype`` is the backbone's precision in full-precision mode: ``fp32`` (default, the reference), ``bf16``,
-    or ``auto`` (bf16 where a probe shows it faster, hero_core.core.precision). Routers always run in fp32.
+    or ``auto`` (bf16 where a probe shows it faster, hero_core.core.precision). Routers keep fp32
+    weights; on a bf16 backbone a prefill's decision runs under bf16 autocast when the router was trained under it
+    (hero_core.core.inject.decision_precision).
     """
     from .backbones import resolve_device
     from .precision import resolve_dtype

@@ -147,6 +147,10 @@ class HeroRouter(nn.Module):
                              uniform=uniform) if needs_memory else None
         return PathState(memory=memory)
 
+    def trained_under_bf16_autocast(self) -> bool:
+        """Whether training ran this router's products in bf16 (recorded as ``extra["compute_dtype"]``)."""
+        return self.config.extra.get("compute_dtype") == "bfloat16"
+
     def forgetting(self) -> torch.Tensor:
         """rho_j for every routed block: (R,)."""
         return torch.sigmoid(self.eta)

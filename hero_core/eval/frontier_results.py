@@ -134,8 +134,22 @@ def add_read_matters(names: list[str], out: Path) -> int:
     torch.set_num_threads(1)
     with torch.no_grad():
         measured = read_matters(load_models(names), limit=READ_TEXTS)
+    return merge_measure(out, "read_matters", measured)
+
+
+def add_bf16_check(limit: int, out: Path) -> int:
+    """Only the bf16 check (hero-10 on a bf16 backbone against fp32), merged into ``out``."""
+    import torch
+
+    torch.set_num_threads(1)
+    with torch.no_grad():
+        measured = bf16_check(load_models(["hero-10"]), limit=limit // 2)
+    return merge_measure(out, "bf16", measured)
+
+
+def merge_measure(out: Path, key: str, measured: dict) -> int:
     result = json.loads(out.read_text())  # read now, not before the run: another job may have written it since
-    result.setdefault("read_matters", {}).update(measured)
+    result.setdefault(key, {}).update(measured)
     out.write_text(json.dumps(result, indent=1))
     return 0
 
@@ -166,9 +180,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --add: sweep tau like the -10 curves, so they can be read at hero-10's skip")
     parser.add_argument("--read-matters", nargs="+", metavar="CHECKPOINT",
                         help="only run the read-matters ablation on these checkpoints and merge it into --out")
+    parser.add_argument("--bf16-check", action="store_true",
+                        help="only rerun the bf16 check (hero-10, --limit / 2 texts a domain) and merge it into --out")
     args = parser.parse_args(argv)
     if args.read_matters:
         return add_read_matters(args.read_matters, args.out)
+    if args.bf16_check:
+        return add_bf16_check(args.limit, args.out)
     if args.sweep and not args.add:
         parser.error("--sweep goes with --add")
     if args.part:

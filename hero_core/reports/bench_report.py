@@ -77,6 +77,13 @@ def side_by_side(label_header: list[str], per_precision: dict[str, Rows],
 
 
 # -- the result, whichever schema wrote it ---------------------------------------------------------------------
+def router_precision(block: dict) -> str:
+    """How one precision's routers computed: fp32 weights, and (runs since it was recorded) the precision their
+    prefill decisions ran in."""
+    kinds = sorted({r["prefill_decisions"] for r in block.get("routers", {}).values() if "prefill_decisions" in r})
+    return "routers float32" + (f", prefill decisions {' / '.join(kinds)}" if kinds else "")
+
+
 def precision_blocks(result: dict) -> dict[str, dict]:
     """Precision name -> its sections. A schema-1 file measured one precision (fp32) at its top level."""
     schema = result.get("schema")
@@ -353,7 +360,7 @@ def conditions_lines(result: dict, blocks: dict[str, dict]) -> list[str]:
         ["model", f"{model['backbone']}{' (' + model['quantization'] + ')' if model.get('quantization') else ''} · "
                   f"{model['n_layers']} blocks, {model['n_routed']} routed · "
                   f"{model['profile']['total_params']:,} parameters"],
-        ["precisions", " · ".join(f"{name} (backbone {block.get('dtype', 'float32')}, routers float32)"
+        ["precisions", " · ".join(f"{name} (backbone {block.get('dtype', 'float32')}, {router_precision(block)})"
                                   for name, block in blocks.items())],
         ["repetitions", f"{cfg['reps']} timed after {cfg['warmup']} warm-up, interleaved; "
                         f"whole run {result.get('wall_s', '?')} s"],
