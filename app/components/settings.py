@@ -143,7 +143,10 @@ def render_sidebar() -> Settings:
     backbone = ""
     if kind == "local directory" and not tiny:
         backbone = sb.text_input("Model directory", key="sb_backbone_path", placeholder="/path/to/hf_model").strip()
-    precision = sb.selectbox("Precision", list(PRECISIONS), format_func=PRECISIONS.get, key="sb_precision")
+    precision = sb.selectbox("Precision", list(PRECISIONS), format_func=PRECISIONS.get, key="sb_precision",
+                             help="The backbone's precision; router weights stay fp32. In bfloat16 a prompt's "
+                                  "routing decisions run in bf16 autocast when the router was trained that way "
+                                  "(every bundled one was), so a few decisions near τ differ from full precision.")
     device = sb.selectbox("Device", DEVICES, key="sb_device")
     choice = sb.selectbox("Checkpoint", checkpoint_options(tiny), key="sb_checkpoint", format_func=checkpoint_label,
                           help=f"Router checkpoint. 'default' is the bundled {BUNDLED_DEFAULT} when it fits the "

@@ -383,8 +383,9 @@ def render(result: dict, figure: Path) -> str:
     if result.get("bf16"):
         out += ["", "## bf16 on CPU", "",
                 "hero-10's router on a bf16 backbone against the same router on fp32, on held-out text; both "
-                "perplexity ratios against the fp32 dense model. A flip is a (token, block) decision that "
-                "differs.", "",
+                "perplexity ratios against the fp32 dense model. On bf16 the prompt's decisions run under bf16 "
+                "autocast, as the router was trained (docs/method.md, \"Precision at inference\"). A flip is a "
+                "(token, block) decision that differs; it also changes every later block's input.", "",
                 "| domain | flip rate % | gates within 0.05 of tau % | ppl ratio fp32 | ppl ratio bf16 | "
                 "bf16 vs fp32 |",
                 "|---|---|---|---|---|---|"]
