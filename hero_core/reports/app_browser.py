@@ -155,14 +155,19 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def chromium_endpoint() -> Iterator[str]:
-    """A headless Chromium; yields its DevTools WebSocket URL (each DevTools client opens its own tab)."""
+def chromium_endpoint(nice: int = 0) -> Iterator[str]:
+    """A headless Chromium; yields its DevTools WebSocket URL (each DevTools client opens its own tab).
+
+    ``nice`` > 0 starts it (and so every process it spawns) at that lower CPU priority (POSIX), so that on a machine
+    it shares with the app's server it takes only the CPU the server leaves idle, as a browser on another machine
+    would."""
     exe = find_chromium()
     if exe is None:
         raise BrowserUnavailable("Chromium is not installed (apt-get install chromium; `make test` does it)")
     profile = Path(tempfile.mkdtemp(prefix="hero-lens-chromium-"))
     proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None)
     try:
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
@@ -223,9 +228,9 @@ def embedded_env() -> dict[str, str]:
 
 
 @contextmanager
-def browser_tab(width: int = 1400, height: int = 1500) -> Iterator[DevTools]:
-    """One tab of a fresh headless Chromium, for scripts."""
-    with chromium_endpoint() as endpoint:
+def browser_tab(width: int = 1400, height: int = 1500, *, nice: int = 0) -> Iterator[DevTools]:
+    """One tab of a fresh headless Chromium, for scripts (``nice``: as :func:`chromium_endpoint`)."""
+    with chromium_endpoint(nice) as endpoint:
         tools = open_tab(endpoint, width, height)
         try:
             yield tools
