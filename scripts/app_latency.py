@@ -30,6 +30,7 @@ import statistics
 import sys
 import time
 import urllib.parse
+from functools import partial
 from pathlib import Path
 
 from hero_core.reports.app_browser import FIND_SKIP_MAP_JS, NO_EXCEPTION_JS, browser_tab, embedded_env, served_app
@@ -41,6 +42,10 @@ PRECISIONS = {"full": "fp32", "bf16": "bf16"}  # the app's precision choice -> t
 SERVER_TIME = re.compile(r"Server time for this page: ([0-9.]+) s \((\d+) tokens")
 PAGE_TIMEOUT_S = 300
 HOW = {"opened": "opened by link (a new page)", "pasted": "pasted into the open page"}
+CAPTION_JS = ("[...document.querySelectorAll('p')].map(p => p.innerText)"
+              ".find(t => t.startsWith('Server time for this page')) || null")
+SELECT_PROMPT_JS = ("(() => { const box = document.querySelector('textarea[aria-label=\"Prompt\"]');"
+                    " if (!box) return false; box.focus(); box.select(); return true; })()")
 
 
 def held_out_prompts(n: int, tokens: int) -> list[str]:
@@ -105,12 +110,6 @@ def open_explorer(tools, base: str, prompt: str, precision: str) -> dict:
     return read_times(tools, caption, browser_s, precision, cpu_before)
 
 
-CAPTION_JS = ("[...document.querySelectorAll('p')].map(p => p.innerText)"
-              ".find(t => t.startsWith('Server time for this page')) || null")
-SELECT_PROMPT_JS = ("(() => { const box = document.querySelector('textarea[aria-label=\"Prompt\"]');"
-                    " if (!box) return false; box.focus(); box.select(); return true; })()")
-
-
 def paste_prompt(tools, prompt: str, precision: str) -> dict:
     """Paste ``prompt`` over the prompt box of the open Route explorer and click outside it, as a person does:
     the page reruns without reloading. The same times as :func:`open_explorer`, from the paste on."""
@@ -160,12 +159,12 @@ def main() -> int:
             first = open_explorer(tools, base, own[0], precision)
             print(f"{name}: first visit (loads the model) {first['browser_s']:.1f} s", flush=True)
             block = report["precisions"][name] = {"first_visit": first}
-            for how, prompts_here, measure in (("opened", own[1:args.runs + 1], open_explorer),
-                                               ("pasted", own[args.runs + 1:], paste_prompt)):
+            ways = (("opened", own[1:args.runs + 1], partial(open_explorer, tools, base, precision=precision)),
+                    ("pasted", own[args.runs + 1:], partial(paste_prompt, tools, precision=precision)))
+            for how, prompts_here, measure in ways:
                 runs = []
                 for prompt in prompts_here:
-                    runs.append(measure(tools, base, prompt, precision) if how == "opened"
-                                else measure(tools, prompt, precision))
+                    runs.append(measure(prompt))
                     run = runs[-1]
                     print(f"{name}, {how}: server {run['server_s']:.2f} s · browser {run['browser_s']:.2f} s "
                           f"({run['tokens']} tokens) · CPU used meanwhile: server {run['server_cpu_s']} s, "

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from hero_core.bench import inputs, sections, targets, timing
+from hero_core.bench import run as bench_run
 from hero_core.bench.memory_probe import memory_probe
 from hero_core.bench.sections import ROUTER_ONLY, overhead_bound
 from hero_core.core import accounting
-from hero_core.core.inject import RoutedFFN, prefill_decides_in_bf16, unwrapped
+from hero_core.core.inject import RoutedFFN, unwrapped
 from hero_core.core.memory import DepthMemory
 from hero_core.reports import bench_report
 
@@ -195,8 +196,7 @@ def test_report_names_the_precision_each_precisions_prefill_decisions_ran_in(tin
     rc = inputs.RoutedConfig(name="hero-x", router=router, variant="hero", tau=0.5, source="checkpoint")
     blocks = {}
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-        describe = {**rc.describe(), "prefill_decisions": "bf16 autocast" if prefill_decides_in_bf16(
-            router, dtype) else "fp32"}
+        describe = {**rc.describe(), "prefill_decisions": bench_run.prefill_decisions(router, dtype)}
         blocks[name] = bench_report.router_precision({"routers": {"hero-x": describe}})
     assert blocks == {"fp32": "routers float32, prefill decisions fp32",
                       "bf16": "routers float32, prefill decisions bf16 autocast"}

@@ -64,6 +64,11 @@ def backbone_dtype(hero) -> torch.dtype:
     return next(hero.model.parameters()).dtype
 
 
+def prefill_decisions(router, dtype: torch.dtype) -> str:
+    """The precision ``router``'s multi-token passes decide in on a backbone in ``dtype`` (decode steps: fp32)."""
+    return "bf16 autocast" if prefill_decides_in_bf16(router, dtype) else "fp32"
+
+
 def in_dtype(hero, dtype: torch.dtype):
     """``hero`` with its backbone in ``dtype``: ``hero`` itself when it already is, else a converted copy
     that shares the (fp32) router. The copy keeps the caller's model untouched: casting it to bf16 and
@@ -157,11 +162,9 @@ def _run_precision(cfg: BenchConfig, hero, pool: torch.Tensor, name: str, load_s
     # the skip the name asks for; trained checkpoints are never recalibrated.
     calibration = batch_of(pool, 2, 256)
     routed = load_routed_configs(hero, list(cfg.checkpoints), calibration, cfg.seed, say)
-    block: dict[str, Any] = {"dtype": str(backbone_dtype(hero)).removeprefix("torch."),
-                             "routers": {rc.name: rc.describe() for rc in routed}, "section_wall_s": {}}
-    for rc in routed:  # the precision its multi-token passes decide in (decode steps always decide in fp32)
-        bf16 = prefill_decides_in_bf16(rc.router, backbone_dtype(hero))
-        block["routers"][rc.name]["prefill_decisions"] = "bf16 autocast" if bf16 else "fp32"
+    dtype = backbone_dtype(hero)
+    routers = {rc.name: {**rc.describe(), "prefill_decisions": prefill_decisions(rc.router, dtype)} for rc in routed}
+    block: dict[str, Any] = {"dtype": str(dtype).removeprefix("torch."), "routers": routers, "section_wall_s": {}}
 
     def section(section_name: str, fn: Callable[[], Any]) -> None:
         if section_name not in cfg.sections:

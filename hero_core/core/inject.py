@@ -85,9 +85,9 @@ def decision_precision(router, u: torch.Tensor, *, tokens_per_row: int) -> conte
 
     A pass of many tokens per row (a prefill, a trace) on a bf16 backbone decides under bf16 autocast when the
     router was trained under bf16 autocast, as every bundled checkpoint was: its products then run in the
-    precision the router learned with, at the backbone's bf16 speed, where fp32 products beside a bf16 backbone
-    made the decision ~17 % of a 4 x 512 prefill (docs/experiments/bf16-prefill-profile). hbar still enters in
-    the router's dtype, so the path features' differences of large residuals stay in fp32.
+    precision the router learned with, at the backbone's bf16 speed rather than fp32's (the trade, measured:
+    docs/experiments/bf16-prefill-profile). hbar still enters in the router's dtype, so the path features'
+    differences of large residuals stay in fp32.
     Everything else keeps the fp32 reference: an fp32 backbone, training (its own autocast), and decode steps,
     whose packed and compiled paths are held to the module path's fp32 gates and cost latency, not arithmetic."""
     if tokens_per_row > 1 and not torch.is_grad_enabled() and prefill_decides_in_bf16(router, u.dtype):

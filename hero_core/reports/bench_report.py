@@ -407,8 +407,9 @@ def render(result: dict) -> str:
                      for p, block in blocks.items() for n, r in block.get("routers", {}).items()])
     lines += ["## How this is measured", "",
               "* One process, one backbone per precision: dense, routed and bare runs of a precision share weights, "
-              "threads and machine load. Each precision loads its backbone in that dtype (routers stay in fp32) "
-              "and runs every section in turn; the memory section runs once.",
+              "threads and machine load. Each precision loads its backbone in that dtype (router weights stay in "
+              "fp32; the conditions say which precision prefill decisions ran in) and runs every section in turn; "
+              "the memory section runs once.",
               "* After warm-up, the configurations of a section run interleaved in rotating order; a ratio is "
               "the median of the per-repetition ratios of adjacent runs, so slow load drifts cancel.",
               "* *Ideal* speed-up = sum of the tokens' dense FLOPs / sum of (dense - saved) FLOPs, from the "
