@@ -406,10 +406,9 @@ def render(result: dict) -> str:
                     [[p, n, r["source"], r["variant"], _num(r["tau"], 4), r.get("note", "")]
                      for p, block in blocks.items() for n, r in block.get("routers", {}).items()])
     lines += ["## How this is measured", "",
-              "* One process, one backbone per precision: dense, routed and bare runs of a precision share weights, "
-              "threads and machine load. Each precision loads its backbone in that dtype (router weights stay in "
-              "fp32; the conditions say which precision prefill decisions ran in) and runs every section in turn; "
-              "the memory section runs once.",
+              "* One process, one backbone per precision: dense, routed and bare runs share weights, threads and "
+              "load. Each precision loads its backbone in that dtype (router weights stay in fp32; the conditions "
+              "say which precision prefill decisions ran in) and runs every section in turn; memory runs once.",
               "* After warm-up, the configurations of a section run interleaved in rotating order; a ratio is "
               "the median of the per-repetition ratios of adjacent runs, so slow load drifts cancel.",
               "* *Ideal* speed-up = sum of the tokens' dense FLOPs / sum of (dense - saved) FLOPs, from the "
