@@ -293,3 +293,45 @@ def test_fp32_backbones_training_and_decode_steps_keep_fp32_decisions():
     _, call = _decode(hero, 2, reference=True)  # decode steps on the module path, as the fast paths are held to
     assert {r.fields["gate"].dtype for p in call.passes[1:] for r in p.records} == {torch.float32}
     assert {r.fields["gate"].dtype for r in call.passes[0].records} == {torch.bfloat16}  # its prefill
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="no C++ compiler")
+@pytest.mark.parametrize("kernel", ["elu1", "softmax"])
+def test_a_router_trained_under_bf16_autocast_is_read_in_bf16_by_the_compiled_decode_step(kernel, monkeypatch):
+    """The compiled step reads the four large packed matrices of a bf16-trained router in bf16 (half the bytes a
+    decode step re-reads) and sums in fp32: the packed Python step given the same rounded matrices decides the
+    same to float rounding, and the module path's fp32 stays within bf16's rounding of it."""
+    import dataclasses
+
+    from hero_core.core import packed_router
+
+    router = tiny_hero(seed=1, n_layers=6, memory_kernel=kernel, memory_scale_init=4.0).router
+    router.config.extra["compute_dtype"] = "bfloat16"
+    hbars = _hbars(router, n=4)
+    monkeypatch.setenv("HERO_DECODE_PATH", "fused")
+    compiled = _decisions(router, hbars, "hero", True, expect_fused=True)
+    stored = packed_router.packed_layers(router, "hero").fused_weights(3)
+    assert [w.dtype for w in stored].count(torch.bfloat16) == 4
+    memory = packed_router.new_packed_path(router, 4, "hero", device="cpu", dtype=torch.float32).memory
+    assert packed_router.fused_extension().takes_loops(hbars[2], [hbars[1]] * 2 + [hbars[1][:, 0]] * 3,
+                                                       [memory.keys, memory.values], stored)
+
+    monkeypatch.setenv("HERO_DECODE_PATH", "packed")
+    layers = packed_router.packed_layers(router, "hero")
+    rounded = dataclasses.replace(layers, **{name: getattr(layers, name).bfloat16().float() for name in (
+        "first_weight_t", "state_weight_t", "proj_weight_t", "context_weight_t")})
+    with torch.no_grad():
+        path = router.new_path(4, "hero", device="cpu", dtype=torch.float32, packed=True)
+        path.weights = rounded
+        same_math = [router.decide(j, hbar, path, "hero").gate for j, hbar in enumerate(hbars, start=1)]
+    module = _decisions(router, hbars, "hero", False)
+    tau = router.config.tau
+    for (new, _), gate, (ref, _) in zip(compiled, same_math, module):
+        torch.testing.assert_close(new["gate"], gate, rtol=0, atol=2e-5)
+        torch.testing.assert_close(new["gate"], ref["gate"], rtol=0, atol=2e-2)
+        assert (new["gate"] - ref["gate"]).abs().max() > 0  # bf16, not fp32: the storage really changed
+        clear = (ref["gate"] - tau).abs() > 2e-2
+        assert torch.equal((ref["gate"] >= tau)[clear], (new["gate"] >= tau)[clear])
+    router.config.extra["compute_dtype"] = "float32"
+    router.__dict__.pop("_inference_weights")
+    assert all(w.dtype == torch.float32 for w in packed_router.packed_layers(router, "hero").fused_weights(3))
