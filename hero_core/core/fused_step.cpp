@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <vector>
 
 using torch::Tensor;
@@ -25,12 +23,10 @@ enum Weight {
 // {keys, values} (empty without a memory read), written in place at slot j - 1 before the read.
 // scale > 0: the softmax kernel (kDecayRow is log decay); otherwise elu1 (kDecayRow is the decay).
 std::vector<Tensor> decide_aten(const Tensor& hbar, int64_t j, const std::vector<Tensor>& prev,
-                           const std::vector<Tensor>& memory, const std::vector<Tensor>& stored, double rms_eps,
+                           const std::vector<Tensor>& memory, const std::vector<Tensor>& w, double rms_eps,
                            double eps, double scale, int64_t d_state, int64_t d_memory, int64_t head_hidden) {
-  TORCH_CHECK(stored.size() == kWeightCount, "fused router step: expected ", int(kWeightCount), " weights");
+  TORCH_CHECK(w.size() == kWeightCount, "fused router step: expected ", int(kWeightCount), " weights");
   const int64_t n = hbar.size(0), dm = d_memory;
-  std::vector<Tensor> w(stored);  // matrices stored in bf16 for the loops (see below) compute in hbar's dtype here
-  for (auto& t : w) t = t.scalar_type() == hbar.scalar_type() ? t : t.to(hbar.scalar_type());
   Tensor delta, dist, features;
   if (j == 1) {
     dist = hbar.new_zeros({n});
@@ -104,34 +100,14 @@ namespace {
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-// A weight element as fp32: bf16 is the top half of an fp32 (the shift vectorises with the loops below).
-inline float widen(float x) { return x; }
-inline float widen(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// y[0:cols] = bias + sum_i x[i] * w[i, 0:cols], w row-major (rows, cols), stored as W (fp32 or bf16 bits)
-// y[0:cols] = bias + sum_i x[i] * w[i, 0:cols], w row-major (rows, cols), stored as W (fp32 or bf16 bits)
-template <typename W>
-void affine_rows(const float* x, int64_t rows, const W* w, const float* bias, int64_t cols, float* y) {
+// y[0:cols] = bias + sum_i x[i] * w[i, 0:cols], w row-major (rows, cols)
+void affine(const float* x, int64_t rows, const float* w, const float* bias, int64_t cols, float* y) {
   std::copy(bias, bias + cols, y);
   for (int64_t i = 0; i < rows; ++i) {
     const float xi = x[i];
-    const W* row = w + i * cols;
-    for (int64_t o = 0; o < cols; ++o) y[o] += xi * widen(row[o]);
+    const float* row = w + i * cols;
+    for (int64_t o = 0; o < cols; ++o) y[o] += xi * row[o];
   }
-}
-
-// The router's four large matrices (first, state, proj, context) may come in bf16: at one token a product costs
-// the bytes of its weight, read from memory at every step (PackedLayers.block_weights says when).
-void affine(const float* x, int64_t rows, const Tensor& w, const float* bias, int64_t cols, float* y) {
-  if (w.scalar_type() == at::kBFloat16)
-    affine_rows(x, rows, reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()), bias, cols, y);
-  else
-    affine_rows(x, rows, w.data_ptr<float>(), bias, cols, y);
 }
 
 float dot(const float* a, const float* b, int64_t n) {
@@ -157,7 +133,7 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
   const int64_t k = j - 1, cols = 7 + k + ds + dm;
   Tensor small = at::empty({n, cols}, hbar.options());
   std::vector<float> act(f1 + np), state_local(ds + 1), proj(width), scores(std::max<int64_t>(R, 1)),
-      mapped(dm + H), ctx(dm + 1), hist(H), final_(3), normed(d), zero(dm + H, 0.0f);
+      mapped(dm + H), ctx(dm + 1), hist(H), final_(3);
   const float* h_all = hbar.data_ptr<float>();
   float* delta_all = delta.data_ptr<float>();
   for (int64_t t = 0; t < n; ++t) {
@@ -184,12 +160,20 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
       features[3] = m_prev;
     }
     const float inv_rms = 1.0f / std::sqrt(dot(h, h, d) / d + static_cast<float>(rms_eps));
-    for (int64_t i = 0; i < d; ++i) normed[i] = h[i] * inv_rms;
-    affine(normed.data(), d, w[kFirstWeightT], w[kFirstBias].data_ptr<float>(), f1, act.data());
-    affine(features, 4, w[kPathWeightT], w[kPathBias].data_ptr<float>(), np, act.data() + f1);
+    std::fill(act.begin(), act.begin() + f1, 0.0f);
+    std::copy(w[kFirstBias].data_ptr<float>(), w[kFirstBias].data_ptr<float>() + f1, act.begin());
+    const float* w1 = w[kFirstWeightT].data_ptr<float>();
+    for (int64_t i = 0; i < d; ++i) {
+      const float xi = h[i] * inv_rms;
+      const float* row = w1 + i * f1;
+      for (int64_t o = 0; o < f1; ++o) act[o] += xi * row[o];
+    }
+    affine(features, 4, w[kPathWeightT].data_ptr<float>(), w[kPathBias].data_ptr<float>(), np, act.data() + f1);
     for (auto& a : act) a = silu(a);
-    affine(act.data(), f1 + np, w[kStateWeightT], w[kStateBias].data_ptr<float>(), ds + 1, state_local.data());
-    affine(state_local.data(), ds, w[kProjWeightT], w[kProjBias].data_ptr<float>(), width, proj.data());
+    affine(act.data(), f1 + np, w[kStateWeightT].data_ptr<float>(), w[kStateBias].data_ptr<float>(), ds + 1,
+           state_local.data());
+    affine(state_local.data(), ds, w[kProjWeightT].data_ptr<float>(), w[kProjBias].data_ptr<float>(), width,
+           proj.data());
     float* q = proj.data();  // [q | k | v, 1 | W_n s | history head's s-part]
     float* ns = proj.data() + 3 * dm + 1;
     std::copy(proj.data() + 4 * dm + 1, proj.data() + width, hist.begin());
@@ -226,7 +210,8 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
         const float denominator = softmax ? 1.0f : ctx[dm] + eps;
         for (int64_t c = 0; c < dm; ++c) context_out[c] = ctx[c] / denominator;
         for (int64_t i = 0; i < k; ++i) weights_out[i] = scores[i] / denominator;
-        affine(context_out, dm, w[kContextWeightT], zero.data(), dm + H, mapped.data());
+        std::vector<float> zero(dm + H, 0.0f);
+        affine(context_out, dm, w[kContextWeightT].data_ptr<float>(), zero.data(), dm + H, mapped.data());
         const float* wc = mapped.data();
         const float norms = std::max(std::sqrt(dot(ns, ns, dm)), eps) * std::max(std::sqrt(dot(wc, wc, dm)), eps);
         nu = 1.0f - dot(ns, wc, dm) / norms;
@@ -236,7 +221,7 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
     }
     if (!read) std::fill(weights_out, weights_out + k, 0.0f);
     for (auto& x : hist) x = silu(x);
-    affine(hist.data(), H, w[kFinalWeightT], w[kFinalBias].data_ptr<float>(), 3, final_.data());
+    affine(hist.data(), H, w[kFinalWeightT].data_ptr<float>(), w[kFinalBias].data_ptr<float>(), 3, final_.data());
     const float local_logit = state_local[ds];
     const float p_hist = sigmoid(final_[1]);
     out[0] = sigmoid(final_[2] + local_logit);
@@ -253,19 +238,13 @@ std::vector<Tensor> decide_fp32(const Tensor& hbar, int64_t j, const std::vector
           delta, small.select(1, 6)};
 }
 
-// Whether the loops can serve this call: every operand fp32 on the CPU (the four large matrices fp32 or bf16), the
-// weights, memory and hbar contiguous.
+// Whether the loops can serve this call: every operand fp32 on the CPU, the weights, memory and hbar contiguous.
 // The previous block's outputs are views into its result buffer: the (N, d) rows need unit stride along d, the
 // (N,) ones are read through their stride (they are columns of that buffer, stride = its width).
 bool takes_loops(const Tensor& hbar, const std::vector<Tensor>& prev, const std::vector<Tensor>& memory,
                  const std::vector<Tensor>& w) {
   bool loops = fp32_contiguous(hbar);
-  for (const auto& t : w)
-    loops = loops && t.is_cpu() && t.is_contiguous() &&
-            (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
-  for (int k : {kFirstBias, kPathWeightT, kPathBias, kStateBias, kProjBias, kNoveltyWeight, kFinalWeightT,
-                kFinalBias, kDecayRow})
-    loops = loops && w[k].scalar_type() == at::kFloat;  // only the four large matrices may be bf16
+  for (const auto& t : w) loops = loops && fp32_contiguous(t);
   for (const auto& t : memory) loops = loops && fp32_contiguous(t);
   for (const auto& t : prev) loops = loops && t.scalar_type() == at::kFloat && t.is_cpu();
   for (size_t i = 0; i < std::min<size_t>(prev.size(), 2); ++i) loops = loops && prev[i].stride(-1) == 1;
@@ -307,7 +286,7 @@ std::vector<Tensor> routed_block(const Tensor& u, const Tensor& hbar, double tau
                                  int64_t d_state, int64_t d_memory, int64_t head_hidden) {
   TORCH_CHECK(ffn.size() == 3 && adapter.size() == 2, "fused routed block: expected 3 FFN and 2 adapter weights");
   TORCH_CHECK(w.size() == kWeightCount, "fused router step: expected ", int(kWeightCount), " weights");
-  Tensor h = hbar.to(w[kFirstBias].scalar_type());  // the router's dtype (its matrices may be stored in bf16)
+  Tensor h = hbar.to(w[kFirstWeightT].scalar_type());
   std::vector<Tensor> out = decide(h, j, prev, memory, w, rms_eps, eps, scale, d_state, d_memory, head_hidden);
   const Tensor& gate = out[0];
   Tensor executed = gate.ge(tau);

@@ -169,25 +169,11 @@ def _build(router, variant: str, version: tuple) -> PackedLayers:
         scale=float(router.memory_scale()) if c.memory_kernel == "softmax" else None,
         proj_split=(2 * dm, dm + 1, dm, H), block_weights=())
     rows = layers.log_decay_rows if layers.scale is not None else layers.decay_rows
-    first, state, proj, context = (stored_for_decode(router, m) for m in (
-        layers.first_weight_t, layers.state_weight_t, layers.proj_weight_t, layers.context_weight_t))
     return dataclasses.replace(layers, block_weights=tuple(
-        [first, layers.first_bias, layers.path_weight_t, layers.path_bias[j - 1], state, layers.state_bias, proj,
-         layers.proj_bias, context, layers.novelty_weight, layers.final_weight_t, layers.final_bias, rows[j - 1]]
+        [layers.first_weight_t, layers.first_bias, layers.path_weight_t, layers.path_bias[j - 1],
+         layers.state_weight_t, layers.state_bias, layers.proj_weight_t, layers.proj_bias,
+         layers.context_weight_t, layers.novelty_weight, layers.final_weight_t, layers.final_bias, rows[j - 1]]
         for j in range(1, R + 1)))
-
-
-def stored_for_decode(router, matrix: torch.Tensor) -> torch.Tensor:
-    """One of the router's four large packed matrices as the compiled decode step reads it.
-
-    A decode step at batch 1 is bound by the bytes it reads: an fp32 router re-reads ~1.2 MB of weights per routed
-    block at every step, about 6 % of an fp32 dense step's bytes, and measured as that share of its time. A router
-    trained under bf16 autocast (every bundled checkpoint) only ever multiplied these weights rounded to bf16, so
-    the compiled step reads them in bf16 (half the bytes) and still sums in fp32; the module path and the Python
-    packed path keep fp32, and an fp32-trained router keeps fp32 everywhere (docs/experiments/bf16-decode-weights)."""
-    if matrix.dtype == torch.float32 and router.trained_under_bf16_autocast():
-        return matrix.to(torch.bfloat16)
-    return matrix
 
 def decide_packed(router, j: int, hbar: torch.Tensor, path: PackedPath) -> Decision:
     """``HeroRouter.decide`` at inference in about 35 tensor operations instead of about 100: the same

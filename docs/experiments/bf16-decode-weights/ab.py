@@ -1,6 +1,8 @@
 """The compiled decode step reading the router's four large matrices in bf16 (as shipped) against fp32, side by
 side in one process: decode speed over dense, and how far the decisions move from the module path's fp32.
 
+Needs commit c289a86, where the change lived (since reverted): ``git checkout c289a86``.
+
     OMP_NUM_THREADS=1 .venv/bin/python docs/experiments/bf16-decode-weights/ab.py --dtype fp32 [--reps 10]
     OMP_NUM_THREADS=1 .venv/bin/python docs/experiments/bf16-decode-weights/ab.py --dtype bf16 [--out FILE]
 

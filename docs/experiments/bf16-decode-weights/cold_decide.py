@@ -1,6 +1,8 @@
 """One compiled router decision (block 2, one token) of the default checkpoint, timed hot (weights in cache) and
 cold (a 64 MB buffer written before each call evicts them, as a decode step's 540 MB of backbone weights do), with
-the four large matrices stored in bf16 (as at commit 2a1d0c4) and in fp32, twice each in turn.
+the four large matrices stored in bf16 (as at commit c289a86) and in fp32, twice each in turn.
+
+Needs commit c289a86, where the change lived (since reverted): ``git checkout c289a86``.
 
     OMP_NUM_THREADS=1 .venv/bin/python docs/experiments/bf16-decode-weights/cold_decide.py
 """
