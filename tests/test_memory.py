@@ -2,7 +2,7 @@
 
 import torch
 
-from hero_core.core.memory import DepthMemory, reference_recurrence, softmax_reference
+from hero_core.core.memory import DepthMemory, reference_recurrence, softmax_reference, stored_key
 
 
 def _batched(q, k, v, rho, eps=1e-6):
@@ -135,3 +135,35 @@ def test_unknown_kernel_and_read_are_refused():
         HeroConfig(routed_layers=[0, 1], d_model=8, d_ffn=16, memory_kernel="cosine")
     with pytest.raises(ValueError, match="memory_read"):
         check_memory_read("flat")
+
+
+
+def _write_into_fp32_buffers(memory, k, v, rho):
+    """DepthMemory.write as it was before the buffers took the keys' dtype: bf16 projections stored in fp32."""
+    i = memory.size
+    memory._decay[:i].mul_(rho)
+    memory._decay[i] = 1.0
+    memory._keys[:, i] = stored_key(memory.kernel, k)
+    memory._values[:, i] = v
+    memory.size = i + 1
+
+
+def test_under_bf16_autocast_an_inference_memory_stores_what_autocast_produced_and_reads_the_same():
+    """Under autocast the router's projections come in bf16 and the read's products run in bf16: fp32 buffers were
+    cast back to bf16 at every block (O(R^2) copies in a bf16 prefill). The buffers now take the keys' dtype, and
+    every read equals the fp32-buffer read bit for bit."""
+    g = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(64, 6, 16, generator=g).bfloat16() for _ in range(3))  # as autocast makes them
+    rho = torch.full((6,), 0.8)
+    for kernel in ("elu1", "softmax"):
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            memory, fp32_buffers = (DepthMemory(64, 16, 1e-6, device="cpu", dtype=torch.float32, capacity=6,
+                                                kernel=kernel) for _ in range(2))
+            for j in range(6):
+                got, expected = memory.read(q[:, j], torch.tensor(2.0)), fp32_buffers.read(q[:, j], torch.tensor(2.0))
+                for a, b in zip(got, expected):
+                    assert a.dtype == b.dtype and torch.equal(a, b)
+                memory.write(k[:, j], v[:, j], rho[j])
+                _write_into_fp32_buffers(fp32_buffers, k[:, j], v[:, j], rho[j])
+        assert memory.keys.dtype == memory.values.dtype == torch.bfloat16
+        assert fp32_buffers.keys.dtype == torch.float32

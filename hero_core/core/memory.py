@@ -191,6 +191,12 @@ class DepthMemory:
             self._keys, self._values, self._decay = self.keys, self.values, self.decay  # fall back: grow
             self._buffered = False
         i = self.size
+        if self._buffered and i == 0 and k.dtype != self._keys.dtype:
+            # Under autocast the projections arrive in bf16, and the read's autocast products would cast the whole
+            # stored history back to bf16 at every block (O(R^2) copies); stored as they come, the read is the
+            # same to the bit without them.
+            self._keys, self._values = (buffer.new_empty(buffer.shape, dtype=k.dtype)
+                                        for buffer in (self._keys, self._values))
         if self._buffered:
             self._decay[:i].mul_(rho)
             self._decay[i] = 1.0
