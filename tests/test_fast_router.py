@@ -284,6 +284,24 @@ def test_a_bf16_prefill_decides_in_the_precision_the_router_was_trained_in(train
         assert torch.equal(ours, theirs)
 
 
+def test_a_bf16_prefill_records_every_router_state_a_trace_shows():
+    """Under bf16 autocast the depth memory stores its entries in bf16; the states a trace records (router state,
+    memory context, memory state norm) still come out for every block, finite, the norm in the router's fp32."""
+    hero = tiny_hero(seed=0)
+    hero.model.to(torch.bfloat16)
+    hero.router.config.extra["compute_dtype"] = "bfloat16"
+    call = hero.new_call("hero", record_states=True)
+    with torch.no_grad():
+        hero.forward(hero.encode([PROMPT]).input_ids, None, call, use_cache=False)
+    records = call.passes[-1].records
+    assert len(records) == hero.config.n_routed
+    for record in records:
+        assert record.memory_state_norm.dtype == torch.float32
+        for state in (record.router_state, record.memory_context, record.memory_state_norm):
+            assert torch.isfinite(state.float()).all()
+    assert (records[-1].memory_state_norm > 0).all()
+
+
 def test_fp32_backbones_training_and_decode_steps_keep_fp32_decisions():
     hero = tiny_hero(seed=0)
     hero.router.config.extra["compute_dtype"] = "bfloat16"

@@ -151,7 +151,7 @@ def _write_into_fp32_buffers(memory, k, v, rho):
 def test_under_bf16_autocast_an_inference_memory_stores_what_autocast_produced_and_reads_the_same():
     """Under autocast the router's projections come in bf16 and the read's products run in bf16: fp32 buffers were
     cast back to bf16 at every block (O(R^2) copies in a bf16 prefill). The buffers now take the keys' dtype, and
-    every read equals the fp32-buffer read bit for bit."""
+    every read, and the state norm a trace records, equals the fp32 buffers' bit for bit."""
     g = torch.Generator().manual_seed(7)
     q, k, v = (torch.randn(64, 6, 16, generator=g).bfloat16() for _ in range(3))  # as autocast makes them
     rho = torch.full((6,), 0.8)
@@ -165,5 +165,7 @@ def test_under_bf16_autocast_an_inference_memory_stores_what_autocast_produced_a
                     assert a.dtype == b.dtype and torch.equal(a, b)
                 memory.write(k[:, j], v[:, j], rho[j])
                 _write_into_fp32_buffers(fp32_buffers, k[:, j], v[:, j], rho[j])
+        state_norm = memory.state_norm()  # what record_states keeps (outside autocast): the router's fp32
+        assert state_norm.dtype == torch.float32 and torch.equal(state_norm, fp32_buffers.state_norm())
         assert memory.keys.dtype == memory.values.dtype == torch.bfloat16
         assert fp32_buffers.keys.dtype == torch.float32

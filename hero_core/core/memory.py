@@ -214,6 +214,7 @@ class DepthMemory:
 
         For the softmax kernel, which has no fixed-size state, the same sum over the raw keys (sum_i decay k_i v_i^T):
         a size of what is stored, comparable across tokens of one checkpoint, not across kernels."""
-        decayed_keys = self.keys * self.decay[None, :, None]
-        S = torch.einsum("nik,niv->nkv", decayed_keys, self.values)
+        # in the decay's precision (the router's): under autocast the entries are stored in bf16
+        keys, values = (stored.to(self._decay.dtype) for stored in (self.keys, self.values))
+        S = torch.einsum("nik,niv->nkv", keys * self.decay[None, :, None], values)
         return S.flatten(1).norm(dim=1)
