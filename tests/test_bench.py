@@ -222,6 +222,20 @@ def test_report_renders_memory_section():
     assert "Busy machine" not in text and "Quick mode" not in text
 
 
+def test_a_machine_is_called_busy_by_the_load_beyond_the_runs_own_threads():
+    """At the end the 1-minute load average includes the benchmark's own torch threads: a one-thread run on two cores
+    ends near 1.0 by itself. Load from other processes, at the start or beyond the run's own at the end, is busy."""
+    report = _report_module()
+    machine = {"available_cores": 2, "torch_threads": 1}
+    def busy(start, end):
+        result = {"schema": targets.SCHEMA, "machine": machine, "load": {"start": [start], "end": [end]},
+                  "precisions": {}}
+        return any("Busy machine" in warning for warning in report.warnings(result))
+
+    verdicts = [busy(start, end) for start, end in ((0.5, 1.07), (0.3, 1.9), (1.3, 1.0), (0.4, 2.3))]
+    assert verdicts == [False, False, True, True]
+
+
 def test_two_precisions_share_one_memory_run_and_leave_the_given_model_alone(tiny, monkeypatch):
     from hero_core.bench import run
 

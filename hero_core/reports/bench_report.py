@@ -135,15 +135,15 @@ def targets_table(result: dict, *, notes: bool = True) -> list[str]:
 
 
 def warnings(result: dict) -> list[str]:
-    """Reasons to read the figures with care, derived from the JSON alone."""
+    """Reasons to read the figures with care, from the JSON alone (the end load less the run's own torch threads)."""
     out = []
     cfg, machine, load = result.get("config", {}), result.get("machine", {}), result.get("load", {})
     if cfg.get("quick"):
         out.append("**Quick mode**: small shapes and few repetitions — a smoke test, not the reference figures.")
     cores = machine.get("available_cores") or machine.get("logical_cores") or 1
     threads = machine.get("torch_threads") or 1
-    busy = [x for x in (load.get("start"), load.get("end")) if x]
-    if busy and max(x[0] for x in busy) > max(0.5, cores - threads):
+    others = [x[0] - own for x, own in ((load.get("start"), 0), (load.get("end"), threads)) if x]
+    if others and max(others) > max(0.5, cores - threads):
         out.append(f"**Busy machine**: 1-minute load average {load.get('start', ['?'])[0]} at the start and "
                    f"{(load.get('end') or ['?'])[0]} at the end on {cores} cores with {threads} torch thread(s): "
                    "other processes shared the CPU, so wall times are inflated and noisy (CPU-time ratios are "
