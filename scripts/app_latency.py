@@ -33,7 +33,14 @@ import urllib.parse
 from functools import partial
 from pathlib import Path
 
-from hero_core.reports.app_browser import FIND_SKIP_MAP_JS, NO_EXCEPTION_JS, browser_tab, embedded_env, served_app
+from hero_core.reports.app_browser import (
+    FIND_SKIP_MAP_JS,
+    NO_EXCEPTION_JS,
+    SKIP_MAP_JS,
+    browser_tab,
+    embedded_env,
+    served_app,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,6 +51,9 @@ PAGE_TIMEOUT_S = 300
 HOW = {"opened": "opened by link (a new page)", "pasted": "pasted into the open page"}
 CAPTION_JS = ("[...document.querySelectorAll('p')].map(p => p.innerText)"
               ".find(t => t.startsWith('Server time for this page')) || null")
+# The caption once this rerun has drawn it (Streamlit marks the elements of the previous run stale until redrawn).
+FRESH_CAPTION_JS = ("([...document.querySelectorAll('p')].find(p => p.innerText.startsWith('Server time for this page')"
+                    " && !p.closest('[data-stale=\"true\"]')) || {}).innerText || null")
 SELECT_PROMPT_JS = ("(() => { const box = document.querySelector('textarea[aria-label=\"Prompt\"]');"
                     " if (!box) return false; box.focus(); box.select(); return true; })()")
 
@@ -113,15 +123,16 @@ def open_explorer(tools, base: str, prompt: str, precision: str) -> dict:
 def paste_prompt(tools, prompt: str, precision: str) -> dict:
     """Paste ``prompt`` over the prompt box of the open Route explorer and click outside it, as a person does:
     the page reruns without reloading. The same times as :func:`open_explorer`, from the paste on."""
-    before = tools.eval(CAPTION_JS)
+    # The new prompt's skip map differs from the old one's; the caption alone may not (same time, same length).
+    tools.eval(f"window.heroMapBefore = JSON.stringify({SKIP_MAP_JS}), true")
     cpu_before = cpu_now()
     started = time.monotonic()
     if not tools.eval(SELECT_PROMPT_JS):
         raise SystemExit("Route explorer has no prompt box")
     tools.send("Input.insertText", {"text": prompt})  # as typed or pasted: the page's own input events fire
     tools.eval("document.activeElement.blur(), true")  # the box commits when it loses focus
-    caption = tools.wait_for(f"(() => {{ const c = {CAPTION_JS}; return c !== {json.dumps(before)} && c; }})()",
-                             timeout=PAGE_TIMEOUT_S, what="a new server-time caption")
+    caption = tools.wait_for(f"(() => JSON.stringify({SKIP_MAP_JS}) !== window.heroMapBefore && {FRESH_CAPTION_JS})()",
+                             timeout=PAGE_TIMEOUT_S, what="the new prompt's skip map and server-time caption")
     browser_s = time.monotonic() - started
     return read_times(tools, caption, browser_s, precision, cpu_before)
 
