@@ -23,23 +23,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from paired_runs import prefill_timing, quality  # noqa: E402
 
 from hero_core import load_hero  # noqa: E402
-from hero_core.bench.inputs import batch_of, token_pool  # noqa: E402
-from hero_core.core.accounting import flop_ideal  # noqa: E402
-from hero_core.core.data import domain_texts  # noqa: E402
 from hero_core.core.inject import decision_precision  # noqa: E402
 from hero_core.core.memory import DepthMemory, stored_key  # noqa: E402
 
@@ -59,17 +54,8 @@ def old_write(self, k, v, rho):
 
 
 WRITES = {"before (fp32 buffers)": old_write, "now (bf16 buffers)": NOW}
-
-
-def routed_pass(hero, ids, write):
-    if write is not None:
-        DepthMemory.write = write
-    call = hero.new_call("dense" if write is None else "hero", record=True)
-    started = time.perf_counter()
-    with torch.no_grad():
-        logits = hero.forward(ids, None, call, use_cache=False)
-    took = time.perf_counter() - started
-    return logits, took, (call.passes[-1].executed().cpu().numpy() if write is not None else None)
+RUNS = {"dense": None, **{name: (lambda write=write: setattr(DepthMemory, "write", write))
+                          for name, write in WRITES.items()}}
 
 
 def decisions_alone(hero, reps: int) -> dict:
@@ -94,54 +80,6 @@ def decisions_alone(hero, reps: int) -> dict:
             "before_over_now_paired_median": round(statistics.median(b / n for b, n in zip(before, now)), 3)}
 
 
-def prefill(hero, reps: int) -> dict:
-    ids = batch_of(token_pool(hero.tokenizer, 4 * 512), 4, 512)
-    runs = {"dense": None, **WRITES}
-    seconds = {name: [] for name in runs}
-    executed = {}
-    for rep in range(reps + 1):
-        for name, write in runs.items():
-            _, took, executed[name] = routed_pass(hero, ids, write)
-            if rep:
-                seconds[name].append(took)
-    positions = np.tile(np.arange(512), 4)
-    out = {"shape": "4x512", "reps": reps, "dense_s_median": round(statistics.median(seconds["dense"]), 3)}
-    for name in WRITES:
-        paired = [d / r for d, r in zip(seconds["dense"], seconds[name])]
-        ideal = flop_ideal(executed[name], positions, hero.profile)["ideal_speedup"]
-        out[name] = {"s_median": round(statistics.median(seconds[name]), 3),
-                     "speedup_paired_median": round(statistics.median(paired), 3),
-                     "speedup_paired_range": [round(min(paired), 3), round(max(paired), 3)],
-                     "flop_ideal": round(ideal, 3), "of_ideal": round(statistics.median(paired) / ideal, 3)}
-    return out
-
-
-def quality(hero, n_texts: int) -> dict:
-    out = {}
-    runs = {"dense": None, **WRITES}
-    for domain in ("code", "reasoning"):
-        token_ids = [ids[:256] for ids in hero.tokenizer(domain_texts(domain, "eval", 2 * n_texts),
-                                                           add_special_tokens=False)["input_ids"] if len(ids) >= 64]
-        nll = dict.fromkeys(runs, 0.0)
-        executed = {name: [] for name in WRITES}
-        n = 0
-        for ids in token_ids[:n_texts]:
-            x = torch.tensor([ids])
-            n += len(ids) - 1
-            for name, write in runs.items():
-                logits, _, ran = routed_pass(hero, x, write)
-                nll[name] += F.cross_entropy(logits[0, :-1].float(), x[0, 1:], reduction="sum").item()
-                if ran is not None:
-                    executed[name].append(ran.ravel())
-        before, now = (np.concatenate(executed[name]) for name in WRITES)
-        out[domain] = {"texts": min(n_texts, len(token_ids)), "tokens": n,
-                       "decisions_that_differ": round(float((before != now).mean()), 4),
-                       **{name: {"ppl_ratio": round(math.exp((nll[name] - nll["dense"]) / n), 4),
-                                 "ffn_skip": round(1 - float(np.concatenate(executed[name]).mean()), 4)}
-                          for name in WRITES}}
-    return out
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="hero-25")
@@ -151,8 +89,8 @@ def main() -> int:
     torch.set_num_threads(1)
     hero = load_hero(args.checkpoint, dtype="bf16")
     report = {"checkpoint": args.checkpoint, "backbone": "bf16", "threads": 1,
-              "decisions_alone": decisions_alone(hero, args.reps), "prefill": prefill(hero, args.reps),
-              "quality": quality(hero, args.texts)}
+              "decisions_alone": decisions_alone(hero, args.reps),
+              "prefill": prefill_timing(hero, RUNS, args.reps), "quality": quality(hero, RUNS, args.texts)}
     DepthMemory.write = NOW
     out = Path(__file__).with_name(f"memory_read-{args.checkpoint}.json")
     out.write_text(json.dumps(report, indent=1) + "\n")
