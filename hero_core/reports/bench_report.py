@@ -24,10 +24,9 @@ from ..bench.targets import (
     target_unit,
 )
 from ..core.files import say_wrote
+from .pages import Label, Rows, grouped_table
+from .pages import markdown_table as _table
 from .readme_block import refresh_block
-
-Label = tuple[str, ...]
-Rows = list[tuple[Label, list[str]]]  # one precision's rows: (label cells, value cells)
 
 
 def _num(x: Any, digits: int = 3) -> str:
@@ -49,31 +48,6 @@ def _pct(x: float | None, digits: int = 1) -> str:
 
 def _mib(n: float | None) -> str:
     return "—" if n is None else f"{n / 2**20:.0f} MiB"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return out + [""]
-
-
-def side_by_side(label_header: list[str], per_precision: dict[str, Rows],
-                 cell_header: list[str] | dict[str, list[str]]) -> list[str]:
-    """One table with a group of columns per precision (``cell_header``, or one list per precision): rows
-    are matched by their label, in order of first appearance; a row one precision lacks shows dashes there."""
-    names = list(per_precision)
-    headers = cell_header if isinstance(cell_header, dict) else {name: cell_header for name in names}
-    order: list[Label] = []
-    cells: dict[Label, dict[str, list[str]]] = {}
-    for name, rows in per_precision.items():
-        for label, values in rows:
-            if label not in cells:
-                order.append(label)
-                cells[label] = {}
-            cells[label][name] = values
-    header = label_header + [f"{name} {h}".strip() for name in names for h in headers[name]]
-    return _table(header, [[*label, *(c for name in names for c in cells[label].get(name, ["—"] * len(headers[name])))]
-                           for label in order])
 
 
 # -- the result, whichever schema wrote it ---------------------------------------------------------------------
@@ -131,7 +105,7 @@ def targets_table(result: dict, *, notes: bool = True) -> list[str]:
     for t in result_targets(result):
         text = t["description"] + (f" ({t['note']})" if notes and t.get("note") else "")
         per.setdefault(t["precision"], []).append(((text, _threshold(t)), [f"{_target_value(t)} · {_status(t)}"]))
-    return side_by_side(["target", "threshold"], per, [""])
+    return grouped_table(["target", "threshold"], per, [""])
 
 
 def warnings(result: dict) -> list[str]:
@@ -237,7 +211,7 @@ def precisions_table(blocks: dict[str, dict], *, routed: bool = True) -> list[st
     per = {name: [(label, cells(name, label, seconds)) for label, seconds in rows] for name, rows in times.items()}
     headers = {name: ["time (s)"] if name == names[0] else ["time (s)", f"speed-up over {names[0]}"]
                for name in names}
-    return side_by_side(["run", "config"], per, headers)
+    return grouped_table(["run", "config"], per, headers)
 
 
 # -- one precision's detail tables ----------------------------------------------------------------------------
@@ -389,7 +363,7 @@ def render(result: dict) -> str:
     lines += ["## Summary of ratios", "",
               "Medians of paired per-repetition ratios, with their interquartile range; *ideal* is the speed-up "
               "the FLOPs actually skipped would give (router and adapter work charged).", ""]
-    lines += side_by_side(["ratio"], {name: summary_rows(b) for name, b in blocks.items()},
+    lines += grouped_table(["ratio"], {name: summary_rows(b) for name, b in blocks.items()},
                           ["wall: median [IQR]", "CPU time", "ideal", "of ideal"])
     for key, heading, text, table in (("prefill", "Prefill", PREFILL_TEXT, prefill_table),
                                       ("decode", "Decode", DECODE_TEXT, decode_table),
@@ -465,7 +439,7 @@ def readme_lines(result: dict) -> list[str]:
     if any(per.values()):
         lines += ["Speed-up over dense in each precision (wall time, median), next to the FLOP ideal and, for "
                   "decoding, the bound left once the router's measured per-step latency is added back:", ""]
-        lines += side_by_side(["run", "router"], per, ["speed-up", "FLOP ideal", "bound"])
+        lines += grouped_table(["run", "router"], per, ["speed-up", "FLOP ideal", "bound"])
     if len(blocks) > 1:
         lines += ["The dense backbone in each precision (median seconds of the same work):", ""]
         lines += precisions_table(blocks, routed=False)
