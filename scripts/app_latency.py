@@ -49,11 +49,9 @@ PRECISIONS = {"full": "fp32", "bf16": "bf16"}  # the app's precision choice -> t
 SERVER_TIME = re.compile(r"Server time for this page: ([0-9.]+) s \((\d+) tokens")
 PAGE_TIMEOUT_S = 300
 HOW = {"opened": "opened by link (a new page)", "pasted": "pasted into the open page"}
-CAPTION_JS = ("[...document.querySelectorAll('p')].map(p => p.innerText)"
-              ".find(t => t.startsWith('Server time for this page')) || null")
-# The caption once this rerun has drawn it (Streamlit marks the elements of the previous run stale until redrawn).
-FRESH_CAPTION_JS = ("([...document.querySelectorAll('p')].find(p => p.innerText.startsWith('Server time for this page')"
-                    " && !p.closest('[data-stale=\"true\"]')) || {}).innerText || null")
+# The server-time caption once this run has drawn it (Streamlit marks a previous run's elements stale until redrawn).
+CAPTION_JS = ("([...document.querySelectorAll('p')].find(p => p.innerText.startsWith('Server time for this page')"
+              " && !p.closest('[data-stale=\"true\"]')) || {}).innerText || null")
 SELECT_PROMPT_JS = ("(() => { const box = document.querySelector('textarea[aria-label=\"Prompt\"]');"
                     " if (!box) return false; box.focus(); box.select(); return true; })()")
 
@@ -131,7 +129,7 @@ def paste_prompt(tools, prompt: str, precision: str) -> dict:
         raise SystemExit("Route explorer has no prompt box")
     tools.send("Input.insertText", {"text": prompt})  # as typed or pasted: the page's own input events fire
     tools.eval("document.activeElement.blur(), true")  # the box commits when it loses focus
-    caption = tools.wait_for(f"(() => JSON.stringify({SKIP_MAP_JS}) !== window.heroMapBefore && {FRESH_CAPTION_JS})()",
+    caption = tools.wait_for(f"(() => JSON.stringify({SKIP_MAP_JS}) !== window.heroMapBefore && {CAPTION_JS})()",
                              timeout=PAGE_TIMEOUT_S, what="the new prompt's skip map and server-time caption")
     browser_s = time.monotonic() - started
     return read_times(tools, caption, browser_s, precision, cpu_before)

@@ -227,6 +227,7 @@ def test_a_machine_is_called_busy_by_the_load_beyond_the_runs_own_threads():
     ends near 1.0 by itself. Load from other processes, at the start or beyond the run's own at the end, is busy."""
     report = _report_module()
     machine = {"available_cores": 2, "torch_threads": 1}
+
     def busy(start, end):
         result = {"schema": targets.SCHEMA, "machine": machine, "load": {"start": [start], "end": [end]},
                   "precisions": {}}

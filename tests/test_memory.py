@@ -137,7 +137,6 @@ def test_unknown_kernel_and_read_are_refused():
         check_memory_read("flat")
 
 
-
 def _write_into_fp32_buffers(memory, k, v, rho):
     """DepthMemory.write as it was before the buffers took the keys' dtype: bf16 projections stored in fp32."""
     i = memory.size

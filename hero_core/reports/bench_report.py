@@ -24,8 +24,7 @@ from ..bench.targets import (
     target_unit,
 )
 from ..core.files import say_wrote
-from .pages import Label, Rows, grouped_table
-from .pages import markdown_table as _table
+from .pages import Label, Rows, grouped_table, markdown_table
 from .readme_block import refresh_block
 
 
@@ -224,8 +223,8 @@ def prefill_table(block: dict) -> list[str]:
             rows.append([shape, name, _spread(row["time_s"][name]), _num(f["speedup"]["median"]),
                          _num(f["ideal_speedup"]), _pct(f["efficiency"], 0), _pct(f["ffn_executed_share"], 0),
                          _pct(f["param_skip"]), _pct(f["flop_share_saved"])])
-    return _table(["shape", "config", "time (s)", "speed-up", "ideal", "of ideal", "FFNs run", "param skip",
-                   "FLOPs saved"], rows)
+    return markdown_table(["shape", "config", "time (s)", "speed-up", "ideal", "of ideal", "FFNs run", "param skip",
+                           "FLOPs saved"], rows)
 
 
 def decode_table(block: dict) -> list[str]:
@@ -243,28 +242,28 @@ def decode_table(block: dict) -> list[str]:
         if only is not None:
             rows.append([label, only, _spread(row["tokens_per_s"][only], 1),
                          _num(1.0 / (1.0 + row["router_overhead"])), "1", "—", "—", "—", "100 %", "0 %"])
-    return _table(["batch (prompt+new)", "config", "tokens/s", "speed-up", "ideal", "of ideal", "weight-read ideal",
-                   "bound", "FFNs run", "param skip (decoded tokens)"], rows)
+    return markdown_table(["batch (prompt+new)", "config", "tokens/s", "speed-up", "ideal", "of ideal",
+                           "weight-read ideal", "bound", "FFNs run", "param skip (decoded tokens)"], rows)
 
 
 def recording_table(block: dict) -> list[str]:
     r = block["recording"]
     return [f"{r['router']} on {r['batch']}x{r['tokens']} tokens.", "",
-            *_table(["run", "time (s)"], [[k.replace("_", " "), _spread(s)] for k, s in r["time_s"].items()])]
+            *markdown_table(["run", "time (s)"], [[k.replace("_", " "), _spread(s)] for k, s in r["time_s"].items()])]
 
 
 def overhead_table(block: dict) -> list[str]:
     o = block["overhead"]
     return [f"{o['batch']}x{o['tokens']} tokens; largest |logit difference| dense variant vs bare: "
             f"{o['max_abs_logit_diff']:.2e}.", "",
-            *_table(["run", "time (s)"], [[k.replace("_", " "), _spread(s)] for k, s in o["time_s"].items()])]
+            *markdown_table(["run", "time (s)"], [[k.replace("_", " "), _spread(s)] for k, s in o["time_s"].items()])]
 
 
 def training_table(block: dict) -> list[str]:
     t = block["training"]
     return [f"{t['batch']}x{t['tokens']} tokens, {t['router']}'s router.", "",
-            *_table(["step", "time (s)", "tokens/s"],
-                    [[k, _spread(t["time_s"][k]), _spread(t["tokens_per_s"][k], 0)] for k in t["time_s"]])]
+            *markdown_table(["step", "time (s)", "tokens/s"],
+                            [[k, _spread(t["time_s"][k]), _spread(t["tokens_per_s"][k], 0)] for k in t["time_s"]])]
 
 
 def per_precision(blocks: dict[str, dict], key: str, table) -> list[str]:
@@ -312,8 +311,8 @@ def memory_lines(mem: dict) -> list[str]:
             rows.append([key, _mib(c["weight_bytes"]), _mib(c["peak_delta_forward"]), _mib(c.get("anon_delta_forward")),
                          _mib(c.get("file_delta_forward")), f"{c['forward_s']:.3f}",
                          "" if c.get("peak_is_exact", True) else "peak since process start (no /proc reset)"])
-    lines += _table(["config", "weights", "peak RSS (load + forward)", "anon after forward", "file after forward",
-                     "forward (s)", "note"], rows)
+    lines += markdown_table(["config", "weights", "peak RSS (load + forward)", "anon after forward",
+                             "file after forward", "forward (s)", "note"], rows)
     if "nf4_over_fp32_weights" in mem:
         lines += [f"NF4 / fp32 weight bytes {_num(mem['nf4_over_fp32_weights'], 2)}, peak RSS (load + forward) "
                   f"{_num(mem['nf4_over_fp32_peak'], 2)}.", ""]
@@ -323,7 +322,7 @@ def memory_lines(mem: dict) -> list[str]:
 def conditions_lines(result: dict, blocks: dict[str, dict]) -> list[str]:
     m, cfg, model = result["machine"], result["config"], result["model"]
     v = m.get("versions", {})
-    return ["## Conditions", "", *_table(["", ""], [
+    return ["## Conditions", "", *markdown_table(["", ""], [
         ["machine", f"{m['platform']} · {m['cpu']}"],
         ["cores", f"{m['available_cores']} available of {m['logical_cores']} logical"],
         ["torch threads", f"{m['torch_threads']} (interop {m['torch_interop_threads']}; "
@@ -364,7 +363,7 @@ def render(result: dict) -> str:
               "Medians of paired per-repetition ratios, with their interquartile range; *ideal* is the speed-up "
               "the FLOPs actually skipped would give (router and adapter work charged).", ""]
     lines += grouped_table(["ratio"], {name: summary_rows(b) for name, b in blocks.items()},
-                          ["wall: median [IQR]", "CPU time", "ideal", "of ideal"])
+                           ["wall: median [IQR]", "CPU time", "ideal", "of ideal"])
     for key, heading, text, table in (("prefill", "Prefill", PREFILL_TEXT, prefill_table),
                                       ("decode", "Decode", DECODE_TEXT, decode_table),
                                       ("recording", "Trace recording", "", recording_table),
@@ -376,9 +375,9 @@ def render(result: dict) -> str:
     if result.get("memory"):
         lines += memory_lines(result["memory"])
     lines += ["## Routed configurations", ""]
-    lines += _table(["precision", "name", "source", "variant", "tau", "note"],
-                    [[p, n, r["source"], r["variant"], _num(r["tau"], 4), r.get("note", "")]
-                     for p, block in blocks.items() for n, r in block.get("routers", {}).items()])
+    lines += markdown_table(["precision", "name", "source", "variant", "tau", "note"],
+                            [[p, n, r["source"], r["variant"], _num(r["tau"], 4), r.get("note", "")]
+                             for p, block in blocks.items() for n, r in block.get("routers", {}).items()])
     lines += ["## How this is measured", "",
               "* One process, one backbone per precision: dense, routed and bare runs share weights, threads and "
               "load. Each precision loads its backbone in that dtype (router weights stay in fp32; the conditions "

@@ -43,7 +43,7 @@ Rows = list[tuple[Label, list[str]]]  # one group's rows: (label cells, value ce
 
 
 def grouped_table(label_header: list[str], per_group: dict[str, Rows],
-                 cell_header: list[str] | dict[str, list[str]]) -> list[str]:
+                  cell_header: list[str] | dict[str, list[str]]) -> list[str]:
     """One table with a group of columns per named group (``cell_header``, or one list per group; e.g. one group per
     precision): rows are matched by their label, in order of first appearance; a row a group lacks shows dashes."""
     names = list(per_group)
