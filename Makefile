@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast lint checkpoints bench results results-headline results-bigbench install browser-deps clean
+.PHONY: run test test-fast lint checkpoints checkpoints-seeds bench results results-headline results-bigbench install browser-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -49,6 +49,16 @@ checkpoints: $(STAMP)
 	$(PY) scripts/make_checkpoints.py --prepare-only
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_A) & \
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_B); wait
+
+# The extra training seeds of the memory question (issue "Does history help?"): the first stage of HeRo, its local
+# twin and its no-memory-read twin with seeds 1 and 2 (seed 0 is the bundled run), one lane per seed, one thread each;
+# ~50 min of one core per run. Resumable like `checkpoints`; finished runs land in hero_core/checkpoints/seeds/.
+SEED_LANE_1 ?= hero-10-r2-s1-seed1 local-10-s1-seed1 no_memread-10-r2-s1-seed1
+SEED_LANE_2 ?= hero-10-r2-s1-seed2 local-10-s1-seed2 no_memread-10-r2-s1-seed2
+checkpoints-seeds: $(STAMP)
+	$(PY) scripts/make_checkpoints.py --prepare-only --only hero-10-r2-s1
+	$(PY) scripts/make_checkpoints.py --threads 1 --only $(SEED_LANE_1) & \
+	$(PY) scripts/make_checkpoints.py --threads 1 --only $(SEED_LANE_2); wait
 
 # Every result, in four steps. Rough times on this project's 2-core CPU with nothing else running (about twice that
 # beside a training run):

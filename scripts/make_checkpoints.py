@@ -34,7 +34,8 @@ def main() -> int:
     backbone = load_backbone(device="auto")
     hero = HeroModel(backbone, fresh_router(backbone), "training")
     if args.prepare_only:
-        prepare_teacher(hero, args.out_dir, args.threads)
+        seeds = tuple(sorted({RUNS[name].seed for name in args.only}))
+        prepare_teacher(hero, args.out_dir, args.threads, seeds)
     else:
         train_runs(hero, args.only, args.out_dir, threads=args.threads, steps_scale=args.steps_scale)
     return 0

@@ -51,12 +51,25 @@ def bundled_names() -> list[str]:
     return sorted(p.name for p in BUNDLED_DIR.iterdir() if (p / CONFIG_FILE).is_file())
 
 
+SEEDS_FOLDER = "seeds"  # the extra training seeds of the memory question (hero_core.train.recipes.SEED_ARMS)
+
+
+def seed_names() -> list[str]:
+    """The bundled extra-seed runs, named ``seeds/<run>``: loadable by name, kept out of the main list."""
+    folder = BUNDLED_DIR / SEEDS_FOLDER
+    if not folder.is_dir():
+        return []
+    return sorted(f"{SEEDS_FOLDER}/{p.name}" for p in folder.iterdir() if (p / CONFIG_FILE).is_file())
+
+
 def resolve(name_or_path: str | os.PathLike) -> Path:
     """A bundled checkpoint name (``hero-25`` …) or a directory holding the two files."""
     text = str(name_or_path)
     if not text.strip():
         raise CheckpointError("no checkpoint given: type a checkpoint directory or choose a bundled name")
     if text in bundled_names():
+        return BUNDLED_DIR / text
+    if text in seed_names():
         return BUNDLED_DIR / text
     path = Path(text).expanduser()
     if not path.exists():

@@ -128,6 +128,7 @@ class Corpus:
 
     blocks: list[list[int]]
     card: dict
+    held_out_blocks: list[list[int]] = field(default_factory=list)  # the held-out items' blocks (training's guard)
 
 
 def load_corpus(path: str | Path, tokenizer, seq_len: int, *, min_blocks: int = 1) -> Corpus:
@@ -141,7 +142,7 @@ def load_corpus(path: str | Path, tokenizer, seq_len: int, *, min_blocks: int = 
     sources = [read_source(p, fmt) for p in corpus_files(path)]
     if not any(s.items for s in sources):
         raise CorpusError(f"--data {str(path)!r} holds no text ({len(sources)} file(s), all empty)")
-    train_texts, card_sources = [], []
+    train_texts, held_out_texts, card_sources = [], [], []
     eval_digest = hashlib.sha256()
     eval_items = eval_tokens = 0
     for source in sources:
@@ -155,6 +156,7 @@ def load_corpus(path: str | Path, tokenizer, seq_len: int, *, min_blocks: int = 
             if split == "train":
                 train_texts.append(item)
             else:
+                held_out_texts.append(item)
                 eval_digest.update(hashlib.sha256(item.encode("utf-8")).digest())
         eval_items += n_items["eval"]
         eval_tokens += counts["eval"]
@@ -173,7 +175,7 @@ def load_corpus(path: str | Path, tokenizer, seq_len: int, *, min_blocks: int = 
             "held_out": {"rule": f"sha256(item text) % {EVAL_SHARE} == 0 (hero_core.core.data.split_of)",
                          "items": eval_items, "tokens": eval_tokens, "digest": eval_digest.hexdigest()[:16]},
             "items": f"a .txt file's paragraphs joined up to {ITEM_CHARS} characters; a JSONL line or Parquet row"}
-    return Corpus(blocks, card)
+    return Corpus(blocks, card, token_blocks(held_out_texts, tokenizer, seq_len))
 
 
 def corpus_key(path: str | Path) -> str:

@@ -182,7 +182,8 @@ class RoutedFFN(nn.Module):
         out = torch.empty_like(u) if active is None else torch.zeros_like(u)
         if n_ffn:
             ffn = self.base_layer(u.index_select(0, idx_ffn))
-            out.index_copy_(0, idx_ffn, ffn if gate is None else gate[idx_ffn, None].to(u.dtype) * ffn)
+            # .to: under autocast over an fp32 backbone the FFN's output is bf16 and the buffer fp32 (a no-op else)
+            out.index_copy_(0, idx_ffn, (ffn if gate is None else gate[idx_ffn, None].to(u.dtype) * ffn).to(u.dtype))
         run_adapter = ~executed if active is None else ~executed & active
         idx = run_adapter.nonzero().squeeze(1)
         if idx.numel():

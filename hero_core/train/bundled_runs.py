@@ -25,16 +25,20 @@ def unknown_runs(names: list[str]) -> list[str]:
 
 
 def location(name: str, out_dir: Path) -> Path:
-    """Where run ``name``'s finished checkpoint lives: ``out_dir`` for a bundled run, else :data:`STAGE_DIR`."""
-    return out_dir / name if RUNS[name].bundled else STAGE_DIR / name
+    """Where run ``name``'s finished checkpoint lives: ``out_dir`` (or its subfolder the run names) for a bundled
+    run, else :data:`STAGE_DIR`."""
+    run = RUNS[name]
+    return out_dir / run.folder / name if run.bundled else STAGE_DIR / name
 
 
-def prepare_teacher(hero: HeroModel, out_dir: Path, threads: int) -> None:
-    """Build the shared training blocks and the dense teacher's cache once, before parallel lanes need them."""
+def prepare_teacher(hero: HeroModel, out_dir: Path, threads: int, seeds: tuple[int, ...] = (0,)) -> None:
+    """Build the shared training blocks and the dense teacher's cache of each data seed once, before parallel lanes
+    need them."""
     from .train_data import teacher_targets, training_blocks
 
-    cfg = TrainConfig(out=str(out_dir / "_prepare"), data_blocks=DATA_BLOCKS, threads=threads)
-    teacher_targets(hero, cfg, training_blocks(hero, cfg, DATA_BLOCKS))
+    for seed in seeds:
+        cfg = TrainConfig(out=str(out_dir / "_prepare"), data_blocks=DATA_BLOCKS, threads=threads, seed=seed)
+        teacher_targets(hero, cfg, training_blocks(hero, cfg, DATA_BLOCKS))
 
 
 def train_runs(hero: HeroModel, names: list[str], out_dir: Path, *, threads: int = 0,

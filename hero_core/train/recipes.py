@@ -18,7 +18,7 @@ distillation, the hard budget with a curriculum, bf16 autocast where the CPU run
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.checkpoint import CONFIG_FILE
@@ -36,6 +36,8 @@ class Run:
     lr: float = TrainConfig.lr  # peak; a continuation starts lower so it refines instead of re-heating
     order_seed: int | None = None  # TrainConfig.order_seed: None reads the blocks in hero-10's order
     levers: tuple[tuple[str, object], ...] = ()  # further TrainConfig fields (memory kernel, target, ...)
+    seed: int = 0  # TrainConfig.seed: the routers' initialisation and the draw of the training blocks
+    folder: str = ""  # a subfolder of the bundled checkpoints ("seeds"), so the app's main list stays short
 
 
 RUNS = {
@@ -115,10 +117,26 @@ RUNS["hero-10-r6"] = Run("hero", 0.10, R6_STEPS, "hero-10-r4", budget_scope="bat
                          levers=MEMORY_R2 + QA_MIX)
 RUNS["hero-10-r6c"] = Run("hero", 0.10, R6_STEPS, "hero-10-r4", budget_scope="batch", lr=5e-5, bundled=False,
                           levers=MEMORY_R2)
+# Training seeds (issue "Does history help?"): the first stage of the three arms of the memory question -- HeRo with
+# the default's memory levers, its local twin (no history) and its twin without the memory read -- again with
+# seeds 1 and 2. The seed changes the routers' initialisation, the adapters' warm-start sample and the draw of the
+# 3,000 training blocks (which code files and reasoning problems, in which order; so each seed has its own teacher
+# cache); everything else is the recipe. The bundled runs of each arm are seed 0. Kept under checkpoints/seeds/.
+SEED_ARMS = ("hero-10-r2-s1", "local-10-s1", "no_memread-10-r2-s1")
+EXTRA_SEEDS = (1, 2)
+RUNS.update({f"{arm}-seed{seed}": replace(RUNS[arm], seed=seed, folder="seeds")
+             for seed in EXTRA_SEEDS for arm in SEED_ARMS})
+
+
+def seed_runs(arm: str) -> list[str]:
+    """Every run of ``arm`` over the training seeds: the bundled run (seed 0) first."""
+    return [arm] + [f"{arm}-seed{seed}" for seed in EXTRA_SEEDS]
+
+
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
 # The TrainConfig fields a recipe's stages set (a run of --recipe refuses a flag for any of them).
-RECIPE_FIELDS = ("variant", "target_skip", "steps", "budget_scope", "lr", "order_seed", "init_from", "data_blocks",
-                 "memory_kernel", "memory_scale_init", "memory_lr_scale", "answer_weight", "long_seq_len",
+RECIPE_FIELDS = ("variant", "target_skip", "steps", "budget_scope", "lr", "order_seed", "seed", "init_from",
+                 "data_blocks", "memory_kernel", "memory_scale_init", "memory_lr_scale", "answer_weight", "long_seq_len",
                  "long_every", "long_blocks", "data_mix")
 
 
@@ -139,7 +157,7 @@ def stage_config(run: Run, out: Path | str, *, steps: int, start_dir: Path | str
     if clash:
         raise ValueError(f"a recipe sets {', '.join(clash)} itself; leave them out")
     return TrainConfig(out=str(out), variant=run.variant, target_skip=run.target_skip, steps=steps,
-                       budget_scope=run.budget_scope, lr=run.lr, order_seed=run.order_seed,
+                       budget_scope=run.budget_scope, lr=run.lr, order_seed=run.order_seed, seed=run.seed,
                        data_blocks=DATA_BLOCKS, init_from=str(start_dir) if start_dir else None,
                        **dict(run.levers), **settings)
 
@@ -153,6 +171,7 @@ def already_trained(out: Path, run: Run, steps: int, data: str | None = None) ->
     return (done.get("target_skip") == run.target_skip and done.get("steps") == steps
             and done.get("budget_scope", "batch") == run.budget_scope and done.get("lr") == run.lr
             and done.get("order_seed") == run.order_seed and done.get("data") == data
+            and done.get("seed", 0) == run.seed
             and all(done.get(name) == value for name, value in run.levers)
             and Path(done.get("init_from") or "").name == (run.start or "")
             and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling)

@@ -42,6 +42,7 @@ from ..core.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, HeroConfig
 from ..core.memory import MEMORY_KERNELS
 from ..core.model import HeroModel, load_hero
 from ..core.precision import DTYPES
+from .health import ON_DEGRADE
 from .losses import (
     budget_hinge,
     distill_loss,
@@ -53,6 +54,7 @@ from .losses import (
 )
 from .train_data import block_order
 from .train_memory import memory_log_row
+from .train_guard import attach_guard, check_health_if_due, keep_best_if_degraded
 from .train_steps import (
     BlockSet,
     RunClock,
@@ -84,7 +86,7 @@ GATE_GRADIENTS = ("straight_through", "paper")
 FIELD_CHOICES = MappingProxyType({
     "variant": TRAINABLE_VARIANTS, "target": TRAIN_TARGETS, "dtype": DTYPES, "branch_scaling": BRANCH_SCALINGS,
     "budget": BUDGETS, "budget_scope": BUDGET_SCOPES, "gate_gradient": GATE_GRADIENTS,
-    "distill_target": DISTILL_TARGETS, "memory_kernel": MEMORY_KERNELS,
+    "distill_target": DISTILL_TARGETS, "memory_kernel": MEMORY_KERNELS, "on_degrade": ON_DEGRADE,
 })
 
 
@@ -167,6 +169,16 @@ class TrainConfig:
     # Gate separation: weight of mean(relu(m - |g - tau|)) / m with m = 0.1, which pushes gates out of the band
     # around tau where bf16 rounding or a tiny input change flips the decision. 0 turns it off.
     separation: float = 0.0
+    # The degradation guard (hero_core.train.health): every ``eval_every`` steps the target loss on ``eval_blocks``
+    # held-out blocks; a run whose held-out loss stays more than ``degrade_tolerance`` above its best for
+    # ``degrade_patience`` evaluations in a row has degraded, and ``on_degrade`` says what happens (rollback to
+    # the best state with the learning rate x ``rollback_lr_factor``, stop there, or warn). 0 turns the guard off.
+    eval_every: int = 25
+    eval_blocks: int = 24
+    degrade_tolerance: float = 0.05
+    degrade_patience: int = 3
+    on_degrade: str = "rollback"
+    rollback_lr_factor: float = 0.5
 
     def __post_init__(self) -> None:
         for name, allowed in FIELD_CHOICES.items():
@@ -177,6 +189,10 @@ class TrainConfig:
             raise ValueError("memory_lr_scale and memory_scale_init must be positive, rho_init in (0, 1)")
         if not self.answer_weight > 0:
             raise ValueError(f"answer_weight must be positive, got {self.answer_weight}")
+        if self.eval_every < 0 or self.eval_blocks < 1 or self.degrade_patience < 1:
+            raise ValueError("eval_every must be >= 0 (0: no guard), eval_blocks and degrade_patience positive")
+        if not self.degrade_tolerance > 0 or not 0 < self.rollback_lr_factor <= 1:
+            raise ValueError("degrade_tolerance must be positive and rollback_lr_factor in (0, 1]")
         if not 0.0 <= self.budget_ramp <= 1.0:
             raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")
         for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks", "long_every",
@@ -287,8 +303,9 @@ def _train_step(run: TrainingRun, order: torch.Tensor, step: int, alpha: float) 
     t0 = time.perf_counter()
     data, rows = _step_blocks(run, order, step)
     batch = data.blocks[rows].to(hero.device)
+    lr_scale = run.guard.lr_scale if run.guard else 1.0  # lowered by each rollback of the degradation guard
     for group in run.optimizer.param_groups:
-        group["lr"] = lr_at(step, cfg) * group["lr_scale"]
+        group["lr"] = lr_at(step, cfg) * group["lr_scale"] * lr_scale
     call = hero.new_call(cfg.variant, record=True, keep_gates=True,
                          straight_through=cfg.gate_gradient == "straight_through")
     step_target = target_skip_at(step, cfg, run.start_skip)
@@ -308,7 +325,7 @@ def _train_step(run: TrainingRun, order: torch.Tensor, step: int, alpha: float) 
     row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),
            "alpha": alpha, "param_skip": realised, "target_skip": step_target,
            "mean_gate": torch.stack(gates).mean().item(), "near_tau": near_tau_share(gates, call.tau),
-           "grad_norm": float(grad_norm), "lr": lr_at(step, cfg),
+           "grad_norm": float(grad_norm), "lr": lr_at(step, cfg) * lr_scale,
            "tokens": batch.numel(), "tokens_per_s": batch.numel() * run.accelerator.num_processes / dt,
            **memory_log_row(hero.router, call.passes[-1].records)}
     return row, alpha
@@ -340,16 +357,21 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
         hero = load_hero(device=str(accelerator.device.type))
     run = set_up_run(cfg, hero, accelerator, clock, progress)
     warm_start_or_restore(run, progress)
+    attach_guard(run)
     start, alpha = resume(run)
     run.hero.router.train()
     bar = progress_bar(run, start, progress)
     order = block_order(cfg, len(run.data.blocks))
     for step in bar:
         row, alpha = _train_step(run, order, step, alpha)
-        _log_step(run, bar, row)
         done = step + 1
+        verdict = check_health_if_due(run, done, row)
+        _log_step(run, bar, row)
         save_state_if_due(run, done, alpha)
+        if verdict == "stop":
+            break
         if stop_after is not None and done >= stop_after:
             return run.out
+    keep_best_if_degraded(run)
     write_checkpoint(run)
     return run.out

@@ -53,6 +53,12 @@ CLI_FIELDS: dict[str, str] = {
     "memory_scale_init": "softmax kernel: initial temperature beta as a multiple of 1/sqrt(d_m)",
     "rho_init": "initial forgetting factor rho of every routed block",
     "memory_lr_scale": "learning-rate multiplier for the memory's q, k, v projections, eta and temperature",
+    "eval_every": "degradation guard: evaluate the held-out loss every this many steps (0: no guard)",
+    "eval_blocks": "degradation guard: held-out blocks of --seq-len tokens it reads",
+    "degrade_tolerance": "degradation guard: share above the best held-out loss that counts as worse",
+    "degrade_patience": "degradation guard: evaluations in a row that are worse before the run has degraded",
+    "on_degrade": "degradation guard: roll back to the best state and lower the learning rate, stop there, or warn",
+    "rollback_lr_factor": "degradation guard: learning-rate multiplier at each rollback",
 }
 CLI_TYPES = {"order_seed": int, "data": str, "init_from": str}  # fields whose default (None) does not tell the type
 

@@ -75,6 +75,42 @@ def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.T
     return torch.tensor(per_domain[:n_blocks], dtype=torch.long)
 
 
+# The held-out texts the degradation guard reads: the *tail* of each domain's held-out list, so they stay apart from
+# the evaluations (the frontier and the suites read each list from its head, 40-120 items).
+VALIDATION_TEXTS = {"chat": 24, "code": 6, "reasoning": 60}
+VALIDATION_REASONING_POOL = 400  # reasoning problems drawn for the held-out list whose tail the guard reads
+
+
+def validation_blocks(hero: HeroModel, cfg: TrainConfig) -> torch.Tensor | None:
+    """(n, seq_len) held-out blocks for the run's degradation guard, at most ``cfg.eval_blocks``: from the held-out
+    items of ``cfg.data``, or the tail of each built-in domain's held-out list mixed as the training data is. The
+    same for every seed, so the guard's losses compare across seeds. None when the held-out split makes no block."""
+    if cfg.data is not None:
+        from ..core.corpus import load_corpus
+
+        rows = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len).held_out_blocks[:cfg.eval_blocks]
+        return torch.tensor(rows, dtype=torch.long) if rows else None
+    from ..core.data import (chat_cache_path, chat_prompts, code_texts, reasoning_problems, self_distilled,
+                             token_blocks)
+
+    weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0 and d in VALIDATION_TEXTS}
+    total = sum(weights.values())
+    rows: list[list[int]] = []
+    for domain, w in weights.items():
+        k = VALIDATION_TEXTS[domain]
+        if domain == "chat":
+            texts = self_distilled(hero, chat_prompts("eval")[-k:], chat_cache_path(hero.backbone.name, "eval"), 96)
+        elif domain == "code":
+            texts = code_texts("eval")
+            random.Random("code-0").shuffle(texts)  # the evaluations' order (hero_core.core.data.domain_texts)
+            texts = texts[-k:]
+        else:
+            texts = [p.text for p in reasoning_problems(VALIDATION_REASONING_POOL, "eval")[-k:]]
+        blocks = token_blocks(texts, hero.tokenizer, cfg.seq_len)
+        rows.extend(blocks[:max(1, round(cfg.eval_blocks * w / total))])
+    return torch.tensor(rows[:cfg.eval_blocks], dtype=torch.long) if rows else None
+
+
 def block_order(cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
     """Which block the i-th row of the training cycle reads: the cached order, or a permutation of it."""
     if cfg.order_seed is None:
@@ -127,13 +163,22 @@ def teacher_dtype(hero: HeroModel, cfg: TrainConfig) -> torch.dtype:
 def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, progress: bool = True) -> dict:
     """Dense model's top-k next-token log-probs for every block, computed once and cached (safetensors)."""
     from safetensors.torch import load_file, save_file
-    from tqdm import tqdm
 
     path = teacher_cache_path(hero, cfg, len(blocks))
     if path.is_file():
         cached = load_file(path)
         if torch.equal(cached["blocks"], blocks):
             return cached
+    out = dense_topk(hero, cfg, blocks, progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: save_file(out, tmp))
+    return out
+
+
+def dense_topk(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, progress: bool = False) -> dict:
+    """The dense model's top-k next-token log-probs of ``blocks``, uncached (the teacher's targets)."""
+    from tqdm import tqdm
+
     indices, logprobs = [], []
     call = hero.new_call("dense", record=False)
     dtype = teacher_dtype(hero, cfg)
@@ -145,7 +190,4 @@ def teacher_targets(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor, pro
             indices.append(top.indices.int().cpu())
             logprobs.append(top.values.half().cpu())
             call.passes.clear()
-    out = {"blocks": blocks, "indices": torch.cat(indices), "logprobs": torch.cat(logprobs)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: save_file(out, tmp))
-    return out
+    return {"blocks": blocks, "indices": torch.cat(indices), "logprobs": torch.cat(logprobs)}

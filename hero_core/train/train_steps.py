@@ -23,6 +23,7 @@ from .train_memory import param_groups
 
 if TYPE_CHECKING:
     from ..core.router import HeroRouter
+    from .health import HealthGuard
     from .train import TrainConfig
 
 log = logging.getLogger(__name__.removesuffix("_steps"))  # train()'s messages stay under its module's logger
@@ -32,8 +33,8 @@ log = logging.getLogger(__name__.removesuffix("_steps"))  # train()'s messages s
 NO_TIME_SPENT = {"wall_s": 0.0, "cpu_s": 0.0}
 
 
-def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: float,
-                spent: dict[str, float]) -> None:
+def save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: float,
+               spent: dict[str, float], guard: dict | None = None) -> None:
     from safetensors.torch import save_file
 
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -48,12 +49,12 @@ def _save_state(state_dir: Path, hero: HeroModel, optimizer, step: int, alpha: f
                     tensors[f"opt.{names[id(p)]}.{key}"] = value.detach().cpu().contiguous()
             opt_meta[names[id(p)]] = {k: float(v) for k, v in st.items() if not torch.is_tensor(v)}
     meta = {"step": step, "alpha": alpha, "python_rng": repr(random.getstate()), "opt_meta": opt_meta,
-            "spent": spent}
+            "spent": spent, "guard": guard}
     atomic_write(state_dir / "state.safetensors", lambda tmp: save_file(tensors, tmp))
     atomic_write_text(state_dir / "state.json", json.dumps(meta))
 
 
-def _load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float, dict[str, float]] | None:
+def load_state(state_dir: Path, hero: HeroModel, optimizer) -> tuple[int, float, dict[str, float]] | None:
     from safetensors.torch import load_file
 
     if not (state_dir / "state.json").is_file():
@@ -116,6 +117,8 @@ class TrainingRun:
     long: BlockSet | None  # the long blocks every cfg.long_every-th step reads (cfg.long_seq_len); None: none
     data_card: dict
     optimizer: torch.optim.Optimizer
+    validation: BlockSet | None = None  # held-out blocks of the degradation guard (hero_core.train.train_guard)
+    guard: HealthGuard | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -225,7 +228,7 @@ def _warm_start(run: TrainingRun, progress: bool) -> None:
         run.start_skip = cfg.target_skip  # the fitted gates already skip at the budget: no ramp from 0
     if accelerator.is_main_process:  # every rank fits the same adapters (same data, same seed)
         # a resumed run does not fit them again
-        _save_state(run.state_dir, hero, run.optimizer, 0, cfg.alpha_init, run.clock.spent())
+        save_state(run.state_dir, hero, run.optimizer, 0, cfg.alpha_init, run.clock.spent())
         (run.state_dir / "warm_start.json").write_text(json.dumps(
             {k: router.config.extra[k] for k in ("warm_start", "gate_warm_start") if k in router.config.extra}))
     accelerator.wait_for_everyone()
@@ -233,7 +236,7 @@ def _warm_start(run: TrainingRun, progress: bool) -> None:
 
 def resume(run: TrainingRun) -> tuple[int, float]:
     """Load the saved state of an interrupted run, if any, and start its log; returns the first step and alpha."""
-    resumed = _load_state(run.state_dir, run.hero, run.optimizer)
+    resumed = load_state(run.state_dir, run.hero, run.optimizer)
     log_path = run.log_path
     run.out.mkdir(parents=True, exist_ok=True)
     if not resumed:
@@ -259,7 +262,8 @@ def progress_bar(run: TrainingRun, start: int, progress: bool):
 def save_state_if_due(run: TrainingRun, done: int, alpha: float) -> None:
     """Save the run's state every ``save_every`` steps and after the last, so a rerun resumes there."""
     if run.accelerator.is_main_process and (done % run.cfg.save_every == 0 or done == run.cfg.steps):
-        _save_state(run.state_dir, run.hero, run.optimizer, done, alpha, run.clock.spent())
+        save_state(run.state_dir, run.hero, run.optimizer, done, alpha, run.clock.spent(),
+                   run.guard.to_json() if run.guard else None)
 
 
 # -- the end -------------------------------------------------------------------------------------------
@@ -281,6 +285,7 @@ def write_checkpoint(run: TrainingRun) -> None:
                "gate_warm_start": extra.get("gate_warm_start"),
                "final": json.loads(log_text.splitlines()[-1]) if log_text else {},
                "earlier_stages": extra.get("earlier_stages", []),
+               "health": extra.get("health"),
                "data_card": run.data_card,
                "timing": run.clock.spent()}  # summed over the processes that ran it, when it was resumed
     ckpt.save_checkpoint(run.out, hero.router, hero.backbone.fingerprint, hero.backbone.name, training=summary,
