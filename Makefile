@@ -56,7 +56,7 @@ checkpoints: $(STAMP)
 SEED_LANE_1 ?= hero-10-r2-s1-seed1 local-10-s1-seed1 no_memread-10-r2-s1-seed1
 SEED_LANE_2 ?= hero-10-r2-s1-seed2 local-10-s1-seed2 no_memread-10-r2-s1-seed2
 checkpoints-seeds: $(STAMP)
-	$(PY) scripts/make_checkpoints.py --prepare-only --only hero-10-r2-s1
+	$(PY) scripts/make_checkpoints.py --prepare-only --only $(firstword $(SEED_LANE_1))
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(SEED_LANE_1) & \
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(SEED_LANE_2); wait
 
@@ -99,6 +99,7 @@ results-bigbench: results-headline
 bench: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core bench --out docs/bench.json
 	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md
+	$(PY) -m hero_core.bench.routers_memory --out docs/routers_memory.json
 
 clean:
 	rm -rf $(VENV)

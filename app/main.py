@@ -20,12 +20,12 @@ log = logging.getLogger("hero_lens.app")
 
 PAGES = (
     ("views/explorer.py", "Route explorer", ":material/grid_on:", "explorer"),
+    ("views/learn.py", "Learn: dynamic depth", ":material/school:", "learn"),  # the guided tour, second
     ("views/memory.py", "Memory view", ":material/memory:", "memory"),
     ("views/compare.py", "Compare runs", ":material/compare:", "compare"),
     ("views/dataset.py", "Data set", ":material/dataset:", "dataset"),
     ("views/generate.py", "Generate", ":material/edit_note:", "generate"),
     ("views/why.py", "Why this decision?", ":material/help:", "why"),
-    ("views/learn.py", "Learn: dynamic depth", ":material/school:", "learn"),
 )
 
 

@@ -8,8 +8,9 @@ import torch
 from safetensors.torch import load_file
 
 from hero_core.core import checkpoint as ckpt
+from hero_core.core.checkpoint import health_line
 from hero_core.train import train as train_module
-from hero_core.train.health import HealthGuard, health_summary
+from hero_core.train.health import HealthGuard
 from hero_core.train.train import TrainConfig, train
 
 
@@ -76,7 +77,7 @@ def test_a_degrading_run_is_rolled_back_and_keeps_its_best_state(tmp_path, sabot
     after = [r["lr"] for r in rows if r["step"] > first["at_step"]]
     unguarded = [train_module.lr_at(r["step"] - 1, _cfg(tmp_path)) for r in rows if r["step"] > first["at_step"]]
     assert all(a == pytest.approx(0.5 * u) or a < 0.5 * u for a, u in zip(after, unguarded))
-    assert "rolled back" in health_summary(health)
+    assert "rolled back" in health_line(health)
 
 
 def test_the_guard_can_stop_the_run_at_its_best_state(tmp_path, sabotaged):
@@ -94,7 +95,7 @@ def test_a_healthy_run_keeps_its_final_state_and_records_its_health(tmp_path):
     assert health["kept"] == "final" and health["degradations"] == 0 and not health["rollbacks"]
     assert [e[0] for e in health["held_out_loss"]] == list(range(2, 13, 2))
     assert health["final_step"] == 12 and health["best_loss"] <= health["final_loss"]
-    assert "kept the final state" in health_summary(health)
+    assert "kept the final state" in health_line(health)
 
 
 def test_the_guard_watches_only_once_the_budget_reaches_its_target():

@@ -21,7 +21,8 @@ from .settings import PRECISIONS, Settings, checkpoint_options
 from .verdict import run_kind
 from .widgets import BIND
 
-PRESETS = ("variants", "checkpoints", "precision", "custom")
+# Checkpoints first: the page opens on a fair pair (the default beside its local twin, at matched compute).
+PRESETS = ("checkpoints", "variants", "precision", "custom")
 # Short labels: the chosen preset's label is what the link carries (?compare_preset=Checkpoints).
 PRESET_LABELS = MappingProxyType({"variants": "Variants", "checkpoints": "Checkpoints", "precision": "Precision",
                                   "custom": "Custom"})
@@ -39,7 +40,7 @@ RUN_COLUMNS = MappingProxyType(number_columns({
     "flips vs run 1 %": ("flips vs run 1", PERCENT_1),
 }))
 DEFAULT_VARIANTS = ("hero", "no_history", "no_memread")
-MAX_RUNS = 4
+MAX_RUNS = 6
 
 
 def default_checkpoints() -> list[str]:
@@ -82,7 +83,7 @@ def _unique(labels: list[str]) -> list[str]:
 
 
 def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> list[RunSpec]:
-    """Widgets that pick 2-4 runs; returns them (first = reference)."""
+    """Widgets that pick 1 to MAX_RUNS runs; returns them (first = reference)."""
     preset = st.radio("Compare", PRESETS, format_func=PRESET_LABELS.get, horizontal=True, key=f"{prefix}_preset",
                       bind=BIND, help=PRESET_HELP)
     runs: list[RunSpec] = []
@@ -131,7 +132,7 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
         st.caption("Every run uses the sidebar's checkpoint and variant; quality is against the full-precision "
                    "dense model. Gates near τ may flip under bf16 or 4-bit rounding: the margins tell.")
     else:
-        n = st.number_input("Runs", 2, MAX_RUNS, 2, key=f"{prefix}_n_runs", bind=BIND)
+        n = st.number_input("Runs", 1, MAX_RUNS, 2, key=f"{prefix}_n_runs", bind=BIND)
         options = checkpoint_options(settings.model.tiny)
         options = [o for o in options if o in bundled_names() or o == "default"]
         for i in range(int(n)):
@@ -180,5 +181,7 @@ def run_table(traces: list[RoutingTrace], qualities: list[dict], labels: list[st
                      "flips vs run 1 %": 100 * float((trace.executed != ref.executed).mean())})
     table = pd.DataFrame(rows).round(4)
     if kinds is not None:
-        table.insert(1, "what it is", kinds)
-    return table
+        table["what it is"] = kinds
+    # compute and quality first, so the comparison fits a 1,400 px window; the details after
+    first = ["run", "param skip %", "ΔNLL vs dense", "KL vs dense", "top-1 agreement %", "flips vs run 1 %", "τ"]
+    return table[first + [c for c in table.columns if c not in first]]

@@ -27,5 +27,6 @@ def draw_same_token_comparison(traces: Sequence[RoutingTrace], labels: Sequence[
         name = f"flips {labels[0]} vs {labels[i]}"
         show_figure(figures, name, flip_map(traces[0], traces[i], (labels[0], labels[i]), window),
                     key=f"{key}_flip_{i}")
-    show_figure(figures, "layer divergence", layer_divergence(traces, labels), key=f"{key}_divergence")
+    if len(traces) > 1:  # one run: nothing to diverge from
+        show_figure(figures, "layer divergence", layer_divergence(traces, labels), key=f"{key}_divergence")
     return figures

@@ -76,14 +76,15 @@ def export_panel(trace: RoutingTrace | None, figures: Mapping[str, go.Figure], *
         st.download_button("All figures (one HTML page)", data=partial(figures_html, figures, f"HeRo Lens · {context}"),
                            file_name=safe_filename("hero-lens", context, "figures", ext="html"), mime="text/html",
                            key=f"{key}_bundle", on_click="ignore")
-        for name, fig in figures.items():
+        # keyed by position, not by name: slugs of long run labels cut to the same prefix ("flips hero-10-r4 …")
+        for i, (name, fig) in enumerate(figures.items()):
             row = st.columns([3, 1, 1, 1], vertical_alignment="center")
             row[0].markdown(name)
             row[1].download_button(
                 name, data=partial(figure_html, fig, f"HeRo Lens · {name}"),
                 file_name=safe_filename("hero-lens", context, name, ext="html"), mime="text/html",
-                key=f"{key}_fig_{slug(name)}", on_click="ignore", help="standalone HTML")
+                key=f"{key}_fig_{i}", on_click="ignore", help="standalone HTML")
             for col, fmt, mime in ((row[2], "png", "image/png"), (row[3], "svg", "image/svg+xml")):
                 col.download_button(fmt.upper(), data=partial(figure_image, fig, fmt),
                                     file_name=safe_filename("hero-lens", context, name, ext=fmt), mime=mime,
-                                    key=f"{key}_fig_{slug(name)}_{fmt}", on_click="ignore")
+                                    key=f"{key}_fig_{i}_{fmt}", on_click="ignore")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from hero_core.core.checkpoint_info import NAME_CODES
+
 TERMS = (
     ("block vs layer", "A *layer* L0…L29 is the backbone's decoder layer; a *routed block* j = 1…R counts only the "
                        "layers that have a router (all 30 here), in order. Maps label rows by layer."),
@@ -28,7 +30,10 @@ TERMS = (
     ("branch scaling", "`unscaled` (bundled checkpoints): an executed FFN adds FFN(u), a skipped one Adapter(u). "
                        "`paper`: g·FFN(u) or (1−g)·Adapter(u) — then 0 % skip is *not* the dense model, because "
                        "every FFN output is shrunk by g."),
-    ("perplexity ratio", "Routed / dense perplexity on the same tokens (1 = unchanged)."),
+    ("perplexity ratio", "Routed / dense perplexity on the same tokens (1 = unchanged). Below 1 on the chat "
+                         "texts is an artefact, not a better model: the routers learned a sharpened copy of the "
+                         "dense model's distribution, and the chat texts are the dense model's own replies."),
+    ("checkpoint names", "  \n".join(f"`{code}`: {text}" for code, text in NAME_CODES)),
 )
 
 

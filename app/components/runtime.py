@@ -19,6 +19,7 @@ import torch
 
 from hero_core import RoutingTrace, load_hero
 from hero_core.analysis.attribution import Attribution, explain
+from hero_core.core.backbone_pool import SHARED_BACKBONES
 from hero_core.core.metrics import compare_to_dense
 from hero_core.core.model import HeroModel
 
@@ -75,16 +76,23 @@ def _tiny_model(precision: str, device: str) -> HeroModel:
     return HeroModel(backbone, copy.deepcopy(hero.router), hero.checkpoint_name)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+# Routers are ~7 MB each and share their backbone (hero_core.core.backbone_pool holds one per backbone, precision
+# and device), so many can stay loaded: Compare with six runs loads the backbone once.
+@st.cache_resource(show_spinner=False, max_entries=24)
 def _load(backbone: str, precision: str, device: str, checkpoint: str, tiny: bool) -> HeroModel:
     if tiny:
         hero = _tiny_model(precision, device)
     else:
         hero = load_hero(None if checkpoint == DEFAULT_CHOICE else checkpoint, backbone=backbone or None,
                          quantization="nf4" if precision == "nf4" else None, device=device,
-                         dtype="bf16" if precision == "bf16" else "fp32")
+                         dtype="bf16" if precision == "bf16" else "fp32", shared=True)
     hero.trace(WARMUP_PROMPT)  # the first forward pays one-off costs; pay them inside the loading spinner
     return hero
+
+
+def backbone_loads() -> int:
+    """How many backbones this server process has loaded (the pool's count; the tiny test model aside)."""
+    return SHARED_BACKBONES.loads
 
 
 def cpu_threads() -> int:

@@ -15,8 +15,11 @@ from types import MappingProxyType
 import streamlit as st
 
 from hero_core.core.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
-from hero_core.core.checkpoint import bundled_names
+from hero_core.core.checkpoint import bundled_names, seed_names
 from hero_core.core.checkpoint import resolve as resolve_checkpoint
+from hero_core.core.checkpoint_info import GROUPS as CHECKPOINT_GROUPS
+from hero_core.core.checkpoint_info import CheckpointInfo
+from hero_core.core.checkpoint_info import describe as describe_checkpoint
 from hero_core.core.config import INFERENCE_VARIANTS, VARIANTS
 from hero_core.core.families import FAMILIES
 from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
@@ -52,7 +55,11 @@ class ModelSpec:
         return f"{backbone} · {PRECISIONS[self.precision]} · {self.device} · checkpoint {self.checkpoint}"
 
     def as_args(self) -> tuple[str, str, str, str, bool]:
-        return (self.backbone, self.precision, self.device, self.checkpoint, self.tiny)
+        # the default chosen by its own name is the same model as "default": one cache entry, one router
+        checkpoint = self.checkpoint
+        if checkpoint == BUNDLED_DEFAULT and not self.backbone and not self.tiny:
+            checkpoint = DEFAULT_CHOICE
+        return (self.backbone, self.precision, self.device, checkpoint, self.tiny)
 
 
 @dataclass(frozen=True)
@@ -87,10 +94,22 @@ def checkpoint_tau(checkpoint: str, backbone: str, tiny: bool) -> float:
     return checkpoint_defaults(checkpoint, backbone, tiny)[0]
 
 
-def checkpoint_options(tiny: bool) -> list[str]:
+@functools.lru_cache(maxsize=128)
+def checkpoint_info(name: str) -> CheckpointInfo:
+    """A bundled checkpoint's group in the picker and its one-line description (from its config)."""
+    return describe_checkpoint(BUNDLED_DEFAULT if name == DEFAULT_CHOICE else name, BUNDLED_DEFAULT)
+
+
+def checkpoint_options(tiny: bool, *, research: bool = True, keep: str | None = None) -> list[str]:
+    """The picker's choices: "default" first, then the bundled checkpoints grouped (as trained at 10 / 25 / 40 %,
+    ablations, then training stages, research runs and the extra seeds: those only with ``research``, or when
+    ``keep`` is one of them), then a directory of your own. Every bundled name stays loadable by link."""
     if tiny:
         return [DEFAULT_CHOICE]
-    return [DEFAULT_CHOICE, *bundled_names(), CUSTOM_CHECKPOINT]
+    names = [n for n in bundled_names() + seed_names() if n != BUNDLED_DEFAULT]
+    names.sort(key=lambda n: (CHECKPOINT_GROUPS.index(checkpoint_info(n).group), n))
+    shown = [n for n in names if research or n == keep or checkpoint_info(n).group != CHECKPOINT_GROUPS[3]]
+    return [DEFAULT_CHOICE, *shown, CUSTOM_CHECKPOINT]
 
 
 @functools.lru_cache(maxsize=64)
@@ -123,10 +142,19 @@ def model_dir_notes(backbone: str, checkpoint: str) -> tuple[str | None, str | N
     return info.describe(), None
 
 
+GROUP_TAGS = MappingProxyType({CHECKPOINT_GROUPS[1]: "trained", CHECKPOINT_GROUPS[2]: "ablation",
+                               CHECKPOINT_GROUPS[3]: "research"})
+
+
 def checkpoint_label(choice: str) -> str:
-    """The picker's text: a bundled checkpoint with how much it was trained, so an under-trained one shows."""
-    tokens = None if choice in (DEFAULT_CHOICE, CUSTOM_CHECKPOINT) else trained_tokens(choice)
-    return choice if tokens is None else f"{choice} · {tokens / 1e6:.2f} M training tokens"
+    """The picker's text: the default by its name, every other bundled one with its group and training tokens."""
+    if choice == DEFAULT_CHOICE:
+        return f"default — {BUNDLED_DEFAULT} (recommended)"
+    if choice == CUSTOM_CHECKPOINT:
+        return choice
+    tokens = trained_tokens(choice)
+    amount = "" if tokens is None else f" · {tokens / 1e6:.2f} M tokens"
+    return f"{GROUP_TAGS.get(checkpoint_info(choice).group, '')} · {choice}{amount}"
 
 
 def render_sidebar() -> Settings:
@@ -148,9 +176,17 @@ def render_sidebar() -> Settings:
                                   "routing decisions run in bf16 autocast when the router was trained that way "
                                   "(every bundled one was), so a few decisions near τ differ from full precision.")
     device = sb.selectbox("Device", DEVICES, key="sb_device")
-    choice = sb.selectbox("Checkpoint", checkpoint_options(tiny), key="sb_checkpoint", format_func=checkpoint_label,
+    research = sb.toggle("Show training stages and research runs", key="sb_research", disabled=tiny,
+                         help="Intermediate stages (-s1), recipe probes (-r2, -r3, -r5 …) and the extra training "
+                              "seeds (seeds/…): what the results pages measure. The glossary explains the names.")
+    choice = sb.selectbox("Checkpoint", checkpoint_options(tiny, research=research,
+                                                           keep=st.session_state.get("sb_checkpoint")),
+                          key="sb_checkpoint", format_func=checkpoint_label,
                           help=f"Router checkpoint. 'default' is the bundled {BUNDLED_DEFAULT} when it fits the "
-                               "backbone, else fresh untrained routers.")
+                               "backbone, else fresh untrained routers. Then the checkpoints as trained at 10 / 25 "
+                               "/ 40 % param skip, the ablations, and (switch above) the research runs.")
+    if not tiny and not backbone and choice != CUSTOM_CHECKPOINT:
+        sb.caption(checkpoint_info(choice).line)
     checkpoint = choice
     if choice == CUSTOM_CHECKPOINT:
         # An empty path stays empty: loading it fails with a message instead of quietly using the default.

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from hero_core.analysis.attribution import BASELINES
 from hero_core.core.config import INFERENCE_VARIANTS
+from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.eval.sweep_data import BUNDLED_SETS
+from hero_core.viz.memory_figures import MEMORY_MODE_LABELS
 
 from .links import prompt_from_link, prompt_params
 from .settings import (
@@ -30,6 +34,16 @@ from .settings import (
 from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
 
 RESTORED = "url_restored"
+# Page controls bound to the URL that take one of a fixed set of values (as the link writes them: a radio's label).
+# Streamlit drops a value its widget cannot show without a word; these are checked first and reported like the
+# sidebar's checkpoint and tau.
+PAGE_CHOICES = {
+    "compare_preset": ("Checkpoints", "Variants", "Precision", "Custom"),
+    "memory_mode": tuple(MEMORY_MODE_LABELS.values()),
+    "why_baseline": BASELINES,
+    "set": BUNDLED_SETS,
+}
+PAGE_COUNTS = {"n": (1, 500), "compare_n_runs": (1, 6)}  # whole numbers in a range
 URL_CHAT = "chat"  # ?chat=1: the pages' shared chat-template toggle is on
 
 
@@ -64,10 +78,13 @@ def restore_from_url() -> list[str]:
         problems.append(problem)
     if params.get(URL_CHAT) == "1":
         st.session_state[SHARED_CHAT] = True
+    problems.extend(_page_problems())
     if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block", "precision")):
         return problems
     _choose("precision", PRECISIONS, "sb_precision", problems)
     checkpoint = params.get("checkpoint") or DEFAULT_CHOICE
+    if checkpoint == BUNDLED_DEFAULT:  # the default by its own name: the same model
+        checkpoint = DEFAULT_CHOICE
     if checkpoint not in checkpoint_options(tiny_mode()):
         problems.append(f"checkpoint {checkpoint!r} is not bundled here")
         checkpoint = DEFAULT_CHOICE
@@ -84,7 +101,28 @@ def restore_from_url() -> list[str]:
             problems.append(f"tau must be a number between 0.01 and 0.99, got {params.get('tau')!r}")
     token, block = _number(params.get("token"), int), _number(params.get("block"), int)
     if token is not None and block is not None and token >= 0 and block >= 0:
-        st.session_state[SHARED_CELL] = {"token": token, "block": block}  # clamped to each trace when used
+        # clamped to the trace that first uses it (which says so when it had to)
+        st.session_state[SHARED_CELL] = {"token": token, "block": block, "from_link": True}
+    else:
+        for name, value in (("token", token), ("block", block)):
+            if name in params and (value is None or value < 0):
+                problems.append(f"{name} must be a whole number from 0, got {params.get(name)!r}")
+    return problems
+
+
+def _page_problems() -> list[str]:
+    """Page parameters of the link whose value no control can show: reported and removed from the address bar."""
+    problems = []
+    for name, allowed in PAGE_CHOICES.items():
+        value = st.query_params.get(name)
+        if value is not None and value not in allowed:
+            problems.append(f"unknown {name} {value!r} (one of {', '.join(allowed)})")
+            del st.query_params[name]
+    for name, (low, high) in PAGE_COUNTS.items():
+        value = st.query_params.get(name)
+        if value is not None and not (value.isdigit() and low <= int(value) <= high):
+            problems.append(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+            del st.query_params[name]
     return problems
 
 

@@ -82,6 +82,9 @@ def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
     prompt = left.text_area(label, key=key, height=height, on_change=_sync_prompt, args=(prefix,),
                             help="Press Ctrl+Enter (or click outside) to route it.")
     mid.selectbox("Example prompts", ["—", *EXAMPLES], key=example_key, on_change=_use_example, args=(prefix,))
+    # The box commits its text when it loses focus, so this click routes what was typed (Ctrl+Enter does too).
+    mid.button("Route this prompt", key=f"{prefix}_route", type="primary", icon=":material/play_arrow:",
+               help="Routes the text in the box (Ctrl+Enter in the box does the same).")
     chat_help = "Wrap the prompt as a user turn in the model's chat template."
     if shared_chat:
         chat = right.toggle("Chat template", key=chat_key, on_change=_sync_chat, args=(prefix,), help=chat_help)
@@ -98,7 +101,9 @@ def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
 
 def show_notices(trace: RoutingTrace) -> None:
     for notice in trace.notices:
-        st.warning(f"Notice: {notice}")
+        where = (" Raise **Max prompt tokens** under *Advanced* in the sidebar (up to 2,048) to route more of it."
+                 if "truncated" in notice else "")
+        st.warning(f"Notice: {notice}.{where}")
 
 
 def show_compute_metrics(*, param_skip: float, net_param_skip: float, flop_share_saved: float,
@@ -174,7 +179,14 @@ def current_cell(trace: RoutingTrace) -> tuple[int, int]:
     cell = st.session_state.get(SHARED_CELL) or {}
     token = cell.get("token", trace.n_tokens - 1)
     block = cell.get("block", trace.n_routed // 2)
-    return min(max(int(token), 0), trace.n_tokens - 1), min(max(int(block), 0), trace.n_routed - 1)
+    clamped = min(max(int(token), 0), trace.n_tokens - 1), min(max(int(block), 0), trace.n_routed - 1)
+    if cell.get("from_link"):  # a link's cell, used once: beyond this prompt or model, it says so
+        if clamped != (token, block):
+            st.warning(f"The link could not be restored in full: its cell (token {token}, layer {block}) is beyond "
+                       f"this prompt's {trace.n_tokens} tokens × {trace.n_routed} routed layers; showing token "
+                       f"{clamped[0]}, layer {clamped[1]}.")
+        set_cell(*clamped)
+    return clamped
 
 
 def set_cell(token: int, block: int) -> None:

@@ -24,8 +24,8 @@ if saved_traces.active() is not None:  # uploaded traces compare without any mod
     st.stop()
 prompt, chat = prompt_input(P)
 runs = build_runs(settings, prompt, chat, prefix=P)
-if len(runs) < 2:
-    st.info("Choose at least two runs to compare.")
+if not runs:
+    st.info("Choose at least one run (up to six).")
     st.stop()
 
 matched = st.toggle("Match compute", value=True, key=f"{P}_match", bind=BIND,
@@ -42,6 +42,9 @@ show_notices(traces[0])
 reference = runs[0].model  # quality is measured against the dense model of the first run's backbone
 qualities = get_qualities(runs, reference)
 st.markdown("**This prompt** (one prompt: a small sample, and its metrics may point different ways)")
+st.caption("One prompt and the held-out set below can disagree: a prompt is a hundred-odd tokens of one kind of text, "
+           "the held-out set hundreds of texts per domain with intervals. Read the prompt for *where* decisions "
+           "differ, and the held-out set (and the seeds) for *which router is better*.")
 st.dataframe(run_table(traces, qualities, labels, [run.kind for run in runs]), hide_index=True,
              column_config=RUN_COLUMNS, key=f"{P}_runs")
 for run, trace in zip(runs, traces, strict=True):

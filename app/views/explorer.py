@@ -24,8 +24,14 @@ P = "explorer"
 started = time.perf_counter()
 
 st.title("Route explorer")
-st.caption("Every routed layer × token: the gate g = σ(a + b) decides whether the token runs that layer's FFN "
-           "(g ≥ τ) or takes the cheap adapter instead.")
+with st.container(border=True):  # the start: what the map is, how to route a prompt, where the tour is
+    st.markdown("**The map below** has one column per token of the prompt and one row per layer of the model: a "
+                "filled square means the token ran that layer's feed-forward block (FFN), a hollow crossed one that "
+                "its router skipped it and a small adapter stood in.  \n"
+                "**Route your own prompt:** type or paste it in the box and press **Route this prompt**.  \n"
+                "**New to dynamic depth?** The guided tour shows gates, skips and the router's depth memory step by "
+                "step.")
+    st.page_link("views/learn.py", label="Take the guided tour →", icon=":material/school:")
 settings = app_settings.current()
 prompt, chat = widgets.prompt_input(P)
 trace = trace_for(RunSpec.from_settings(settings, prompt, chat))

@@ -159,8 +159,9 @@ else:
                            "local ppl ratio [95 % CI]": f"{r['local_perplexity_ratio']:.3f} "
                                                         f"[{r['local_ratio_low']:.3f}, {r['local_ratio_high']:.3f}]",
                            "verdict": r["verdict"]} for r in rows], hide_index=True)
-            st.caption("Perplexity ratio to the dense model (lower is better) at the param skip the hero checkpoint "
-                       "realises at its own τ; the local curve is interpolated there. From docs/results.json, via "
+            st.caption("Perplexity ratio to the dense model (lower is better; below 1 is the sharpened-target "
+                       "artefact the glossary explains) at the param skip the hero checkpoint realises at its own "
+                       "τ; the local curve is interpolated there. From docs/results.json, via "
                        "hero_core/checkpoints/measured.json (`python -m hero_core.eval.measured`).")
 
 st.header("5 · Ask why")

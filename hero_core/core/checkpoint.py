@@ -153,3 +153,22 @@ def build_router(checkpoint: Checkpoint) -> HeroRouter:
             raise CheckpointError(f"checkpoint {checkpoint.name!r}: tensor {key} holds NaN or inf values")
     router.load_state_dict({k: v.float() for k, v in checkpoint.state_dict.items()})
     return router
+
+
+def health_line(health: dict | None) -> str:
+    """One line saying how a checkpoint's training went (its ``training.health``, written by the degradation guard of
+    hero_core.train.health), for the app's checkpoint descriptions and load_hero's log."""
+    if not health:
+        return "no health record (trained before the degradation guard)"
+    if not health.get("held_out_loss"):
+        return "no held-out evaluations (the guard was off)"
+    parts = [f"held-out loss best {health['best_loss']:.3f} at step {health['best_step']}, "
+             f"final {health['final_loss']:.3f}"]
+    if health.get("rollbacks"):
+        parts.append(f"{len(health['rollbacks'])} degradation(s): " + ", ".join(
+            f"step {r['at_step']}" + (f" rolled back to {r['to_step']}" if r["to_step"] is not None else "")
+            for r in health["rollbacks"]))
+    if health.get("stopped_at") is not None:
+        parts.append(f"stopped at step {health['stopped_at']}")
+    parts.append("kept the best state" if health.get("kept") == "best" else "kept the final state")
+    return "; ".join(parts)

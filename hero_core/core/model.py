@@ -132,11 +132,13 @@ class HeroModel:
         for prompt in prompts:
             text = self.format_prompt(clean_prompt(prompt), chat_template)
             notes = []
-            if len(text) > limit * _CHARS_PER_TOKEN_CAP:
+            cut = len(text) > limit * _CHARS_PER_TOKEN_CAP  # very long text is cut before tokenising
+            if cut:
                 text = text[: limit * _CHARS_PER_TOKEN_CAP]
             ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
             if len(ids) > limit:
-                notes.append(f"prompt truncated to its first {limit} tokens (it had more)")
+                had = f"more than {len(ids):,}" if cut else f"{len(ids):,}"
+                notes.append(f"prompt truncated to its first {limit:,} tokens (it had {had})")
                 ids = ids[:limit]
             if not ids:
                 raise PromptError("the prompt produced no tokens")
@@ -409,6 +411,7 @@ def load_checkpoint(name: str | os.PathLike, backbone: Backbone) -> HeroModel:
     been trained for that backbone; a backbone an earlier HeroModel wrapped is shared, not loaded or wrapped again."""
     found = ckpt.read_checkpoint(name)
     ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
+    log.info("checkpoint %s: %s", found.name, ckpt.health_line(found.training.get("health")))
     return HeroModel(backbone, ckpt.build_router(found), found.name, found.training)
 
 
@@ -419,25 +422,38 @@ def load_checkpoints(names: Sequence[str | os.PathLike], backbone: Backbone) -> 
 
 def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os.PathLike | None = None,
               quantization: str | None = None, device: str = "auto", seed: int = 0,
-              dtype: str = "fp32") -> HeroModel:
+              dtype: str = "fp32", shared: bool = False) -> HeroModel:
     """Load a backbone (embedded SmolLM2-135M-Instruct by default) with a router checkpoint.
 
     ``checkpoint`` is a bundled name (``hero-10-r4`` (the default), ``hero-10``, ``local-10``, ``hero-25``,
     ``local-25``, ``hero-40``, ``local-40``, ``no_memread-10``, ``no_aux-10``, ``no_pos-10``, …), a checkpoint
-    directory, or
-    None for the bundled default; when no trained checkpoint fits, fresh (untrained)
-    routers are used and a warning says so.
+    directory, or None for the bundled default; when no trained checkpoint fits, fresh (untrained) routers are used
+    and a warning says so.
 
     ``dtype`` is the backbone's precision in full-precision mode: ``fp32`` (default, the reference), ``bf16``,
     or ``auto`` (bf16 where a probe shows it faster, hero_core.core.precision). Routers keep fp32
     weights; on a bf16 backbone a prefill's decision runs under bf16 autocast when the router was trained under it
     (hero_core.core.inject.decision_precision).
-    """
-    from .backbones import resolve_device
-    from .precision import resolve_dtype
 
-    torch_dtype = resolve_dtype(dtype, resolve_device(device))
-    bb = load_backbone(backbone, quantization=quantization, device=device, dtype=torch_dtype)
+    ``shared=True`` takes the backbone from the process's pool (:mod:`hero_core.core.backbone_pool`): every call
+    with the same backbone, precision, device and quantisation gets the same loaded weights, and only the router
+    differs (what the app and :func:`load_routers` do). ``False`` loads a private copy.
+    """
+    if shared:
+        from .backbone_pool import SHARED_BACKBONES
+
+        bb = SHARED_BACKBONES.get(backbone, quantization=quantization, device=device, dtype=dtype)
+    else:
+        from .backbones import resolve_device
+        from .precision import resolve_dtype
+
+        torch_dtype = resolve_dtype(dtype, resolve_device(device))
+        bb = load_backbone(backbone, quantization=quantization, device=device, dtype=torch_dtype)
+    return hero_on_backbone(checkpoint, bb, seed=seed)
+
+
+def hero_on_backbone(checkpoint: str | os.PathLike | None, bb: Backbone, *, seed: int = 0) -> HeroModel:
+    """``checkpoint`` (None: the bundled default, or fresh routers where none fits ``bb``) on a loaded backbone."""
     if checkpoint is None:
         if DEFAULT_CHECKPOINT in ckpt.bundled_names():
             found = ckpt.read_checkpoint(DEFAULT_CHECKPOINT)
@@ -447,3 +463,11 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
         torch.manual_seed(seed)
         return HeroModel(bb, fresh_router(bb), UNTRAINED)
     return load_checkpoint(checkpoint, bb)
+
+
+def load_routers(checkpoints: Sequence[str | os.PathLike | None], *, backbone: str | os.PathLike | None = None,
+                 quantization: str | None = None, device: str = "auto", dtype: str = "fp32") -> list[HeroModel]:
+    """Several router checkpoints on one shared backbone (the process's pool), in the order given; None is the
+    bundled default. The backbone is loaded at most once, however many checkpoints are asked for."""
+    return [load_hero(name, backbone=backbone, quantization=quantization, device=device, dtype=dtype, shared=True)
+            for name in checkpoints]

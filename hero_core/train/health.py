@@ -109,21 +109,3 @@ class HealthGuard:
         saved["evaluations"] = [Evaluation(**e) for e in saved.get("evaluations", [])]
         saved["best"] = Evaluation(**saved["best"]) if saved.get("best") else None
         return cls(**saved)
-
-
-def health_summary(health: dict | None) -> str:
-    """One line saying how a checkpoint's training went, for the app's checkpoint description and load_hero's log."""
-    if not health:
-        return "no health record (trained before the degradation guard)"
-    if not health.get("held_out_loss"):
-        return "no held-out evaluations (the guard was off)"
-    parts = [f"held-out loss best {health['best_loss']:.3f} at step {health['best_step']}, "
-             f"final {health['final_loss']:.3f}"]
-    if health.get("rollbacks"):
-        parts.append(f"{len(health['rollbacks'])} degradation(s): " + ", ".join(
-            f"step {r['at_step']}" + (f" rolled back to {r['to_step']}" if r["to_step"] is not None else "")
-            for r in health["rollbacks"]))
-    if health.get("stopped_at") is not None:
-        parts.append(f"stopped at step {health['stopped_at']}")
-    parts.append("kept the best state" if health.get("kept") == "best" else "kept the final state")
-    return "; ".join(parts)

@@ -136,8 +136,8 @@ def seed_runs(arm: str) -> list[str]:
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
 # The TrainConfig fields a recipe's stages set (a run of --recipe refuses a flag for any of them).
 RECIPE_FIELDS = ("variant", "target_skip", "steps", "budget_scope", "lr", "order_seed", "seed", "init_from",
-                 "data_blocks", "memory_kernel", "memory_scale_init", "memory_lr_scale", "answer_weight", "long_seq_len",
-                 "long_every", "long_blocks", "data_mix")
+                 "data_blocks", "memory_kernel", "memory_scale_init", "memory_lr_scale", "answer_weight",
+                 "long_seq_len", "long_every", "long_blocks", "data_mix")
 
 
 def stages(name: str) -> list[str]:

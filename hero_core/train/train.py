@@ -53,8 +53,8 @@ from .losses import (
     weighted_mean,
 )
 from .train_data import block_order
-from .train_memory import memory_log_row
 from .train_guard import attach_guard, check_health_if_due, keep_best_if_degraded
+from .train_memory import memory_log_row
 from .train_steps import (
     BlockSet,
     RunClock,

@@ -90,8 +90,7 @@ def validation_blocks(hero: HeroModel, cfg: TrainConfig) -> torch.Tensor | None:
 
         rows = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len).held_out_blocks[:cfg.eval_blocks]
         return torch.tensor(rows, dtype=torch.long) if rows else None
-    from ..core.data import (chat_cache_path, chat_prompts, code_texts, reasoning_problems, self_distilled,
-                             token_blocks)
+    from ..core.data import chat_cache_path, chat_prompts, code_texts, reasoning_problems, self_distilled, token_blocks
 
     weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0 and d in VALIDATION_TEXTS}
     total = sum(weights.values())

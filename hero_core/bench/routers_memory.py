@@ -1,0 +1,91 @@
+"""Resident memory of several router checkpoints on one backbone, each way measured in a fresh process:
+
+* ``one``: one checkpoint (the app showing one page);
+* ``shared``: four checkpoints on one shared backbone (the app's Compare with four runs, ``load_routers``);
+* ``separate``: the same four, each loaded with its own backbone (what the app did before the backbone pool).
+
+Each process loads, routes one prompt with every checkpoint it holds, and reports its resident set size.
+Target (issue "One backbone, many routers"): shared ≤ 1.25 × one. Run ``python -m hero_core.bench.routers_memory``
+(``make bench`` does, writing docs/routers_memory.json); it prints one line per way and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CHECKPOINTS = ("hero-10-r4", "local-10", "hero-25", "hero-40")
+PROMPT = "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
+WAYS = ("one", "shared", "separate")
+TARGET = 1.25
+MARKER = "HERO_ROUTERS_MEMORY"
+
+
+def _rss_bytes() -> int:
+    import psutil  # a dependency of accelerate, which hero_core requires
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def measure(way: str, checkpoints: tuple[str, ...]) -> dict:
+    """In this (fresh) process: load ``checkpoints`` the given way, trace the prompt with each, report memory."""
+    import torch
+
+    from ..core.backbone_pool import SHARED_BACKBONES
+    from ..core.model import load_hero, load_routers
+
+    torch.set_num_threads(1)
+    before = _rss_bytes()
+    if way == "one":
+        heroes = load_routers(checkpoints[:1], device="cpu")
+    elif way == "shared":
+        heroes = load_routers(checkpoints, device="cpu")
+    else:
+        heroes = [load_hero(name, device="cpu") for name in checkpoints]
+    skips = [round(hero.trace(PROMPT).param_skip, 4) for hero in heroes]
+    return {"way": way, "checkpoints": [h.checkpoint_name for h in heroes], "param_skip": skips,
+            "rss_bytes": _rss_bytes(), "rss_added_bytes": _rss_bytes() - before,
+            "backbone_loads": SHARED_BACKBONES.loads if way != "separate" else len(heroes),
+            "distinct_backbones": len({id(h.model) for h in heroes})}
+
+
+def run_all(checkpoints: tuple[str, ...] = CHECKPOINTS) -> dict:
+    """Every way in its own fresh process; the ratios of resident memory to one checkpoint's."""
+    results = {}
+    for way in WAYS:
+        out = subprocess.run([sys.executable, "-m", __spec__.name, "--way", way, "--checkpoints", *checkpoints],
+                             capture_output=True, text=True, check=True)
+        line = next(row for row in out.stdout.splitlines() if row.startswith(MARKER))
+        results[way] = json.loads(line[len(MARKER):])
+    one = results["one"]["rss_bytes"]
+    ratios = {way: round(results[way]["rss_bytes"] / one, 3) for way in WAYS}
+    return {"ways": results, "ratio_to_one": ratios, "target": TARGET,
+            "target_met": ratios["shared"] <= TARGET, "checkpoints": list(checkpoints)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
+    parser.add_argument("--way", choices=WAYS, help="measure one way in this process (used by the full run)")
+    parser.add_argument("--checkpoints", nargs="+", default=list(CHECKPOINTS), help="bundled checkpoints to load")
+    parser.add_argument("--out", type=Path, help="write the full result as JSON here")
+    args = parser.parse_args()
+    if args.way:
+        print(MARKER + json.dumps(measure(args.way, tuple(args.checkpoints))))
+        return 0
+    report = run_all(tuple(args.checkpoints))
+    for way, row in report["ways"].items():
+        print(f"{way:>9}: {len(row['checkpoints'])} checkpoint(s), {row['distinct_backbones']} backbone(s) in memory, "
+              f"RSS {row['rss_bytes'] / 2**30:.2f} GiB = x{report['ratio_to_one'][way]:.2f} of one checkpoint")
+    print(f"target: four checkpoints on one backbone <= x{TARGET:.2f} of one: "
+          f"{'met' if report['target_met'] else 'MISSED'}")
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
