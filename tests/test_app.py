@@ -693,3 +693,27 @@ def test_a_bad_url_is_reported_not_applied(monkeypatch):
     assert "unknown variant 'telepathy'" in warnings and "tau must be" in warnings and "'nope'" in warnings
     assert "unknown precision 'fp8'" in warnings and at.selectbox(key="sb_precision").value == "full"
     assert at.selectbox(key="sb_variant").value == "hero"
+
+
+@pytest.mark.parametrize("n_runs", [1, 3, 4, 6])
+def test_compare_custom_holds_one_to_six_runs_with_every_export(app, n_runs):
+    at = app("compare")
+    at.radio(key="compare_preset").set_value("custom").run()
+    at.number_input(key="compare_n_runs").set_value(n_runs).run()
+    assert_clean(at)  # no duplicate widget key among the export buttons (three runs and more raised one)
+    table = at.dataframe[0].value
+    assert len(table) == n_runs and table["run"].is_unique
+    flips = [title for title in charts(at) if title.startswith("Decision flips")]
+    assert len(flips) == n_runs - 1
+    buttons = [b for b in at.get("download_button")]
+    keys = [b.proto.id for b in buttons]
+    assert len(keys) == len(set(keys)) and len(buttons) >= 2 + n_runs  # trace, table, one trace per run, figures
+
+
+def test_compare_select_all_variants(app):
+    at = app("compare")
+    from hero_core.core.config import INFERENCE_VARIANTS
+
+    at.multiselect(key="compare_variants").set_value(list(INFERENCE_VARIANTS)).run()
+    assert_clean(at)
+    assert at.dataframe[0].value["variant"].tolist() == list(INFERENCE_VARIANTS)

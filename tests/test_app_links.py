@@ -312,3 +312,26 @@ def test_the_data_set_settings_come_back_from_a_link(open_page):
     assert param(at, "runs") == "no_history" and param(at, "max_tokens") == "64" and param(at, "set_chat") == "1"
     at.number_input(key="dataset_max_tokens").set_value(256).run()  # back to its default: out of the link
     assert "max_tokens" not in at.query_params
+
+
+@pytest.mark.parametrize("page, query, said", [
+    ("explorer", {"token": "-5", "block": "2"}, "token must be a whole number from 0, got '-5'"),
+    ("explorer", {"token": "abc", "block": "2"}, "token must be a whole number from 0, got 'abc'"),
+    ("memory", {"memory_mode": "zzz"}, "unknown memory_mode 'zzz'"),
+    ("compare", {"compare_preset": "zzz"}, "unknown compare_preset 'zzz'"),
+    ("compare", {"compare_n_runs": "9"}, "compare_n_runs must be a whole number from 1 to 6, got '9'"),
+    ("dataset", {"set": "nope"}, "unknown set 'nope'"),
+    ("dataset", {"set": "code", "n": "abc"}, "n must be a whole number from 1 to 500, got 'abc'"),
+])
+def test_every_bad_link_value_is_reported_like_checkpoint_and_tau(open_page, page, query, said):
+    at = open_page(page, **query)
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = [w.value for w in at.warning if w.value.startswith("The link could not be restored in full")]
+    assert any(said in w for w in warnings), [w.value for w in at.warning]
+
+
+def test_a_link_cell_beyond_the_model_is_clamped_and_said(open_page):
+    at = open_page("explorer", token="0", block="999")
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "its cell (token 0, layer 999) is beyond" in warnings

@@ -100,7 +100,7 @@ def test_results_report_writes_the_block_between_the_markers(tmp_path):
     readme.write_text("# x\n\n<!-- headline:start -->\nold\n<!-- headline:end -->\n\nafter\n")
     assert report.write_headline(readme, bigbench(), answers(), ("docs/bigbench.json", "docs/answers.json"))
     text = readme.read_text()
-    assert "old" not in text and "80.0 [70.0, 90.0]" in text and text.endswith("after\n")
+    assert "\nold\n" not in text and "| run | what it is |" in text and text.endswith("after\n")
     bare = tmp_path / "OTHER.md"
     bare.write_text("no markers\n")
     assert not report.write_headline(bare, None, None, ("a", "b")) and bare.read_text() == "no markers\n"
@@ -142,3 +142,24 @@ def test_a_random_skip_reference_gets_its_own_line_not_a_row():
     report["kept"].pop("oracle@hero-10")
     report["kept"].pop("random@hero-10")  # a reference the report names but holds no answers for: no line
     assert not any("random@" in line for line in H.headline_lines(bigbench(), report, NAMES, available=NAMES))
+
+
+def _measured(pairs):
+    return {"matched": [{"reference": hero, "other": twin, "domain": d, "param_skip": 0.1,
+                         "reference_perplexity_ratio": 1.1, "other_perplexity_ratio": 1.2}
+                        for hero, twin in pairs for d in ("chat", "code", "reasoning")]}
+
+
+def test_the_readme_headline_is_one_small_table_with_no_empty_cell():
+    from hero_core.core.model import DEFAULT_CHECKPOINT
+    from hero_core.reports.readme_headline import headline_block
+
+    fig = {"retain": 95.0, "low": 90.0, "high": 99.0}
+    retain = {"retain": {DEFAULT_CHECKPOINT: fig, f"local-10@{DEFAULT_CHECKPOINT}": fig, "hero-25": fig,
+                         "local-25@hero-25": fig}}
+    lines = headline_block(_measured([(DEFAULT_CHECKPOINT, "local-10"), ("hero-25", "local-25")]), retain, None)
+    table = [line for line in lines if line.startswith("|")]
+    assert len(table[0].split("|")) - 2 <= 6  # at most six columns
+    assert len(table) == 2 + 4 and not any(H.NOT_MEASURED in line for line in lines)
+    assert table[2].startswith(f"| **{DEFAULT_CHECKPOINT}** | default")
+    assert any("Not in the table" in line and "hero-40" in line for line in lines)  # named, not shown empty

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from hero_core.eval.seeds import (
+    TaskScores,
     TextSums,
     answer_sentence,
     arm_spread,
@@ -24,7 +25,8 @@ def test_the_spread_lists_every_seed_and_its_mean():
     runs = [_run(0.10, seed=1), _run(0.20, seed=2), _run(0.15, seed=3)]
     spread = arm_spread(runs)
     assert spread["seeds"] == 3 and len(spread["per_seed"]) == 3
-    assert spread["per_seed"][0] == pytest.approx(runs[0].ratio())
+    assert spread["per_seed"][0] == pytest.approx(runs[0].point())
+    assert runs[0].point() == pytest.approx(np.exp((runs[0].nll - runs[0].nll_dense).sum() / runs[0].n_pred.sum()))
     assert spread["min"] < spread["mean"] < spread["max"] and spread["sd"] > 0
 
 
@@ -48,17 +50,34 @@ def test_seed_to_seed_spread_widens_the_interval_beyond_the_texts_alone():
     assert wide["high"] - wide["low"] > 1.5 * (narrow["high"] - narrow["low"])
 
 
+def _grades(accuracy: float, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {task: (rng.random(100) < accuracy).astype(float) for task in ("a", "b")}
+
+
+def test_retain_is_resampled_on_the_same_examples_for_routed_and_dense():
+    dense = _grades(0.5, 0)
+    same = TaskScores(dense, dense)
+    assert same.point() == pytest.approx(100.0)
+    assert np.allclose(same.resample(np.random.default_rng(0), 50), 100.0)  # paired: every replicate is exact
+    worse = TaskScores(_grades(0.3, 1), dense)
+    diff = hierarchical_difference([worse] * 3, [same] * 3, n_boot=500)
+    assert diff["verdict"] == "lower" and diff["difference"] < -20
+
+
 def test_the_page_lists_every_seed_and_answers_the_question():
-    measured = {}
     arms = {"hero": ["h0", "h1", "h2"], "local": ["l0", "l1", "l2"]}
+    dense = _grades(0.5, 0)
+    units = {}
     for i, name in enumerate(arms["hero"] + arms["local"]):
         shift = 0.1 if name.startswith("h") else 0.3
-        measured[name] = {"tau": 0.5, **{d: {"param_skip": 0.1, "sums": _run(shift, seed=i)} for d in ("chat",)}}
-    report = {"date": "2026-12-05", "target_skip": 0.1, "limit": 40, "max_tokens": 192, "domains": ["chat"],
-              "tokens_seen": 384000, "seeds": {n: int(n[1]) for n in measured},
-              "summary": summarise(arms, measured, ("chat",), n_boot=500)}
+        units[name] = {"ppl": {"chat": _run(shift, seed=i)}, "retain": TaskScores(_grades(0.5, 10 + i), dense)}
+    report = {"date": "2026-12-05", "target_skip": 0.1, "limit": 40, "max_tokens": 192, "retain_limit": 100,
+              "domains": ["chat"], "summary": summarise(arms, units, ("chat",), n_boot=500),
+              "runs": {n: {"seed": int(n[1]), "tau": 0.5, "param_skip": 0.1} for n in units}}
     page = render_markdown(report)
-    for name in measured:
+    for name in units:
         assert f"| {name} |" in page
     sentence = answer_sentence(report)
-    assert "HeRo is better on chat" in sentence and "3 vs 3 seeds" in sentence and sentence in page
+    assert "HeRo has the lower perplexity on chat" in sentence and "3 HeRo and 3 local seeds" in sentence
+    assert "Retain" in sentence and sentence in page

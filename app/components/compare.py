@@ -21,7 +21,8 @@ from .settings import PRECISIONS, Settings, checkpoint_options
 from .verdict import run_kind
 from .widgets import BIND
 
-# Checkpoints first: the page opens on a fair pair (the default beside its local twin, at matched compute).
+# Checkpoints first: the page opens on a fair pair (the default beside its local twin, at matched compute) where
+# the install has trained checkpoints (the tiny test model has one random router: variants there).
 PRESETS = ("checkpoints", "variants", "precision", "custom")
 # Short labels: the chosen preset's label is what the link carries (?compare_preset=Checkpoints).
 PRESET_LABELS = MappingProxyType({"variants": "Variants", "checkpoints": "Checkpoints", "precision": "Precision",
@@ -84,8 +85,10 @@ def _unique(labels: list[str]) -> list[str]:
 
 def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> list[RunSpec]:
     """Widgets that pick 1 to MAX_RUNS runs; returns them (first = reference)."""
+    # a fair pair first (the default and its local twin) where trained checkpoints are there to pair
+    pairable = not settings.model.tiny and len(bundled_names()) >= 2
     preset = st.radio("Compare", PRESETS, format_func=PRESET_LABELS.get, horizontal=True, key=f"{prefix}_preset",
-                      bind=BIND, help=PRESET_HELP)
+                      index=PRESETS.index("checkpoints" if pairable else "variants"), bind=BIND, help=PRESET_HELP)
     runs: list[RunSpec] = []
     if preset == "variants":
         variants = st.multiselect("Variants", INFERENCE_VARIANTS, default=list(DEFAULT_VARIANTS),

@@ -189,14 +189,35 @@ def _quality_dicts(runs_args: tuple[tuple, ...], reference_args: tuple) -> list[
     return out
 
 
-def get_qualities(runs: list[RunSpec], reference: ModelSpec) -> list[dict]:
-    """Per-run quality against the dense model of ``reference`` (all runs share one prompt and settings)."""
+def quality_of_trace(trace: RoutingTrace) -> dict:
+    """A traced run's quality against the dense model of its own backbone and precision, as
+    :func:`hero_core.core.metrics.compare_to_dense` gives it, read off the trace (traced with ``quality=True``)."""
+    q = trace.quality
+    nll, dense, kl, agree = q["nll"][:-1], q["dense_nll"][:-1], q["kl_to_dense"], q["top1_agree"].astype(bool)
+    return {"nll": nll.tolist(), "nll_dense": dense.tolist(), "kl": kl.tolist(), "top1_agree": agree.tolist(),
+            "mean_nll": float(nll.mean()) if len(nll) else 0.0,
+            "mean_nll_dense": float(dense.mean()) if len(dense) else 0.0,
+            "mean_kl": float(kl.mean()), "top1_agreement": float(agree.mean())}
+
+
+def get_qualities(runs: list[RunSpec], reference: ModelSpec, traces: list[RoutingTrace]) -> list[dict]:
+    """Per-run quality against the dense model of ``reference`` (all runs share one prompt and settings).
+
+    A run on the reference's backbone and precision reads it off its trace: the trace was scored against that
+    very dense pass, computed once per prompt and shared by every router on the backbone
+    (hero_core.core.dense_reference). Only a run at another precision is scored again, against the reference's."""
     if len({(r.prompt, r.chat_template, r.max_tokens) for r in runs}) > 1:
         raise ValueError("runs to score together must share the prompt, chat-template and length settings")
-    for spec in {r.model for r in runs} | {reference}:
-        load_model(spec)
-    with st.spinner("Scoring against the dense model …"):
-        return _quality_dicts(tuple(r.args() for r in runs), reference.as_args())
+    same = [r.model.as_args()[:3] == reference.as_args()[:3] and r.model.tiny == reference.tiny
+            and t.quality is not None for r, t in zip(runs, traces, strict=True)]
+    others = [r for r, s in zip(runs, same, strict=True) if not s]
+    scored = iter([])
+    if others:
+        for spec in {r.model for r in others} | {reference}:
+            load_model(spec)
+        with st.spinner("Scoring against the dense model …"):
+            scored = iter(_quality_dicts(tuple(r.args() for r in others), reference.as_args()))
+    return [quality_of_trace(t) if s else next(scored) for t, s in zip(traces, same, strict=True)]
 
 
 ATTRIBUTIONS = "attribution_cache"  # session state: {args: Attribution dict}, newest last

@@ -40,7 +40,7 @@ if matched:
 labels = [run.label for run in runs]
 show_notices(traces[0])
 reference = runs[0].model  # quality is measured against the dense model of the first run's backbone
-qualities = get_qualities(runs, reference)
+qualities = get_qualities(runs, reference, traces)
 st.markdown("**This prompt** (one prompt: a small sample, and its metrics may point different ways)")
 st.caption("One prompt and the held-out set below can disagree: a prompt is a hundred-odd tokens of one kind of text, "
            "the held-out set hundreds of texts per domain with intervals. Read the prompt for *where* decisions "

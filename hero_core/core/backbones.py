@@ -17,11 +17,12 @@ import logging
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
+from .dense_reference import DenseReference
 from .families import ffn_width
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ class Backbone:
     name: str
     quantization: str | None
     device: torch.device
+    # the dense model's recent log-probabilities, shared by every router on this backbone (trace quality)
+    dense_reference: DenseReference = field(default_factory=DenseReference, repr=False, compare=False)
 
     @property
     def fingerprint(self) -> Fingerprint:

@@ -249,8 +249,9 @@ class HeroModel:
         def dense_pass() -> tuple[torch.Tensor, torch.Tensor] | None:  # every FFN on the same tokens
             if not quality:
                 return None
-            dense_log = log_probs(self.forward(enc.input_ids, enc.attention_mask,
-                                               self.new_call("dense", record=False), use_cache=False))
+            # once per input and backbone, whichever router asks (hero_core.core.dense_reference)
+            dense_log = self.backbone.dense_reference.log_probs(enc.input_ids, enc.attention_mask, lambda: log_probs(
+                self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False), use_cache=False)))
             return dense_log, dense_log.exp()
 
         (routed, routed_log), dense = side_by_side(routed_pass, dense_pass,

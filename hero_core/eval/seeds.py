@@ -27,6 +27,10 @@ from ..core.metrics import percentile_interval, pooled_perplexity_ratio
 
 DOMAINS = ("chat", "code", "reasoning")
 BOOTSTRAP = 4000
+# The compute every run is matched to: the budget every arm trained to (10 % param skip), met on the calibration
+# blocks by each run's own tau. Declared before any seed run was measured, so no run's result chose it.
+TARGET_SKIP = 0.10
+MEASURES = ("ppl", "retain")
 
 
 @dataclass
@@ -37,10 +41,13 @@ class TextSums:
     nll_dense: np.ndarray  # (n_texts,) the dense model's on the same tokens
     n_pred: np.ndarray  # (n_texts,) predictions per text
 
-    def ratio(self, picks: np.ndarray | None = None) -> float | np.ndarray:
-        """Pooled perplexity ratio; with ``picks`` (n_boot, n) one per resample."""
-        if picks is None:
-            return pooled_perplexity_ratio(self.nll, self.nll_dense, self.n_pred)
+    def point(self) -> float:
+        """Pooled perplexity ratio routed / dense."""
+        return pooled_perplexity_ratio(self.nll, self.nll_dense, self.n_pred)
+
+    def resample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """The pooled ratio on ``n`` resamples of the texts."""
+        picks = rng.integers(0, len(self.nll), size=(n, len(self.nll)))
         diff = (self.nll - self.nll_dense)[picks].sum(-1)
         return np.exp(diff / np.maximum(self.n_pred[picks].sum(-1), 1))
 
@@ -52,34 +59,53 @@ class TextSums:
         return cls(*(np.asarray(data[k], dtype=float) for k in ("nll", "nll_dense", "n_pred")))
 
 
-def arm_spread(runs: list[TextSums]) -> dict:
-    """An arm's pooled ratio per seed, and their mean, standard deviation (over seeds) and range."""
-    ratios = [run.ratio() for run in runs]
-    return {"per_seed": ratios, "mean": float(np.mean(ratios)),
-            "sd": float(np.std(ratios, ddof=1)) if len(ratios) > 1 else float("nan"),
-            "min": float(min(ratios)), "max": float(max(ratios)), "seeds": len(ratios)}
+@dataclass
+class TaskScores:
+    """One run on the BIG-bench main suite: per-example grades beside dense's on the same examples (Retain, %)."""
+
+    routed: dict[str, np.ndarray]  # task -> (n_examples,) 1/0
+    dense: dict[str, np.ndarray]
+
+    def point(self) -> float:
+        from .scoring import retain
+
+        return retain({t: float(v.mean()) for t, v in self.routed.items()},
+                      {t: float(v.mean()) for t, v in self.dense.items()})
+
+    def resample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Retain on ``n`` resamples of each task's examples (routed and dense on the same examples)."""
+        from .retain import retain_replicates
+
+        picks = {t: rng.integers(0, len(v), size=(n, len(v))) for t, v in self.dense.items()}
+        return retain_replicates(self.routed, self.dense, picks)
 
 
-def hierarchical_difference(arm_a: list[TextSums], arm_b: list[TextSums], *, n_boot: int = BOOTSTRAP,
-                            seed: int = 0) -> dict:
-    """Mean over seeds of arm a's ratio minus arm b's, with a 95 % interval from a two-level bootstrap: per
-    replicate each arm's seeds are drawn with replacement, then each drawn seed's texts with replacement."""
+def arm_spread(runs: list) -> dict:
+    """An arm's measure per seed, and their mean, standard deviation (over seeds) and range."""
+    values = [run.point() for run in runs]
+    return {"per_seed": values, "mean": float(np.mean(values)),
+            "sd": float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"),
+            "min": float(min(values)), "max": float(max(values)), "seeds": len(values)}
+
+
+def hierarchical_difference(arm_a: list, arm_b: list, *, n_boot: int = BOOTSTRAP, seed: int = 0) -> dict:
+    """Mean over seeds of arm a's measure minus arm b's, with a 95 % interval from a two-level bootstrap: per
+    replicate each arm's seeds are drawn with replacement, then each drawn seed's examples with replacement."""
     rng = np.random.default_rng(seed)
 
-    def replicate_means(arm: list[TextSums]) -> np.ndarray:
+    def replicate_means(arm: list) -> np.ndarray:
         drawn = rng.integers(0, len(arm), size=(n_boot, len(arm)))  # (n_boot, seeds)
         per_seed = np.empty((n_boot, len(arm)))
         for slot in range(len(arm)):
             for index, run in enumerate(arm):
                 rows = np.flatnonzero(drawn[:, slot] == index)
                 if rows.size:
-                    picks = rng.integers(0, len(run.nll), size=(rows.size, len(run.nll)))
-                    per_seed[rows, slot] = run.ratio(picks)
-        return per_seed.mean(1)
+                    per_seed[rows, slot] = run.resample(rng, rows.size)
+        return np.nanmean(per_seed, axis=1)
 
-    point = float(np.mean([r.ratio() for r in arm_a]) - np.mean([r.ratio() for r in arm_b]))
+    point = float(np.mean([r.point() for r in arm_a]) - np.mean([r.point() for r in arm_b]))
     replicates = replicate_means(arm_a) - replicate_means(arm_b)
-    low, high = percentile_interval(replicates)
+    low, high = percentile_interval(replicates[~np.isnan(replicates)])
     return {"difference": point, "low": low, "high": high, "n_boot": n_boot,
             "verdict": "not separable" if low <= 0 <= high else ("lower" if high < 0 else "higher")}
 
@@ -94,152 +120,273 @@ def arm_runs(arm: str) -> list[str]:
     return [name for name in (n if n == arm else f"seeds/{n}" for n in seed_runs(arm)) if name in have]
 
 
-def measure(models: dict, texts_by_domain: dict[str, list[str]], target_skip: float, calibration,
-            *, max_tokens: int = 192, progress: bool = False) -> dict:
-    """Every model (name -> HeroModel, one backbone) at the tau meeting ``target_skip`` on ``calibration`` blocks,
-    on the texts; returns {name: {"tau", "calibration_skip", domain: {"param_skip", "sums"}}}."""
+def measure_ppl(hero, texts_by_domain: dict[str, list[str]], calibration, *, max_tokens: int,
+                progress: bool = False) -> dict:
+    """One run at the tau meeting :data:`TARGET_SKIP` on ``calibration``: per held-out domain its param skip and
+    per-text NLL sums against dense."""
     from ..core.accounting import token_compute
     from .calibration import calibrate_tau
     from .engine import run_texts
     from .methods import HeroMethod
 
-    first = next(iter(models.values()))
-    methods, out = [], {}
-    for name, hero in models.items():
-        tau, realised = calibrate_tau(hero, calibration, target_skip, iters=10)
-        methods.append(HeroMethod(hero, hero.config.variant, tau=tau, name=name))
-        out[name] = {"tau": tau, "calibration_skip": realised}
+    tau, realised = calibrate_tau(hero, calibration, TARGET_SKIP, iters=10)
+    method = HeroMethod(hero, hero.config.variant, tau=tau, name=hero.checkpoint_name)
+    out = {"tau": tau, "calibration_skip": realised, "domains": {}}
     for domain, texts in texts_by_domain.items():
-        sums = {m.name: ([], [], [], []) for m in methods}
-        for text in run_texts(first, methods, texts, HeroMethod(first, "dense"), max_tokens=max_tokens,
-                              batch_size=2, desc=f"seeds {domain}", progress=progress):
-            for m in methods:
-                run, (nll, dense, n_pred, skip) = text.runs[m.name], sums[m.name]
-                nll.append(run.nll_sum)
-                dense.append(run.dense_nll_sum)
-                n_pred.append(run.n_pred)
-                skip.append(float(token_compute(run.executed, m.profile)["param_skip"].mean()))
-        for name, (nll, dense, n_pred, skip) in sums.items():
-            out[name][domain] = {"param_skip": float(np.mean(skip)),
-                                 "sums": TextSums(*(np.asarray(x, dtype=float) for x in (nll, dense, n_pred)))}
+        rows = []
+        for text in run_texts(hero, [method], texts, HeroMethod(hero, "dense"), max_tokens=max_tokens,
+                              batch_size=2, desc=f"{hero.checkpoint_name} {domain}", progress=progress):
+            run = text.runs[method.name]
+            rows.append((run.nll_sum, run.dense_nll_sum, run.n_pred,
+                         float(token_compute(run.executed, method.profile)["param_skip"].mean())))
+        nll, dense, n_pred, skip = (np.asarray(col, dtype=float) for col in zip(*rows, strict=True))
+        out["domains"][domain] = {"param_skip": float(skip.mean()), **TextSums(nll, dense, n_pred).to_json()}
     return out
 
 
-def summarise(arms: dict[str, list[str]], measured: dict, domains=DOMAINS, *, n_boot: int = BOOTSTRAP) -> dict:
-    """Per arm and domain the spread over seeds; per domain hero minus each other arm (hierarchical interval)."""
-    out = {"arms": {}, "differences": {}}
+def measure_retain(hero, tau: float, tasks: list[str], limit: int, progress: bool = False) -> dict:
+    """Per-example grades of the run (at ``tau``; None: dense) on the BIG-bench ``tasks``, ``limit`` examples each."""
+    from .methods import HeroMethod
+    from .suites import evaluate_bigbench
+
+    method = HeroMethod(hero, "dense") if tau is None else HeroMethod(hero, hero.config.variant, tau=tau,
+                                                                      name=hero.checkpoint_name)
+    result = evaluate_bigbench(method, tasks, limit, progress=progress)
+    return {"param_skip": float(result["compute"].get("param_skip", 0.0)),
+            "grades": {t: r["grades"] for t, r in result["tasks"].items()}}
+
+
+def run_measures(run: dict, retain: dict | None, dense: dict | None, domains=DOMAINS) -> dict:
+    """A measured run's measures as bootstrap units: {"ppl": {domain: TextSums}, "retain": TaskScores} (no
+    "retain" without its grades and dense's)."""
+    units = {"ppl": {d: TextSums.from_json(run["domains"][d]) for d in domains}}
+    if retain is not None and dense is not None:
+        units["retain"] = TaskScores({t: np.asarray(v, dtype=float) for t, v in retain["grades"].items()},
+                                     {t: np.asarray(v, dtype=float) for t, v in dense["grades"].items()})
+    return units
+
+
+def summarise(arms: dict[str, list[str]], units: dict[str, dict], domains=DOMAINS, *, n_boot: int = BOOTSTRAP) -> dict:
+    """Per arm the spread over seeds of each measure (perplexity ratio per domain, Retain); per measure hero minus
+    each other arm with its hierarchical interval. ``units``: run name -> :func:`run_measures`."""
+    def pick(name: str, measure: str):
+        kind, _, domain = measure.partition(":")
+        return units[name][kind][domain] if domain else units[name][kind]
+
+    measures = [f"ppl:{d}" for d in domains] + (["retain"] if all("retain" in u for u in units.values()) else [])
+    out = {"measures": measures, "arms": {}, "differences": {}}
     for arm, names in arms.items():
-        out["arms"][arm] = {"runs": names, "taus": [measured[n]["tau"] for n in names],
-                            **{d: {**arm_spread([measured[n][d]["sums"] for n in names]),
-                                   "param_skip": [measured[n][d]["param_skip"] for n in names]} for d in domains}}
+        out["arms"][arm] = {"runs": names, **{m: arm_spread([pick(n, m) for n in names]) for m in measures}}
     hero, *others = arms
     for other in others:
         out["differences"][f"{hero} - {other}"] = {
-            d: hierarchical_difference([measured[n][d]["sums"] for n in arms[hero]],
-                                       [measured[n][d]["sums"] for n in arms[other]], n_boot=n_boot)
-            for d in domains}
+            m: hierarchical_difference([pick(n, m) for n in arms[hero]], [pick(n, m) for n in arms[other]],
+                                       n_boot=n_boot) for m in measures}
     return out
 
 
 # -- the page ---------------------------------------------------------------------------------------------------
+MEASURE_NAMES = {"ppl:chat": "chat ppl ratio", "ppl:code": "code ppl ratio", "ppl:reasoning": "reasoning ppl ratio",
+                 "retain": "Retain %"}
+
+
+def _value(measure: str, x: float) -> str:
+    return f"{x:.1f}" if measure == "retain" else f"{x:.3f}"
+
+
+def _signed(measure: str, x: float) -> str:
+    return f"{x:+.1f}" if measure == "retain" else f"{x:+.3f}"
+
+
 def render_markdown(report: dict) -> str:
-    """docs/seeds.md: every seed's number, each arm's mean and spread, the differences with their intervals."""
-    s = report["summary"]
-    lines = ["# Does history help? Across training seeds",
-             "",
-             f"Generated by `python -m hero_core.eval.seeds` ({report['date']}) from docs/seeds.json. First training "
-             f"stage (750 steps, {report['tokens_seen'] / 1e6:.2f} M tokens) of each arm; every run at one matched "
-             f"param skip of **{report['target_skip']:.1%}** (its tau bisected on train-split calibration blocks), "
-             f"scored on {report['limit']} held-out texts per domain (at most {report['max_tokens']} tokens each). "
-             "Lower perplexity ratio (routed / dense) is better.",
+    """docs/seeds.md: every seed's numbers, each arm's mean and spread, the differences with their intervals."""
+    s, measures = report["summary"], report["summary"]["measures"]
+    heads = [MEASURE_NAMES.get(m, m) for m in measures]
+    lines = ["# Does history help? Across training seeds", "",
+             f"Generated by `python -m hero_core.eval.seeds` ({report['date']}) from the per-run measurements in "
+             "docs/seeds/. The first training stage (750 steps) of each arm, every run at one matched compute: the "
+             f"tau that gives **{report['target_skip']:.0%} param skip** on train-split calibration blocks. "
+             f"Perplexity ratio (routed / dense, lower is better) on {report['limit']} held-out texts per domain "
+             f"(at most {report['max_tokens']} tokens each). " + (
+                 f"Retain (mean over tasks of routed / dense accuracy, %) on the BIG-bench main suite at "
+                 f"{report['retain_limit']} examples per task." if "retain" in measures else
+                 "Retain is not in this report: " + report.get("retain_missing", "no run has its BIG-bench grades.")),
              "",
              "## Every seed", "",
-             "| arm | run | seed | tau | " + " | ".join(f"{d} ratio (skip)" for d in report["domains"]) + " |",
-             "|---|---|---|---|" + "---|" * len(report["domains"])]
+             "| arm | run | seed | tau | param skip (held-out text) | " + " | ".join(heads) + " |",
+             "|---|---|---|---|---|" + "---|" * len(measures)]
     for arm, row in s["arms"].items():
-        for i, (run, tau) in enumerate(zip(row["runs"], row["taus"], strict=True)):
-            cells = [f"{row[d]['per_seed'][i]:.3f} ({row[d]['param_skip'][i]:.1%})" for d in report["domains"]]
-            lines.append(f"| {arm} | {run} | {report['seeds'][run]} | {tau:.3f} | " + " | ".join(cells) + " |")
-    lines += ["", "## Each arm over its seeds", "",
-              "| arm | seeds | " + " | ".join(f"{d}: mean ± sd [min, max]" for d in report["domains"]) + " |",
-              "|---|---|" + "---|" * len(report["domains"])]
+        for i, run in enumerate(row["runs"]):
+            info = report["runs"][run]
+            cells = [_value(m, row[m]["per_seed"][i]) for m in measures]
+            lines.append(f"| {arm} | {run} | {info['seed']} | {info['tau']:.3f} | {info['param_skip']:.1%} | "
+                         + " | ".join(cells) + " |")
+    lines += ["", "## Each arm over its seeds (mean ± sd [min, max])", "",
+              "| arm | seeds | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(measures)]
     for arm, row in s["arms"].items():
-        cells = [f"{row[d]['mean']:.3f} ± {row[d]['sd']:.3f} [{row[d]['min']:.3f}, {row[d]['max']:.3f}]"
-                 for d in report["domains"]]
+        cells = [f"{_value(m, row[m]['mean'])} ± {_value(m, row[m]['sd'])} [{_value(m, row[m]['min'])}, "
+                 f"{_value(m, row[m]['max'])}]" for m in measures]
         lines.append(f"| {arm} | {len(row['runs'])} | " + " | ".join(cells) + " |")
-    lines += ["", "## Differences between arms (ratio points; negative = the first arm is better)", "",
-              "Interval: 95 %, hierarchical bootstrap (seeds, then texts within each seed).", "",
-              "| comparison | " + " | ".join(report["domains"]) + " |", "|---|" + "---|" * len(report["domains"])]
+    lines += ["", "## Differences between arms", "",
+              "Mean over seeds of the first arm minus the second, with a 95 % interval from a hierarchical bootstrap "
+              "(seeds drawn with replacement within each arm, then examples within each drawn seed). Perplexity: "
+              "negative = the first arm is better; Retain: positive = the first arm is better.", "",
+              "| comparison | " + " | ".join(heads) + " |", "|---|" + "---|" * len(measures)]
     for name, row in s["differences"].items():
-        cells = [f"{row[d]['difference']:+.3f} [{row[d]['low']:+.3f}, {row[d]['high']:+.3f}] {row[d]['verdict']}"
-                 for d in report["domains"]]
+        cells = [f"{_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, {_signed(m, row[m]['high'])}] "
+                 f"{row[m]['verdict']}" for m in measures]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", answer_sentence(report), ""]
+    health = [f"- {run}: {h}" for run, h in report.get("health", {}).items()]
+    if health:
+        lines += ["## Training health of each run", "", *health, ""]
     return "\n".join(lines)
 
 
 def answer_sentence(report: dict) -> str:
-    """The one-sentence answer to "does history help on this backbone?" that the README and the pages quote."""
-    s, domains = report["summary"], report["domains"]
+    """The answer to "does history help on this backbone?" that the README and the pages quote."""
+    s = report["summary"]
     row = s["differences"].get("hero - local")
     if row is None:
-        return "No local-twin seeds were measured: the question is not answered here."
-    seeds = f"{len(s['arms']['hero']['runs'])} vs {len(s['arms']['local']['runs'])} seeds"
-    parts = [f"{d} {row[d]['difference']:+.3f} [{row[d]['low']:+.3f}, {row[d]['high']:+.3f}]" for d in domains]
-    better = [d for d in domains if row[d]["verdict"] == "lower"]
-    worse = [d for d in domains if row[d]["verdict"] == "higher"]
+        return "No local-twin seeds are measured here: the question is not answered."
+    seeds = f"{len(s['arms']['hero']['runs'])} HeRo and {len(s['arms']['local']['runs'])} local seeds"
+    ppl = [m for m in s["measures"] if m.startswith("ppl:")]
+    better = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "lower"]
+    worse = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "higher"]
     if not better and not worse:
-        verdict = "history does not separate from the local router on any domain"
+        on_ppl = "held-out perplexity does not separate them on any domain"
     else:
-        verdict = "; ".join(x for x in (
-            f"HeRo is better on {', '.join(better)}" if better else "",
-            f"the local router is better on {', '.join(worse)}" if worse else "") if x)
-    return (f"**Does history help on this backbone?** Over {seeds} at {report['target_skip']:.1%} param skip, "
-            f"{verdict} (HeRo − local perplexity ratio, 95 % interval over seeds and texts: {'; '.join(parts)}).")
+        on_ppl = "; ".join(x for x in (f"HeRo has the lower perplexity on {', '.join(better)}" if better else "",
+                                       f"the local router on {', '.join(worse)}" if worse else "") if x)
+    retain = row.get("retain")
+    on_retain = ""
+    if retain is not None:
+        verdict = {"not separable": "does not separate them", "higher": "puts HeRo ahead",
+                   "lower": "puts the local router ahead"}[retain["verdict"]]
+        on_retain = (f"; Retain {verdict} ({_signed('retain', retain['difference'])} points "
+                     f"[{_signed('retain', retain['low'])}, {_signed('retain', retain['high'])}])")
+    parts = ", ".join(f"{m.split(':')[1]} {_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, "
+                      f"{_signed(m, row[m]['high'])}]" for m in ppl)
+    return (f"**Does history help on this backbone?** Over {seeds} at {report['target_skip']:.0%} param skip, "
+            f"{on_ppl} (HeRo − local perplexity ratio, 95 % interval over seeds and texts: {parts}){on_retain}.")
 
 
-def run(limit: int, max_tokens: int, out: Path, progress: bool = True) -> dict:
-    """Load every seed of every arm on one backbone, measure them and write docs/seeds.json and docs/seeds.md."""
-    import datetime
+# -- the command ----------------------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+STORE = ROOT / "docs" / "seeds"  # one JSON per measured run (and dense's grades), committed: the page's source
 
+
+def _stored(path: Path, settings: dict) -> dict | None:
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if data.get("settings") == settings else None
+
+
+def _file(store: Path, name: str, measure: str) -> Path:
+    return store / f"{name.replace('/', '__')}.{measure}.json"
+
+
+def ppl_settings(args) -> dict:
+    return {"limit": args.limit, "max_tokens": args.max_tokens, "target_skip": TARGET_SKIP}
+
+
+def measure_missing(ppl: dict, retain_limit: int, store: Path = STORE, progress: bool = True,
+                    only: list[str] | None = None) -> None:
+    """Measure every bundled run of the three arms (or ``only`` these) that ``store`` lacks: the held-out
+    perplexity under ``ppl`` settings, and Retain at ``retain_limit`` examples per task (0: not measured). One run
+    at a time, each file written as soon as it is done, so an interrupted command keeps what it measured."""
     from ..core.backbones import load_backbone
     from ..core.data import domain_texts
-    from ..core.model import load_checkpoints
+    from ..core.model import load_checkpoint
     from ..train.recipes import SEED_ARMS
-    from .calibration import calibration_blocks, realised_skip
+    from .calibration import calibration_blocks
+    from .suites import load_eval_tasks
 
-    arm_names = dict(zip(("hero", "local", "no_memread"), SEED_ARMS, strict=True))
-    arms = {arm: arm_runs(base) for arm, base in arm_names.items()}
-    arms = {arm: names for arm, names in arms.items() if names}
-    models = load_checkpoints([n for names in arms.values() for n in names], load_backbone(device="cpu"))
-    first = next(iter(models.values()))
-    calibration = calibration_blocks(first)
-    target = float(np.mean([realised_skip(models[n], calibration, models[n].config.variant, models[n].config.tau)
-                            for n in arms["hero"]]))
-    texts = {d: domain_texts(d, "eval", limit, hero=first) for d in DOMAINS}
-    measured = measure(models, texts, target, calibration, max_tokens=max_tokens, progress=progress)
-    report = {"date": datetime.date.today().isoformat(), "target_skip": target, "limit": limit,
-              "max_tokens": max_tokens, "domains": list(DOMAINS), "arms": arms,
-              "seeds": {n: models[n].training_info.get("train_config", {}).get("seed", 0) for n in models},
-              "tokens_seen": int(first.training_info.get("tokens_seen", 0)),
-              "health": {n: models[n].training_info.get("health") for n in models},
-              "runs": {n: {"tau": m["tau"], "calibration_skip": m["calibration_skip"],
-                           **{d: {"param_skip": m[d]["param_skip"], **m[d]["sums"].to_json()} for d in DOMAINS}}
-                       for n, m in measured.items()},
-              "summary": summarise(arms, measured)}
-    out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
-    out.with_suffix(".md").write_text(render_markdown(report))
-    return report
+    names = only or [n for arm in SEED_ARMS for n in arm_runs(arm)]
+    retain = {"retain_limit": retain_limit, "target_skip": TARGET_SKIP}
+    store.mkdir(parents=True, exist_ok=True)
+    backbone, tasks = None, load_eval_tasks()["main"]
+    for name in names:
+        ppl_path, retain_path = _file(store, name, "ppl"), _file(store, name, f"retain-{retain_limit}")
+        if _stored(ppl_path, ppl) and (not retain_limit or _stored(retain_path, retain)):
+            continue
+        backbone = backbone or load_backbone(device="cpu")
+        hero = load_checkpoint(name, backbone)
+        calibration = calibration_blocks(hero)
+        run = _stored(ppl_path, ppl)
+        if run is None:
+            texts = {d: domain_texts(d, "eval", ppl["limit"], hero=hero) for d in DOMAINS}
+            run = measure_ppl(hero, texts, calibration, max_tokens=ppl["max_tokens"], progress=progress)
+            info = hero.training_info
+            run |= {"settings": ppl, "seed": info.get("train_config", {}).get("seed", 0),
+                    "variant": hero.config.variant, "health": info.get("health"),
+                    "tokens_seen": int(info.get("tokens_seen", 0))}
+            ppl_path.write_text(json.dumps(run) + "\n")
+            print(f"measured {name}: tau {run['tau']:.3f}", flush=True)
+        if retain_limit:
+            dense_path = _file(store, "dense", f"retain-{retain_limit}")
+            if _stored(dense_path, retain) is None:
+                dense_path.write_text(json.dumps({"settings": retain,
+                                                  **measure_retain(hero, None, tasks, retain_limit, progress)}))
+            retain_path.write_text(json.dumps({"settings": retain, **measure_retain(
+                hero, run["tau"], tasks, retain_limit, progress)}) + "\n")
+
+
+def report_from_store(ppl: dict, retain_limit: int, store: Path = STORE) -> dict | None:
+    """The across-seed report from the stored measurements; None until HeRo and another arm are measured. Retain
+    enters only where every run and dense have it at ``retain_limit``."""
+    import datetime
+
+    from ..core.checkpoint import health_line
+    from ..train.recipes import SEED_ARMS
+
+    retain = {"retain_limit": retain_limit, "target_skip": TARGET_SKIP}
+    dense = _stored(_file(store, "dense", f"retain-{retain_limit}"), retain) if retain_limit else None
+    runs, arms, units = {}, {}, {}
+    for arm, base in zip(("hero", "local", "no_memread"), SEED_ARMS, strict=True):
+        names = [n for n in arm_runs(base) if _stored(_file(store, n, "ppl"), ppl)]
+        for n in names:
+            runs[n] = _stored(_file(store, n, "ppl"), ppl)
+            scores = _stored(_file(store, n, f"retain-{retain_limit}"), retain) if retain_limit else None
+            units[n] = run_measures(runs[n], scores, dense)
+        if names:
+            arms[arm] = names
+    if "hero" not in arms or len(arms) < 2:
+        return None
+    return {"date": datetime.date.today().isoformat(), "target_skip": TARGET_SKIP, **ppl,
+            "retain_limit": retain_limit, "domains": list(DOMAINS), "arms": arms,
+            "runs": {n: {"seed": r["seed"], "tau": r["tau"], "calibration_skip": r["calibration_skip"],
+                         "param_skip": float(np.mean([r["domains"][d]["param_skip"] for d in DOMAINS]))}
+                     for n, r in runs.items()},
+            "health": {n: health_line(r.get("health")) for n, r in runs.items()},
+            "retain_missing": ("no BIG-bench grades are stored for every run (the task data must be on the machine "
+                               "that measures them: `python -m hero_core eval --fetch-bigbench`)."),
+            "summary": summarise(arms, units)}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
     parser.add_argument("--limit", type=int, default=40, help="held-out texts per domain")
-    parser.add_argument("--max-tokens", type=int, default=192, help="tokens per text at most")
-    parser.add_argument("--out", type=Path, default=Path("docs/seeds.json"), help="JSON written here, .md beside it")
+    parser.add_argument("--max-tokens", type=int, default=192, help="tokens per held-out text at most")
+    parser.add_argument("--retain-limit", type=int, default=100,
+                        help="examples per BIG-bench task for Retain (0: perplexity only; needs the BIG-bench data, "
+                             "python -m hero_core eval --fetch-bigbench)")
+    parser.add_argument("--only", nargs="*", default=None, help="measure only these runs (e.g. as they finish)")
+    parser.add_argument("--report-only", action="store_true", help="render from the stored measurements alone")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "seeds.json",
+                        help="the report's JSON (docs/seeds.md is written beside it)")
     args = parser.parse_args()
-    report = run(args.limit, args.max_tokens, args.out)
+    ppl = ppl_settings(args)
+    if not args.report_only:
+        measure_missing(ppl, args.retain_limit, only=args.only)
+    report = report_from_store(ppl, args.retain_limit)
+    if report is None:
+        print("not enough measured runs for a report yet (HeRo and at least one other arm)")
+        return 0
+    args.out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    args.out.with_suffix(".md").write_text(render_markdown(report))
     print(answer_sentence(report))
     return 0
 

@@ -17,9 +17,10 @@ from ..eval.answers_figure import plot_answers_kept
 from ..eval.headline import headline_lines, load_json
 from ..eval.twins import is_headline
 from .pages import add_path_arguments, save_figure, table_row
-from .readme_block import refresh_block
+from .readme_headline import write_readme_headline
 
 ROOT = Path(__file__).resolve().parents[2]
+MEASURED = ROOT / "hero_core" / "checkpoints" / "measured.json"
 
 # The paper's Llama-3.1-8B-Instruct results (7 lm-eval-harness tasks), quoted from the paper (arXiv 2609.08189).
 PAPER = [
@@ -219,8 +220,15 @@ CAVEAT = ("**Read the intervals.** The main suite here is small (see the limit a
 
 
 def write_headline(readme: Path, bigbench: dict | None, answers: dict | None, sources: tuple[str, str]) -> bool:
-    """The README's headline block (between the ``headline`` markers); whether the README changed."""
-    return refresh_block(readme, "headline", headline_lines(bigbench, answers, sources=sources))
+    """The README's headline block (between the ``headline`` markers): the small table of
+    :mod:`hero_core.reports.readme_headline`; whether the README changed."""
+    return write_readme_headline(readme, MEASURED, bigbench, answers)
+
+
+def full_headline(bigbench: dict | None, answers: dict | None, sources: tuple[str, str]) -> list[str]:
+    """Every headline checkpoint with Retain and answers kept beside its matched twin: docs/bigbench.md's table."""
+    return ["", "## Every checkpoint: Retain and answers kept beside its local twin", "",
+            *headline_lines(bigbench, answers, sources=sources)]
 
 
 def _shown(path: Path) -> str:
@@ -241,7 +249,8 @@ def main() -> int:
         say_wrote(args.answers_figure)
     if result is not None:
         plot(result, main_methods(result), args.figure)
-        args.out.write_text(render(result, args.figure))
+        sources = (_shown(args.results), _shown(args.answers))
+        args.out.write_text(render(result, args.figure) + "\n".join(full_headline(result, answers, sources)) + "\n")
         say_wrote(args.out, args.figure)
     else:
         print(f"{args.results} not found: {args.out} left as it is")

@@ -1,0 +1,118 @@
+"""The README's headline block: one small table a newcomer reads (the default, the 25 % and 40 % budgets, each beside
+its local twin at matched compute) and the sentences that carry the finer measures, every number read from the
+project's result files. The full tables (every checkpoint, every measure) are in docs/bigbench.md and
+docs/results.md; a row whose numbers are missing is left out here and named below the table, never shown empty.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core.model import DEFAULT_CHECKPOINT
+from ..eval.headline import kept_figures, retain_figures
+from ..eval.twins import twin_name
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIRS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")  # each shown beside its local twin
+DOMAINS = ("chat", "code", "reasoning")
+HEADER = ("run", "what it is", "param skip % (chat / code / reasoning)",
+          "perplexity ratio (chat / code / reasoning)", "Retain % [95 % CI], 10 examples per task")
+RETAIN_100 = ROOT / "docs" / "experiments" / "retain-100" / "bigbench-100.json"
+SEEDS = ROOT / "docs" / "seeds.json"
+
+
+def _load(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _matched_rows(measured: Mapping[str, Any], hero: str, twin: str) -> dict[str, dict] | None:
+    rows = {r["domain"]: r for r in measured.get("matched", []) if r["reference"] == hero and r["other"] == twin}
+    return rows if all(d in rows for d in DOMAINS) else None
+
+
+def _retain_cell(fig: Mapping[str, Any] | None) -> str | None:
+    if not fig or fig.get("retain") is None:
+        return None
+    return f"{fig['retain']:.1f} [{fig['low']:.1f}, {fig['high']:.1f}]"
+
+
+def pair_rows(measured: Mapping[str, Any], retain: Mapping[str, Any], hero: str) -> list[list[str]] | None:
+    """The two rows of ``hero`` and its local twin (at hero's param skip), or None when a number is missing."""
+    twin = twin_name(hero)
+    rows = _matched_rows(measured, hero, twin) if twin else None
+    hero_retain, twin_retain = _retain_cell(retain.get(hero)), _retain_cell(retain.get(f"{twin}@{hero}"))
+    if rows is None or hero_retain is None or twin_retain is None:
+        return None
+    skips = " / ".join(f"{100 * rows[d]['param_skip']:.1f}" for d in DOMAINS)
+    label = "default: HeRo, with history" if hero == DEFAULT_CHECKPOINT else "HeRo, with history"
+    return [[f"**{hero}**", f"{label}, trained to {hero.split('-')[1]} % param skip", skips,
+             " / ".join(f"{rows[d]['reference_perplexity_ratio']:.3f}" for d in DOMAINS), hero_retain],
+            [twin, "its local twin (no history) at the same param skip", skips,
+             " / ".join(f"{rows[d]['other_perplexity_ratio']:.3f}" for d in DOMAINS), twin_retain]]
+
+
+def _retain_100_sentence(report: Mapping[str, Any] | None) -> str | None:
+    if report is None:
+        return None
+    figs = report.get("retain") or {}
+    hero, twin = figs.get(DEFAULT_CHECKPOINT), figs.get(f"{twin_name(DEFAULT_CHECKPOINT)}@{DEFAULT_CHECKPOINT}")
+    if not hero or not twin:
+        return None
+    diff = hero.get("vs_twin") or {}
+    gap = (f" (HeRo − twin {diff['difference']:+.1f} points [{diff['low']:+.1f}, {diff['high']:+.1f}])"
+           if {"difference", "low", "high"} <= set(diff) else "")
+    return (f"**Retain at 100 examples per task** (the yardstick; one training seed each): the default "
+            f"{_retain_cell(hero)} %, its local twin {_retain_cell(twin)} %{gap} "
+            "([retain-100](docs/experiments/retain-100/README.md)).")
+
+
+def _answers_sentence(answers: Mapping[str, Any] | None) -> str | None:
+    kept = kept_figures(answers)
+    hero, twin = kept.get(DEFAULT_CHECKPOINT), kept.get(f"{twin_name(DEFAULT_CHECKPOINT)}@{DEFAULT_CHECKPOINT}")
+    if not hero or not twin or hero.get("kept") is None or twin.get("kept") is None:
+        return None
+    of = f" (of the {hero['dense_correct']} answers-suite prompts dense gets right)"
+    return (f"**Answers kept**{of}: the default {100 * hero['kept']:.1f} % [{100 * hero['kept_low']:.1f}, "
+            f"{100 * hero['kept_high']:.1f}], its twin {100 * twin['kept']:.1f} % [{100 * twin['kept_low']:.1f}, "
+            f"{100 * twin['kept_high']:.1f}] (one training seed each). This measure has a floor here: dense in "
+            "bf16 keeps 88 % of dense fp32's ([answers-noise-floor](docs/experiments/answers-noise-floor/README.md)).")
+
+
+def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, Any] | None,
+                   answers: Mapping[str, Any] | None, retain_100: Mapping[str, Any] | None = None,
+                   seeds: Mapping[str, Any] | None = None) -> list[str]:
+    """The markdown lines between the README's ``headline`` markers."""
+    retain = retain_figures(bigbench)
+    rows, left_out = [], []
+    for hero in PAIRS:
+        pair = pair_rows(measured or {}, retain, hero)
+        if pair is None:
+            left_out.append(hero)
+        else:
+            rows += pair
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    notes = ["Perplexity ratio: routed / dense on held-out text (1 = unchanged; below 1 on chat is the sharpened-"
+             "target artefact explained under the quality table). Each twin is read at its checkpoint's param skip. "
+             "All checkpoints and measures: [docs/results.md](docs/results.md), [docs/bigbench.md](docs/bigbench.md)."]
+    if left_out:
+        notes.append(f"Not in the table (a result file lacks their numbers): {', '.join(left_out)}.")
+    if seeds is not None:
+        from ..eval.seeds import answer_sentence
+
+        notes.append(answer_sentence(seeds) + " Every seed: [docs/seeds.md](docs/seeds.md).")
+    for sentence in (_retain_100_sentence(retain_100), _answers_sentence(answers)):
+        if sentence:
+            notes.append(sentence)
+    return lines + [line for note in notes for line in ("", note)]
+
+
+def write_readme_headline(readme: Path, measured_path: Path, bigbench: dict | None, answers: dict | None) -> bool:
+    """Refresh the README's headline block; whether it changed."""
+    from .readme_block import refresh_block
+
+    return refresh_block(readme, "headline", headline_block(_load(measured_path), bigbench, answers,
+                                                            _load(RETAIN_100), _load(SEEDS)))
