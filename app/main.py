@@ -16,6 +16,8 @@ from components.runtime import load_model
 from components.urlstate import restore_from_url, write_to_url
 from components.widgets import show_callback_error
 
+from hero_core.core.backbone_pool import SHARED_BACKBONES
+
 log = logging.getLogger("hero_lens.app")
 
 PAGES = (
@@ -60,6 +62,9 @@ def main() -> None:
             st.sidebar.caption(f"Loaded **{hero.backbone.name}**{' (NF4)' if hero.backbone.quantization else ''} · "
                                f"checkpoint **{hero.checkpoint_name}** · {hero.config.n_routed} routed layers · "
                                f"{hero.device}")
+            if not settings.model.tiny:  # what a researcher sizing memory needs: routers share their backbone
+                st.sidebar.caption(f"Backbones in memory: {len(SHARED_BACKBONES)} (loaded {SHARED_BACKBONES.loads} "
+                                   "time(s) in this server); every router checkpoint runs on its backbone's one copy.")
             if hero.checkpoint_name == "untrained":
                 st.sidebar.warning("No trained checkpoint fits this backbone: the routers are untrained, so gates "
                                    "sit near 1 and every FFN runs.")

@@ -146,10 +146,13 @@ GROUP_TAGS = MappingProxyType({CHECKPOINT_GROUPS[1]: "trained", CHECKPOINT_GROUP
                                CHECKPOINT_GROUPS[3]: "research"})
 
 
-def checkpoint_label(choice: str) -> str:
+def checkpoint_label(choice: str, backbone: str = "", tiny: bool = False) -> str:
     """The picker's text: the default by its name, every other bundled one with its group and training tokens."""
     if choice == DEFAULT_CHOICE:
-        return f"default — {BUNDLED_DEFAULT} (recommended)"
+        if tiny:
+            return "default — the tiny model's random router"
+        return (f"default — {BUNDLED_DEFAULT} (recommended)" if not backbone else
+                f"default — {BUNDLED_DEFAULT} if trained for this model, else untrained routers")
     if choice == CUSTOM_CHECKPOINT:
         return choice
     tokens = trained_tokens(choice)
@@ -181,7 +184,7 @@ def render_sidebar() -> Settings:
                               "seeds (seeds/…): what the results pages measure. The glossary explains the names.")
     choice = sb.selectbox("Checkpoint", checkpoint_options(tiny, research=research,
                                                            keep=st.session_state.get("sb_checkpoint")),
-                          key="sb_checkpoint", format_func=checkpoint_label,
+                          key="sb_checkpoint", format_func=lambda c: checkpoint_label(c, backbone, tiny),
                           help=f"Router checkpoint. 'default' is the bundled {BUNDLED_DEFAULT} when it fits the "
                                "backbone, else fresh untrained routers. Then the checkpoints as trained at 10 / 25 "
                                "/ 40 % param skip, the ablations, and (switch above) the research runs.")

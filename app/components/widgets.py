@@ -83,7 +83,7 @@ def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
                             help="Press Ctrl+Enter (or click outside) to route it.")
     mid.selectbox("Example prompts", ["—", *EXAMPLES], key=example_key, on_change=_use_example, args=(prefix,))
     # The box commits its text when it loses focus, so this click routes what was typed (Ctrl+Enter does too).
-    mid.button("Route this prompt", key=f"{prefix}_route", type="primary", icon=":material/play_arrow:",
+    mid.button("Route this prompt", key=f"{prefix}_route", type="primary",
                help="Routes the text in the box (Ctrl+Enter in the box does the same).")
     chat_help = "Wrap the prompt as a user turn in the model's chat template."
     if shared_chat:
