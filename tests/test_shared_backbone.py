@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hero_core.core import backbone_pool
-from hero_core.core.backbone_pool import BackbonePool, BackboneKey
+from hero_core.core.backbone_pool import BackboneKey, BackbonePool
 from hero_core.core.model import HeroModel, fresh_router, spread_gates
 from hero_core.core.tiny import tiny_backbone
 
