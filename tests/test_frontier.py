@@ -97,3 +97,32 @@ def test_quality_trace_matches_the_dense_and_routed_logits_and_round_trips(tiny,
     assert tiny.trace(PROMPT).quality is None
     dense_trace = tiny.trace(PROMPT, variant="dense", quality=True)
     assert dense_trace.quality_summary()["perplexity_ratio"] == pytest.approx(1.0)
+
+
+def test_the_frontier_carries_static_pruning_and_top_k_at_their_compute(tiny, monkeypatch):
+    """Static pruning drops the same least influential FFNs for every token, its influence measured on train-split
+    texts only; MoD top-k runs each block on a share of the sequence; both land on the frontier at their skip."""
+    from hero_core.eval import frontier as F
+
+    seen_splits = []
+    real_texts = F.__dict__.get("domain_texts")
+
+    def texts(domain, split, n, hero=None, seed=0):
+        seen_splits.append(split)
+        return [PROMPT, PROMPT[::-1], "Question: 2 + 2?\nAnswer: 4."][:n]
+
+    import hero_core.core.data as data
+
+    monkeypatch.setattr(data, "domain_texts", texts)
+    assert real_texts is None  # frontier imports it at call time, from hero_core.core.data
+    per_ffn = tiny.profile.ffn_params / tiny.profile.total_params
+    result = F.frontier({"tiny": tiny}, static=True, expert=True, taus={"tiny": ()}, static_drops=(1, 2),
+                        random_skips=(per_ffn, 2 * per_ffn), limit=3, max_tokens=48, domains=("reasoning",))
+    assert "tiny" not in result["curves"]  # an empty tau grid: baselines only
+    static, expert = result["curves"]["static"], result["curves"]["expert_choice"]
+    assert seen_splits.count("train") == 1 and len(static["influence"]) == tiny.config.n_routed
+    one, two = (p["reasoning"]["param_skip"] for p in static["points"])
+    assert one == pytest.approx(per_ffn, rel=1e-6) and two == pytest.approx(2 * per_ffn, rel=1e-6)
+    assert expert["kind"] == "reference (not causal)"
+    skips = [p["reasoning"]["param_skip"] for p in expert["points"]]
+    assert skips[0] < skips[1]

@@ -32,11 +32,20 @@ import torch
 
 from ..core.accounting import token_compute
 from ..core.metrics import ratio_interval
-from .baselines import oracle_skipping, random_skipping
+from .baselines import (
+    block_influence,
+    expert_choice,
+    least_influential,
+    oracle_skipping,
+    random_skipping,
+    static_pruning,
+)
 
 DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)
 DEFAULT_RANDOM_SKIPS = (0.05, 0.10, 0.25, 0.40)  # param skip targets of the random policy
+DEFAULT_STATIC_DROPS = (1, 2, 3, 5, 8, 13, 20)  # FFNs static pruning drops for every token (~2 % param skip each)
+CALIBRATION_TEXTS = 4  # train-split texts per domain for static pruning's block influence (never evaluation text)
 
 
 @dataclass
@@ -88,13 +97,18 @@ def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str
     return out
 
 
-def frontier(models: dict, *, oracle: bool = False, random: bool = False,
-             taus: Sequence[float] | dict[str, Sequence[float]] = DEFAULT_TAUS,
+def frontier(models: dict, *, oracle: bool = False, random: bool = False, static: bool = False,
+             expert: bool = False, taus: Sequence[float] | dict[str, Sequence[float]] = DEFAULT_TAUS,
              oracle_thresholds: Sequence[float] = DEFAULT_ORACLE_THRESHOLDS,
-             random_skips: Sequence[float] = DEFAULT_RANDOM_SKIPS, limit: int = 40, max_tokens: int = 256,
+             random_skips: Sequence[float] = DEFAULT_RANDOM_SKIPS,
+             static_drops: Sequence[int] = DEFAULT_STATIC_DROPS, limit: int = 40, max_tokens: int = 256,
              domains: Sequence[str] = ("chat", "code", "reasoning"), progress: bool = False) -> dict:
     """Sweep every model in ``models`` ({checkpoint name: HeroModel}) over ``taus`` (one list for all, or
-    {name: list}), plus the references. The references use the first model's adapters."""
+    {name: list}; an empty list: no curve of its own), plus the references and baselines, which use the first
+    model's adapters: the oracle (not deployable), random skipping, static pruning (the same least influential
+    FFNs dropped for every token, ShortGPT's block influence measured on train-split text) and MoD-style top-k
+    (expert choice: each block runs its FFN on the top share of a sequence's tokens by gate, which needs the whole
+    sequence, so it is not causal: a reference, not a deployable router)."""
     from ..core.accounting import ffns_for_param_skip
     from ..core.data import domain_texts
     from .methods import HeroMethod
@@ -103,6 +117,8 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False,
     methods, curves = [], {}
     for name, hero in models.items():
         grid = taus.get(name, DEFAULT_TAUS) if isinstance(taus, dict) else taus
+        if not grid:
+            continue
         points = [HeroMethod(hero, hero.config.variant, tau=t, name=f"{name}@tau={t:g}") for t in grid]
         curves[name] = {"kind": "checkpoint", "variant": hero.config.variant, "tau": hero.config.tau,
                         "knob": "tau", "points": [(t, p.name) for t, p in zip(grid, points)]}
@@ -121,6 +137,25 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False,
                   for s in random_skips]
         curves["random"] = {"kind": "baseline", "knob": "target param skip", "adapters_of": first.checkpoint_name,
                             "points": [(s, p.name) for s, p in zip(random_skips, points)]}
+        methods += points
+    if static:
+        calibration = [t for d in domains for t in domain_texts(d, "train", CALIBRATION_TEXTS, hero=first)]
+        influence = block_influence(first, calibration)
+        points = [HeroMethod(first, "hero", name=f"static@{n}", policy=static_pruning(least_influential(influence, n)))
+                  for n in static_drops]
+        curves["static"] = {"kind": "baseline", "knob": "FFNs dropped for every token",
+                            "adapters_of": first.checkpoint_name, "influence": influence,
+                            "influence_from": f"{CALIBRATION_TEXTS} train-split texts per domain",
+                            "points": [(n, p.name) for n, p in zip(static_drops, points)]}
+        methods += points
+    if expert:
+        R = first.config.n_routed
+        points = [HeroMethod(first, "hero", name=f"expert@{s:g}",
+                             policy=expert_choice(1 - ffns_for_param_skip(s, first.profile) / R))
+                  for s in random_skips]
+        curves["expert_choice"] = {"kind": "reference (not causal)", "knob": "target param skip",
+                                   "adapters_of": first.checkpoint_name,
+                                   "points": [(s, p.name) for s, p in zip(random_skips, points)]}
         methods += points
     texts = {d: domain_texts(d, "eval", limit, hero=first) for d in domains}
     results = evaluate_points(first, methods, texts, max_tokens=max_tokens, progress=progress)

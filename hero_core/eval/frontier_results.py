@@ -78,8 +78,8 @@ def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = N
 
     taus = {name: taus_of(name) for name in models}
     with torch.no_grad():
-        result = frontier(models, oracle=not only, random=not only, taus=taus, limit=limit, domains=(domain,),
-                          max_tokens=MAX_TOKENS, progress=True)
+        result = frontier(models, oracle=not only, random=not only, static=not only, expert=not only, taus=taus,
+                          limit=limit, domains=(domain,), max_tokens=MAX_TOKENS, progress=True)
     out.write_text(json.dumps(result))
 
 
@@ -147,6 +147,25 @@ def add_bf16_check(limit: int, out: Path) -> int:
     return merge_measure(out, "bf16", measured)
 
 
+def add_baselines(limit: int, out: Path) -> int:
+    """Only the static-pruning and MoD top-k baselines (with the first curve's adapters, as the references), merged
+    into ``out``'s frontier beside the routers (same texts and cut)."""
+    import torch
+
+    from hero_core.eval.frontier import frontier
+
+    torch.set_num_threads(1)
+    models = load_models([CURVES[0]])
+    with torch.no_grad():
+        part = frontier(models, static=True, expert=True, taus={CURVES[0]: ()}, limit=limit, max_tokens=MAX_TOKENS,
+                        progress=True)
+    result = json.loads(out.read_text())  # read now, not before the run: another job may have written it since
+    result["frontier"]["curves"].update(part["curves"])
+    out.write_text(json.dumps(result, indent=1))
+    print(f"added the static-pruning and top-k baselines to {out}")
+    return 0
+
+
 def merge_measure(out: Path, key: str, measured: dict) -> int:
     result = json.loads(out.read_text())  # read now, not before the run: another job may have written it since
     result.setdefault(key, {}).update(measured)
@@ -180,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --add: sweep tau like the -10 curves, so they can be read at hero-10's skip")
     parser.add_argument("--read-matters", nargs="+", metavar="CHECKPOINT",
                         help="only run the read-matters ablation on these checkpoints and merge it into --out")
+    parser.add_argument("--baselines", action="store_true",
+                        help="only run static pruning and MoD top-k (hero-10's adapters) and merge them into --out")
     parser.add_argument("--bf16-check", action="store_true",
                         help="only rerun the bf16 check (hero-10, --limit / 2 texts a domain) and merge it into --out")
     args = parser.parse_args(argv)
@@ -187,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         return add_read_matters(args.read_matters, args.out)
     if args.bf16_check:
         return add_bf16_check(args.limit, args.out)
+    if args.baselines:
+        return add_baselines(args.limit, args.out)
     if args.sweep and not args.add:
         parser.error("--sweep goes with --add")
     if args.part:

@@ -32,8 +32,14 @@ TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agre
 }
 GREEDY_TARGET = ("hero-10", 12)  # greedy chat answers: median leading tokens (of PREFIX) equal to the dense answer
 STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#000000", ":"),
-         "random": ("#7f7f7f", "-."), "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
+         "random": ("#7f7f7f", "-."), "static": ("#d62728", (0, (1, 1))), "expert_choice": ("#bcbd22", (0, (5, 2))),
+         "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
          "no_pos": ("#8c564b", "none")}
+
+
+REFERENCE_LABELS = {"oracle": "oracle (not deployable)", "random": "random, same adapters",
+                    "static": "static pruning (ShortGPT), same adapters",
+                    "expert_choice": "MoD top-k (not causal), same adapters"}
 
 
 def own_point(curve: dict) -> dict | None:
@@ -102,7 +108,7 @@ def matched_table(frontier: dict) -> list[str]:
     """hero vs local (and the references) interpolated at the param skip each hero checkpoint realises."""
     curves = frontier["curves"]
     lines = table_head("budget", "domain", "param skip % (hero's own tau)", "hero", "local", "random (same adapters)",
-                       "oracle (not deployable)", "hero ≤ local?")
+                       "static pruning", "MoD top-k (not causal)", "oracle (not deployable)", "hero ≤ local?")
     for budget in ("10", "25", "40"):
         hero, local = curves.get(f"hero-{budget}"), curves.get(f"local-{budget}")
         point = own_point(hero) if hero else None
@@ -111,10 +117,12 @@ def matched_table(frontier: dict) -> list[str]:
         for d in DOMAINS:
             skip = point[d]["param_skip"]
             cells = {"hero": point[d]}
-            for name, curve in (("local", local), ("random", curves.get("random")), ("oracle", curves.get("oracle"))):
+            references = ("random", "static", "expert_choice", "oracle")
+            for name, curve in (("local", local), *((r, curves.get(r)) for r in references)):
                 cells[name] = at_skip(curve, d, skip) if curve else None
-            shown = [_ratio(cells[k]) if cells[k] else "outside its range" for k in ("hero", "local", "random",
-                                                                                      "oracle")]
+            shown = [_ratio(cells[k]) if cells[k] else ("not run" if k in references and k not in curves
+                                                       else "outside its range")
+                     for k in ("hero", "local", *references)]
             verdict = "–"
             if cells["local"]:
                 verdict = "yes" if cells["hero"]["perplexity_ratio"] <= cells["local"]["perplexity_ratio"] else "no"
@@ -140,7 +148,7 @@ def draw_domain(ax, frontier: dict, d: str, zoom: bool = False) -> list[float]:
         pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
         xs, ys = [x for x, _ in pts], [y for _, y in pts]
         inside += [y for x, y in pts if ZOOM_SKIP[0] <= x <= ZOOM_SKIP[1]]
-        label = {"oracle": "oracle (not deployable)", "random": "random, same adapters"}.get(name, name)
+        label = REFERENCE_LABELS.get(name, name)
         if name.endswith("-s1"):  # a first stage: its own point, hollow, in its family's colour
             ax.scatter(xs, ys, facecolors="none", edgecolors=colour, marker="s", s=30, label=label, zorder=4)
             continue
