@@ -16,6 +16,18 @@ from dataclasses import dataclass
 from . import checkpoint as ckpt
 from .config import VARIANTS
 
+# The memory question over training seeds: the first stage of HeRo with recipe 2's memory, its local twin and its
+# no-memory-read twin (hero_core.train.recipes trains them; hero_core.eval.seeds compares them). Seed 0 is the
+# bundled run; the extra seeds are bundled under checkpoints/seeds/ as ``<arm>-seed<N>``.
+SEED_ARMS = ("hero-10-r2-s1", "local-10-s1", "no_memread-10-r2-s1")
+EXTRA_SEEDS = (1, 2)
+
+
+def seed_runs(arm: str) -> list[str]:
+    """Every run of ``arm`` over the training seeds: the bundled run (seed 0) first."""
+    return [arm] + [f"{arm}-seed{seed}" for seed in EXTRA_SEEDS]
+
+
 GROUPS = ("default", "as trained at 10 / 25 / 40 %", "ablations", "training stages and research runs")
 ABLATION = re.compile(r"^(no_memread|no_aux|no_pos)-\d+")
 RESEARCH = re.compile(r"(-s1(-seed\d+)?$|-r[2356]c?$|-13-|^seeds/)")

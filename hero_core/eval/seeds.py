@@ -2,7 +2,7 @@
 matched param skip, each arm's mean and spread over its seeds (every seed listed), and the difference between two
 arms with a hierarchical bootstrap interval.
 
-The arms (hero_core.train.recipes.SEED_ARMS) are the first training stage of HeRo with the default's memory levers,
+The arms (hero_core.core.checkpoint_info.SEED_ARMS) are the first training stage of HeRo with the default's memory levers,
 its local twin (no history) and its twin without the memory read; seed 0 is the bundled run, seeds 1 and 2 live
 under checkpoints/seeds/. Matching: one target param skip for every run (the HeRo arm's mean skip at its own tau on
 calibration blocks from the train split), and each run's tau bisected to meet it there; the held-out texts are
@@ -114,7 +114,7 @@ def hierarchical_difference(arm_a: list, arm_b: list, *, n_boot: int = BOOTSTRAP
 def arm_runs(arm: str) -> list[str]:
     """The bundled runs of ``arm`` (a SEED_ARMS base name) over the seeds that exist here, seed 0 first."""
     from ..core.checkpoint import bundled_names, seed_names
-    from ..train.recipes import seed_runs
+    from ..core.checkpoint_info import seed_runs
 
     have = set(bundled_names()) | set(seed_names())
     return [name for name in (n if n == arm else f"seeds/{n}" for n in seed_runs(arm)) if name in have]
@@ -299,7 +299,7 @@ def measure_missing(ppl: dict, retain_limit: int, store: Path = STORE, progress:
     from ..core.backbones import load_backbone
     from ..core.data import domain_texts
     from ..core.model import load_checkpoint
-    from ..train.recipes import SEED_ARMS
+    from ..core.checkpoint_info import SEED_ARMS
     from .calibration import calibration_blocks
     from .suites import load_eval_tasks
 
@@ -339,7 +339,7 @@ def report_from_store(ppl: dict, retain_limit: int, store: Path = STORE) -> dict
     import datetime
 
     from ..core.checkpoint import health_line
-    from ..train.recipes import SEED_ARMS
+    from ..core.checkpoint_info import SEED_ARMS
 
     retain = {"retain_limit": retain_limit, "target_skip": TARGET_SKIP}
     dense = _stored(_file(store, "dense", f"retain-{retain_limit}"), retain) if retain_limit else None

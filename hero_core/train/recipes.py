@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.checkpoint import CONFIG_FILE
+from ..core.checkpoint_info import EXTRA_SEEDS, SEED_ARMS
 from .train import TrainConfig
 
 
@@ -122,15 +123,8 @@ RUNS["hero-10-r6c"] = Run("hero", 0.10, R6_STEPS, "hero-10-r4", budget_scope="ba
 # seeds 1 and 2. The seed changes the routers' initialisation, the adapters' warm-start sample and the draw of the
 # 3,000 training blocks (which code files and reasoning problems, in which order; so each seed has its own teacher
 # cache); everything else is the recipe. The bundled runs of each arm are seed 0. Kept under checkpoints/seeds/.
-SEED_ARMS = ("hero-10-r2-s1", "local-10-s1", "no_memread-10-r2-s1")
-EXTRA_SEEDS = (1, 2)
 RUNS.update({f"{arm}-seed{seed}": replace(RUNS[arm], seed=seed, folder="seeds")
              for seed in EXTRA_SEEDS for arm in SEED_ARMS})
-
-
-def seed_runs(arm: str) -> list[str]:
-    """Every run of ``arm`` over the training seeds: the bundled run (seed 0) first."""
-    return [arm] + [f"{arm}-seed{seed}" for seed in EXTRA_SEEDS]
 
 
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
