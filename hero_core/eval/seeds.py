@@ -297,9 +297,9 @@ def measure_missing(ppl: dict, retain_limit: int, store: Path = STORE, progress:
     perplexity under ``ppl`` settings, and Retain at ``retain_limit`` examples per task (0: not measured). One run
     at a time, each file written as soon as it is done, so an interrupted command keeps what it measured."""
     from ..core.backbones import load_backbone
+    from ..core.checkpoint_info import SEED_ARMS
     from ..core.data import domain_texts
     from ..core.model import load_checkpoint
-    from ..core.checkpoint_info import SEED_ARMS
     from .calibration import calibration_blocks
     from .suites import load_eval_tasks
 
