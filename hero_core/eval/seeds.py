@@ -2,15 +2,16 @@
 matched param skip, each arm's mean and spread over its seeds (every seed listed), and the difference between two
 arms with a hierarchical bootstrap interval.
 
-The arms (hero_core.core.checkpoint_info.SEED_ARMS) are the first training stage of HeRo with the default's memory levers,
-its local twin (no history) and its twin without the memory read; seed 0 is the bundled run, seeds 1 and 2 live
-under checkpoints/seeds/. Matching: one target param skip for every run (the HeRo arm's mean skip at its own tau on
-calibration blocks from the train split), and each run's tau bisected to meet it there; the held-out texts are
-each domain's eval split, never trained on.
+The arms (hero_core.core.checkpoint_info.SEED_ARMS) are the first training stage of HeRo with the default's
+memory levers, its local twin (no history) and its twin without the memory read; seed 0 is the bundled run, seeds 1
+and 2 live under checkpoints/seeds/. Matching: every run at the tau that gives :data:`TARGET_SKIP` (10 % param skip,
+the budget all three trained to) on calibration blocks from the train split; the held-out texts are each domain's
+eval split, never trained on.
 
-The interval of a difference resamples seeds first (with replacement, within each arm) and then texts within each
+The interval of a difference resamples seeds first (with replacement, within each arm) and then examples within each
 resampled seed, so neither source of noise is hidden; a difference whose interval holds 0 is "not separable".
-``python -m hero_core.eval.seeds`` (``make results-seeds``) writes docs/seeds.json and docs/seeds.md.
+``python -m hero_core.eval.seeds`` (``make results-seeds``) stores each run's measurements in docs/seeds/ and writes
+docs/seeds.json and docs/seeds.md.
 """
 
 from __future__ import annotations
@@ -365,6 +366,23 @@ def report_from_store(ppl: dict, retain_limit: int, store: Path = STORE) -> dict
             "summary": summarise(arms, units)}
 
 
+def retain_available(retain_limit: int) -> int:
+    """``retain_limit``, or 0 (perplexity only, said on the console) when the BIG-bench tasks are not on this
+    machine: the archive comes from PyPI once (`python -m hero_core eval --fetch-bigbench`), and a measurement
+    never downloads."""
+    if not retain_limit:
+        return 0
+    from .bigbench import BigBenchError, ensure_tasks
+    from .suites import load_eval_tasks
+
+    try:
+        ensure_tasks(load_eval_tasks()["main"], download=False)
+    except (BigBenchError, OSError) as err:
+        print(f"Retain left out: the BIG-bench tasks are not here ({err}); measuring perplexity only", flush=True)
+        return 0
+    return retain_limit
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
@@ -380,7 +398,7 @@ def main() -> int:
     args = parser.parse_args()
     ppl = ppl_settings(args)
     if not args.report_only:
-        measure_missing(ppl, args.retain_limit, only=args.only)
+        measure_missing(ppl, retain_available(args.retain_limit), only=args.only)
     report = report_from_store(ppl, args.retain_limit)
     if report is None:
         print("not enough measured runs for a report yet (HeRo and at least one other arm)")
