@@ -110,6 +110,7 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core bench --out docs/bench.json
 	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md
 	$(PY) -m hero_core.bench.routers_memory --out docs/routers_memory.json
+	$(PY) -m hero_core.bench.sweep_memory --out docs/sweep_memory.json
 
 clean:
 	rm -rf $(VENV)

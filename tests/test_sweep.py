@@ -205,3 +205,54 @@ def test_two_cpu_processes_sweep_like_one(tmp_path):
         pd.testing.assert_frame_equal(one, two, check_exact=False, rtol=1e-5)
     summary = json.loads((tmp_path / "two" / "summary.json").read_text())
     assert summary["meta"]["world_size"] == 2 and summary["meta"]["n_done"] == 4
+
+
+def _launcher() -> str:
+    return shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
+
+
+def test_a_sweep_killed_part_way_resumes_on_two_processes_to_the_same_tables(tmp_path, monkeypatch):
+    """Shards (hero_core.eval.sweep_shards): an interrupted sweep keeps every item it finished, a rerun with the
+    same arguments does only the rest (here on two processes under accelerate), and the tables equal those of one
+    uninterrupted process, item for item."""
+    from hero_core.cli import main
+    from hero_core.eval import sweep_shards
+    from hero_core.eval.sweep_shards import ShardMismatch, finished_items
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"{p} ({i})"}) + "\n"
+                            for i, p in enumerate(PROMPTS * 2)))
+    args = ["sweep", str(data), "--variant", "hero", "--max-tokens", "16", "--no-match-compute", "--device", "cpu",
+            "--shard-every", "1"]
+    monkeypatch.setenv("HERO_LENS_TINY", "1")
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+
+    real_add, added = sweep_shards.ShardWriter.add, []
+
+    def killed_on_the_fourth(self, index, rows):
+        if len(added) == 3:
+            raise KeyboardInterrupt  # the process dies here, before writing anything more
+        added.append(index)
+        real_add(self, index, rows)
+
+    monkeypatch.setattr(sweep_shards.ShardWriter, "add", killed_on_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        main([*args, "--out", str(tmp_path / "cut")])
+    monkeypatch.undo()
+    assert finished_items(tmp_path / "cut") == {0, 1, 2} and not (tmp_path / "cut" / "items.parquet").exists()
+    with pytest.raises(ShardMismatch, match="another sweep"):  # other settings never mix into these shards
+        sweep_shards.ShardWriter(tmp_path / "cut", 0, {"something": "else"})
+
+    done = subprocess.run([_launcher(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "hero_core", *args,
+                           "--out", str(tmp_path / "cut")], env=_cli_env(), cwd=ROOT, timeout=600,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming: 3 of 8 items" in done.stderr
+    assert finished_items(tmp_path / "cut") == set(range(8))
+    for table in ("items", "tokens", "layers"):
+        one = pd.read_parquet(tmp_path / "one" / f"{table}.parquet")
+        resumed = pd.read_parquet(tmp_path / "cut" / f"{table}.parquet")
+        pd.testing.assert_frame_equal(one, resumed, check_exact=False, rtol=1e-5)
+    summary = json.loads((tmp_path / "cut" / "summary.json").read_text())
+    assert summary["meta"]["n_done"] == 8 and summary["meta"]["world_size"] == 2

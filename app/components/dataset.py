@@ -209,6 +209,9 @@ def run_dataset(runs: list[AppRun], items: list[Item], *, max_tokens: int, chat:
             bar.progress((i + 1) / n, text=f"{i + 1} / {n} items")
     if active:
         st.session_state[f"{prefix}_job"] = None
+        # redraw at once: the buttons drawn before the run ("Run", "Cancel") would otherwise stay as they were;
+        # the finished items come back from the cache
+        st.rerun()
     done = done_by_job.get(sig, 0)
     if 0 < done < n and not active:
         st.info(f"Stopped after {done} of {n} items: the results below cover those. **Resume** continues.")

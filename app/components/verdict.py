@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from hero_core.eval import measured as measured_results
+from hero_core.eval.seeds import load_shipped as load_seeds
 from hero_core.eval.twins import CONTROL_CAVEATS, counterpart, counterparts
 
 # what a trained checkpoint's variant means, in words a label can carry
@@ -93,7 +94,22 @@ def render_verdict(pairs: list[Pair], measured: dict | None, *, what: str) -> No
         if pair.other in CONTROL_CAVEATS:
             box.warning(CONTROL_CAVEATS[pair.other])
         box.dataframe(verdict_table(rows), hide_index=True)
+    if any(p.other.startswith("local-") for p in pairs):
+        render_seeds_answer(box)
     if not shown:
         box.caption(f"The held-out set has no matched-compute measurement of {what}: it measures the bundled "
                     "checkpoints against hero-N of the same budget (docs/results.md). This page's figures are one "
                     "prompt: a small sample.")
+
+
+def render_seeds_answer(where) -> None:
+    """The memory question over training seeds (hero_core/checkpoints/seeds.json), or a word that one pair of
+    checkpoints is one training run per arm."""
+    seeds = load_seeds()
+    if seeds is None:
+        where.caption("Each checkpoint above is one training run: how far another training seed moves these numbers "
+                      "is not measured in this install (`make checkpoints-seeds results-seeds`).")
+        return
+    where.markdown("**Across training seeds** (first training stage of each arm, at "
+                   f"{seeds['target_skip']:.0%} param skip): " + seeds["answer"].replace(
+                       "**Does history help on this backbone?** ", ""))

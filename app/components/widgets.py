@@ -34,6 +34,8 @@ EXAMPLES = MappingProxyType({
              "I should pack, and explain briefly why each one matters?"),
 })
 DEFAULT_EXAMPLE = "reasoning"
+# Generate's start: the default example's question, without the worked answer the example carries
+QUESTION_EXAMPLE = "Tom has 3 boxes with 12 apples each. He gives away 7 apples and eats 2. How many apples are left?"
 SHARED_PROMPT = "shared_prompt"
 SHARED_CHAT = "shared_chat"
 SHARED_CELL = "shared_cell"  # {"token": t, "block": j (0-based)}
@@ -64,15 +66,19 @@ def _use_example(prefix: str) -> None:
 
 
 def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
-                 chat_default: bool | None = None) -> tuple[str, bool]:
+                 chat_default: bool | None = None, instead_of_default: str | None = None) -> tuple[str, bool]:
     """The prompt box with example prompts and the chat-template toggle; the prompt is shared across pages.
 
     The chat toggle is shared too, unless ``chat_default`` is given: then it is this page's own, starts there and
-    lives in the URL (Generate: a chat model answers a question only inside its template)."""
+    lives in the URL (Generate: a chat model answers a question only inside its template). ``instead_of_default``
+    is the page's own start while the shared prompt is still the app's default example (Generate: a question
+    without its worked answer, so the model has something to answer)."""
     _seed_shared()
     key, chat_key, example_key = f"{prefix}_prompt", f"{prefix}_chat", f"{prefix}_example"
     if key not in st.session_state:
-        st.session_state[key] = st.session_state[SHARED_PROMPT]
+        shared = st.session_state[SHARED_PROMPT]
+        is_default = shared == EXAMPLES[DEFAULT_EXAMPLE]
+        st.session_state[key] = instead_of_default if instead_of_default and is_default else shared
     shared_chat = chat_default is None
     if shared_chat and chat_key not in st.session_state:
         st.session_state[chat_key] = st.session_state[SHARED_CHAT]
@@ -320,4 +326,4 @@ def token_picker(trace: RoutingTrace, *, prefix: str, label: str = "Token") -> i
 
 def block_picker(trace: RoutingTrace, *, prefix: str, label: str = "Routed layer") -> int:
     return _cell_picker(trace, picker_key(trace, prefix, "block"), 1, trace.n_routed, label,
-                        lambda j: f"L{trace.routed_layers[j]} (block {j + 1})")
+                        lambda j: f"L{trace.routed_layers[j]}")  # layers only: one numbering per line

@@ -60,9 +60,10 @@ show_figure(figures, "ffns per token", executed_counts(trace, window), key=f"{P}
 st.subheader("Per-token table")
 st.caption("Click a column header to sort: the tokens that ran the most FFNs, the decisions nearest τ (smallest "
            "margin, negative = skipped), the tokens the routing cost most against dense.")
-st.dataframe(token_summary(trace)[["token_index", "token", "ffn_executed", "mean_gate", "min_margin", "nll",
-                                   "dense_nll", "delta_nll"]],
-             hide_index=True, key=f"{P}_tokens", column_config=TOKEN_COLUMNS)
+token_table = token_summary(trace)[["token_index", "token", "ffn_executed", "mean_gate", "min_margin", "nll",
+                                    "dense_nll", "delta_nll"]]
+token_table["token"] = [token_label(t, 24) for t in token_table["token"]]  # spaces drawn as in the maps (␣)
+st.dataframe(token_table, hide_index=True, key=f"{P}_tokens", column_config=TOKEN_COLUMNS)
 show_figure(figures, "layer skip rates", layer_skip_bars([trace], [trace.variant]), key=f"{P}_layers")
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")
 st.caption(f"Server time for this page: {time.perf_counter() - started:.2f} s "

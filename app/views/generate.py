@@ -9,7 +9,15 @@ from components.exports import export_panel, show_figure
 from components.generation import agreement, generate, span_table
 from components.positions import show_position_skip
 from components.runtime import load_model
-from components.widgets import BIND, prompt_input, show_compute_metrics, show_net_cost, show_notices, windowed
+from components.widgets import (
+    BIND,
+    QUESTION_EXAMPLE,
+    prompt_input,
+    show_compute_metrics,
+    show_net_cost,
+    show_notices,
+    windowed,
+)
 
 from hero_core import RoutingTrace
 from hero_core.analysis.spans import answer_and_prompt, span_figures
@@ -31,7 +39,8 @@ settings = app_settings.current()
 hero = load_model(settings.model)
 # A chat model answers a question inside its chat template; without it, it often just ends the turn.
 has_template = bool(getattr(hero.tokenizer, "chat_template", None))
-prompt, chat = prompt_input(P, label="Prompt to continue", chat_default=has_template)
+prompt, chat = prompt_input(P, label="Prompt to continue", chat_default=has_template,
+                            instead_of_default=QUESTION_EXAMPLE)
 cols = st.columns(4)
 max_new = cols[0].slider("New tokens", 1, 256, 40, key=f"{P}_max_new", bind=BIND)
 sampled = cols[1].radio("Decoding", ["greedy", "sampled"], horizontal=True, key=f"{P}_decoding",
@@ -59,9 +68,12 @@ dense_box = right.empty()
 if go_clicked:
     common = {"chat_template": chat, "max_new_tokens": int(max_new), "do_sample": sampled,
               "temperature": float(temperature), "top_p": float(top_p), "seed": int(seed) if sampled else None}
-    routed = generate(hero, prompt, variant=variant, tau=settings.tau, render=routed_box.html, **common)
-    dense = generate(hero, prompt, variant="dense", tau=settings.tau, render=dense_box.html, **common) \
-        if with_dense else None
+    # the text streams into the boxes as it comes; the spinner says what is still running (~1 s a token here)
+    with st.spinner(f"Generating up to {int(max_new)} routed tokens, then scoring them against dense …"):
+        routed = generate(hero, prompt, variant=variant, tau=settings.tau, render=routed_box.html, **common)
+    with st.spinner("Generating the dense model's answer beside it …"):
+        dense = generate(hero, prompt, variant="dense", tau=settings.tau, render=dense_box.html, **common) \
+            if with_dense else None
     st.session_state[RESULT] = {"params": params, "routed": routed, "dense": dense}
 
 result = st.session_state.get(RESULT)

@@ -7,6 +7,7 @@ import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec, get_trace, load_model, matched_tau
+from components.verdict import render_seeds_answer
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
 from hero_core.analysis.spans import first_token_words
@@ -146,6 +147,7 @@ else:
     focus = measured_results.history_in_domains(measured, PAPER_DOMAINS)
     st.markdown(f"**Measured on this backbone** (this project's held-out evaluation, not the paper's). "
                 f"{measured_results.history_words(measured)}" + (f" {focus}" if focus else ""))
+    render_seeds_answer(st)  # the question over several training runs, not one pair of checkpoints
     rows = (measured or {}).get("history_vs_local") or []
     if measured and measured.get("backbone") and measured["backbone"] != hero.backbone.name:
         st.caption(f"That measurement is of {measured['backbone']}; the loaded backbone, {hero.backbone.name}, is not "

@@ -275,6 +275,25 @@ def answer_sentence(report: dict) -> str:
 # -- the command ----------------------------------------------------------------------------------------------
 ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "docs" / "seeds"  # one JSON per measured run (and dense's grades), committed: the page's source
+SHIPPED = ROOT / "hero_core" / "checkpoints" / "seeds.json"  # the answer the app quotes (docs/ is not shipped)
+
+
+def shipped_summary(report: dict) -> dict:
+    """What the app quotes: the answer, each arm's seeds and spread, the arm differences with their intervals."""
+    s = report["summary"]
+    return {"format_version": 1, "date": report["date"], "target_skip": report["target_skip"],
+            "answer": answer_sentence(report), "measures": s["measures"],
+            "arms": {arm: {"runs": row["runs"], **{m: {k: row[m][k] for k in ("mean", "sd", "per_seed")}
+                                                   for m in s["measures"]}} for arm, row in s["arms"].items()},
+            "differences": s["differences"], "source": "docs/seeds.json (python -m hero_core.eval.seeds)"}
+
+
+def load_shipped(path: Path = SHIPPED) -> dict | None:
+    """The shipped across-seed summary, or None when none was written (or it cannot be read)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _stored(path: Path, settings: dict) -> dict | None:
@@ -405,6 +424,7 @@ def main() -> int:
         return 0
     args.out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     args.out.with_suffix(".md").write_text(render_markdown(report))
+    SHIPPED.write_text(json.dumps(shipped_summary(report), indent=1, sort_keys=True) + "\n")
     print(answer_sentence(report))
     return 0
 

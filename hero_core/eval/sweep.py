@@ -8,7 +8,9 @@ row per routed block, never the traces themselves.
 
 The same loop serves the app (one cached call per item, :func:`run_item`), notebooks (:func:`sweep`) and
 ``python -m hero_core sweep data.jsonl --checkpoint hero-10 --checkpoint local-10 --out results/``, which runs
-unchanged under ``accelerate launch``: rank r takes items r, r + W, …, and rank 0 gathers and writes.
+unchanged under ``accelerate launch``: rank r takes items r, r + W, …, writes each finished item to its own shard
+as it goes (:mod:`hero_core.eval.sweep_shards`: a rerun resumes, a killed run keeps what it finished), and rank 0
+merges the shards from disk into the tables.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from ..core.metrics import perplexity_ratio, ratio_interval
 from ..core.trace import RoutingTrace, quality_fields
 from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
 from .sweep_data import BUNDLED_SETS, Item, bundled_items, load_prompts
+from .sweep_shards import SHARD_DIR, ShardWriter, finished_items, merged_parts
 
 TABLES = ("items", "tokens", "layers")
 
@@ -322,26 +325,35 @@ def table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
 def sweep(hero, prompts: Sequence[Item | str], *, checkpoints: Sequence | None = None,
           variants: Sequence[str] | None = None, max_tokens: int | None = 256, chat_template: bool = False,
           match_compute: bool = True, progress: Callable[[int, int], None] | None = None,
-          should_stop: Callable[[], bool] | None = None, rank: int = 0, world_size: int = 1) -> SweepResult:
+          should_stop: Callable[[], bool] | None = None, rank: int = 0, world_size: int = 1,
+          skip: Collection[int] = (), on_item: Callable[[int, dict], None] | None = None) -> SweepResult:
     """Run each checkpoint (see :func:`make_runs`) over ``prompts``; returns the tables.
 
     ``progress(done, total)`` is called after each item, ``should_stop()`` before each (True: stop and return
     what is done, ``meta["stopped"]`` says so). ``rank`` / ``world_size`` take every ``world_size``-th item
-    from ``rank`` on (item numbers stay global), for a caller that merges the ranks' parts."""
+    from ``rank`` on (item numbers stay global), for a caller that merges the ranks' parts. ``skip``: item numbers
+    already done (a resumed sweep). ``on_item(index, rows)`` takes each finished item instead of the result
+    (:mod:`hero_core.eval.sweep_shards` writes it to disk), so memory stays flat however many items there are;
+    the returned result then holds no rows."""
     items = [p if isinstance(p, Item) else Item(str(i), str(p)) for i, p in enumerate(prompts)]
     if not items:
         raise ValueError("no prompts to sweep")
     if not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is outside 0..{world_size - 1}")
     runs = make_runs(hero, checkpoints, variants)
-    mine = list(range(rank, len(items), world_size))
+    skip = set(skip)
+    mine = [i for i in range(rank, len(items), world_size) if i not in skip]
     parts, stopped = [], False
     for done, index in enumerate(mine):
         if should_stop is not None and should_stop():
             stopped = True
             break
-        parts.append(run_item(runs, items[index], index, max_tokens=max_tokens, chat_template=chat_template,
-                              match_compute=match_compute))
+        rows = run_item(runs, items[index], index, max_tokens=max_tokens, chat_template=chat_template,
+                        match_compute=match_compute)
+        if on_item is None:
+            parts.append(rows)
+        else:
+            on_item(index, rows)
         if progress is not None:
             progress(done + 1, len(mine))
     meta = {"runs": [r.label for r in runs], "n_items": len(items), "n_done": len(parts), "stopped": stopped,
@@ -368,7 +380,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip the runs at the first run's param skip (each run at its own tau only)")
     p.add_argument("--format", action="append", choices=["csv", "parquet"], default=None,
                    help="table formats to write (default: both)")
-    p.add_argument("--out", type=Path, required=True, help="folder for items/tokens/layers tables and summary.json")
+    p.add_argument("--shard-every", type=int, default=8,
+                   help="items each rank keeps in memory before writing them to its shard (out/shards/)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="folder for items/tokens/layers tables and summary.json; its shards/ let a rerun resume")
 
 
 def _items_from(spec: Path, hero) -> list[Item]:
@@ -400,20 +415,28 @@ def run_cli(args) -> int:
         if rank == 0 and (done == total or done % max(1, total // 20) == 0):
             print(f"rank 0: {done}/{total} items", file=sys.stderr)
 
+    # Every finished item goes to this rank's shard as it comes, so a killed run keeps it and a rerun resumes.
+    settings = {"items": [[it.id, it.text] for it in items], "checkpoints": checkpoints, "variants": args.variant,
+                "max_tokens": args.max_tokens, "chat": args.chat, "match_compute": not args.no_match_compute,
+                "backbone": args.backbone, "quantization": args.quantization, "dtype": args.dtype}
+    writer = ShardWriter(args.out, rank, settings, every=args.shard_every)
+    done_before = finished_items(args.out)
+    if rank == 0 and done_before:
+        print(f"resuming: {len(done_before)} of {len(items)} items are already in {args.out / SHARD_DIR}",
+              file=sys.stderr)
     result = sweep(hero, items, checkpoints=checkpoints, variants=args.variant, max_tokens=args.max_tokens,
                    chat_template=args.chat, match_compute=not args.no_match_compute, progress=report,
-                   rank=rank, world_size=world_size)
-    parts = [{name: getattr(result, name).to_dict("records") for name in TABLES}]
+                   rank=rank, world_size=world_size, skip=done_before, on_item=writer.add)
+    writer.flush()
     if state is not None:
         import torch.distributed as dist
-        from accelerate.utils import gather_object
 
-        parts = gather_object(parts)  # every rank's rows, in rank order
+        state.wait_for_everyone()  # every rank's shards are on disk before rank 0 reads them
         dist.destroy_process_group()  # a process group left open at exit keeps the launcher waiting
     if rank != 0:
         return 0
-    merged = SweepResult.from_parts(parts, {**result.meta, "n_done": sum(len({r["item"] for r in p["items"]})
-                                                                      for p in parts), "world_size": world_size})
+    parts = merged_parts(args.out)
+    merged = SweepResult.from_parts(parts, {**result.meta, "n_done": len(parts), "world_size": world_size})
     written = merged.save(args.out, formats=args.format or ("csv", "parquet"))
     print(merged.quality().round(4).to_string(index=False))
     if len(merged.matched()):

@@ -1,0 +1,85 @@
+"""Peak resident memory of a data-set sweep as the data set grows: ``python -m hero_core sweep bundled:reasoning:N``
+for N = 100 and N = 1,000, each in a fresh process, on the tiny random model (the sweep's own memory, not a
+backbone's, is what grows with N). Each finished item goes to the rank's shard as it comes
+(hero_core.eval.sweep_shards), so what a rank holds while it runs does not grow with N; the merge at the end holds
+the final tables (a few rows per item).
+
+``python -m hero_core.bench.sweep_memory [--sizes 100 1000] [--out docs/sweep_memory.json]`` prints each peak and
+their ratio (``make bench`` runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .timing import proc_lines
+
+MARKER = "HERO_SWEEP_MEMORY"
+SIZES = (100, 1000)
+
+
+def _peak_bytes() -> int:
+    found = proc_lines("/proc/self/status", "VmHWM:")
+    if found:
+        return int(found[0].split()[1]) * 1024
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+def child(n: int) -> dict:
+    """In this (fresh) process: sweep ``n`` bundled reasoning items on the tiny model; report the peak RSS."""
+    from ..cli import main
+
+    os.environ["HERO_LENS_TINY"] = "1"
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        code = main(["sweep", f"bundled:reasoning:{n}", "--variant", "hero", "--max-tokens", "64",
+                     "--no-match-compute", "--device", "cpu", "--format", "parquet", "--out", out])
+        seconds = time.perf_counter() - start
+        shards = len(list((Path(out) / "shards").glob("rank*.jsonl")))
+    return {"items": n, "exit_code": code, "peak_rss_bytes": _peak_bytes(), "seconds": round(seconds, 1),
+            "shard_files": shards}
+
+
+def run_all(sizes=SIZES) -> dict:
+    rows = []
+    for n in sizes:
+        done = subprocess.run([sys.executable, "-m", __spec__.name, "--child", str(n)], capture_output=True,
+                              text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        line = next(r for r in done.stdout.splitlines() if r.startswith(MARKER))
+        rows.append(json.loads(line[len(MARKER):]))
+    return {"sizes": rows, "ratio_largest_to_smallest": round(rows[-1]["peak_rss_bytes"] / rows[0]["peak_rss_bytes"],
+                                                               3)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="data-set sizes to sweep")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help="write the result as JSON here")
+    args = parser.parse_args()
+    if args.child:
+        print(MARKER + json.dumps(child(args.child)))
+        return 0
+    report = run_all(tuple(args.sizes))
+    for row in report["sizes"]:
+        print(f"{row['items']:>6} items: peak RSS {row['peak_rss_bytes'] / 2**20:.0f} MiB in {row['seconds']} s "
+              f"({row['shard_files']} shard files)")
+    print(f"peak RSS at {report['sizes'][-1]['items']} items / at {report['sizes'][0]['items']}: "
+          f"x{report['ratio_largest_to_smallest']:.3f}")
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
