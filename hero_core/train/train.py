@@ -175,7 +175,9 @@ class TrainConfig:
     # the best state with the learning rate x ``rollback_lr_factor``, stop there, or warn). 0 turns the guard off.
     eval_every: int = 25
     eval_blocks: int = 24
-    degrade_tolerance: float = 0.05
+    # 15 %: the held-out loss of a healthy first stage moves by up to ~7 % between evaluations, because its realised
+    # skip moves by 2-4 points around the budget; the degradations this guard is for rose by 40 % and more.
+    degrade_tolerance: float = 0.15
     degrade_patience: int = 3
     on_degrade: str = "rollback"
     rollback_lr_factor: float = 0.5

@@ -35,9 +35,12 @@ def attach_guard(run: TrainingRun) -> None:
     watch_from = math.ceil(cfg.budget_ramp * cfg.steps) if ramps else 0
     saved = run.state_dir / "state.json"
     meta = json.loads(saved.read_text()) if saved.is_file() else {}
-    run.guard = (HealthGuard.from_json(meta["guard"]) if meta.get("guard")
-                 else HealthGuard(cfg.degrade_tolerance, cfg.degrade_patience, cfg.on_degrade,
-                                  cfg.rollback_lr_factor, watch_from))
+    rule = HealthGuard(cfg.degrade_tolerance, cfg.degrade_patience, cfg.on_degrade, cfg.rollback_lr_factor, watch_from)
+    if meta.get("guard"):  # a resumed run keeps what its guard saw, under the rule of this run's settings
+        saved = HealthGuard.from_json(meta["guard"])
+        rule.evaluations, rule.best, rule.bad_in_a_row = saved.evaluations, saved.best, saved.bad_in_a_row
+        rule.lr_scale, rule.rollbacks, rule.stopped_at = saved.lr_scale, saved.rollbacks, saved.stopped_at
+    run.guard = rule
 
 
 @torch.no_grad()
