@@ -21,10 +21,11 @@ sys.path.insert(0, str(APP))  # the app's own helpers (components.*) for the pur
 
 from apptest_helpers import assert_clean, charts, starter  # noqa: E402
 from components.exports import safe_filename, slug, trace_csv, trace_json  # noqa: E402
-from components.widgets import EXAMPLES, cell_from_selection  # noqa: E402
+from components.widgets import EXAMPLES, QUESTION_EXAMPLE, cell_from_selection  # noqa: E402
 
 TIMEOUT = 180
 DEFAULT_PROMPT = EXAMPLES["reasoning"]
+GENERATE_PROMPT = QUESTION_EXAMPLE  # Generate starts on the default example's question, without its answer
 
 
 @pytest.fixture
@@ -372,9 +373,10 @@ def test_the_checkpoint_picker_says_how_much_each_was_trained():
     from hero_core.core.checkpoint import CONFIG_FILE, resolve
 
     tokens = json.loads((resolve("hero-10") / CONFIG_FILE).read_text())["training"]["tokens_seen"]
-    assert checkpoint_label("hero-10") == f"hero-10 · {tokens / 1e6:.2f} M training tokens"
-    for plain in (DEFAULT_CHOICE, CUSTOM_CHECKPOINT):
-        assert checkpoint_label(plain) == plain
+    assert checkpoint_label("hero-10") == f"trained · hero-10 · {tokens / 1e6:.2f} M tokens"
+    assert checkpoint_label("hero-10-s1").startswith("research · hero-10-s1 · ")
+    assert checkpoint_label(CUSTOM_CHECKPOINT) == CUSTOM_CHECKPOINT
+    assert checkpoint_label(DEFAULT_CHOICE).startswith("default — ")
     assert checkpoint_label("not-a-checkpoint") == "not-a-checkpoint"  # unreadable: the bare name, no error
 
 
@@ -384,7 +386,7 @@ def test_generate_streams_and_traces(app, tiny):
     at.slider(key="generate_max_new").set_value(12)
     at.button(key="generate_go").click().run()
     assert_clean(at)
-    _, expected = tiny.generate(DEFAULT_PROMPT, max_new_tokens=12, chat_template=True)  # on by default
+    _, expected = tiny.generate(GENERATE_PROMPT, max_new_tokens=12, chat_template=True)  # on by default
     routed_html, dense_html = (h.proto.body for h in at.get("html")[:2])
     assert routed_html.count('class="hero-token"') == 12
     assert dense_html.count('class="hero-token"') == 12
@@ -401,7 +403,7 @@ def test_generate_streams_and_traces(app, tiny):
     scored = tiny.score_tokens(expected.token_ids)
     bars = chart(at, "Quality per token")["data"][0]
     np.testing.assert_allclose(values(bars["y"]), scored["kl_to_dense"], rtol=1e-5, atol=1e-9)
-    _, dense = tiny.generate(DEFAULT_PROMPT, max_new_tokens=12, variant="dense", chat_template=True)
+    _, dense = tiny.generate(GENERATE_PROMPT, max_new_tokens=12, variant="dense", chat_template=True)
     start = expected.n_prompt_tokens
     routed_new, dense_new = expected.token_ids[start:], dense.token_ids[start:]
     split = next((i for i, (x, y) in enumerate(zip(routed_new, dense_new)) if x != y), None)

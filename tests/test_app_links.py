@@ -12,7 +12,7 @@ APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))
 
 from apptest_helpers import assert_clean, charts, opener, starter  # noqa: E402
-from components.widgets import EXAMPLES  # noqa: E402
+from components.widgets import EXAMPLES, QUESTION_EXAMPLE  # noqa: E402
 
 from hero_core import prompt_store  # noqa: E402
 
@@ -119,7 +119,7 @@ def test_generate_answers_inside_the_chat_template_and_measures_the_answer(app, 
     at.slider(key="generate_max_new").set_value(10)
     at.button(key="generate_go").click().run()
     assert_clean(at)
-    _, expected = tiny.generate(DEFAULT_PROMPT, max_new_tokens=10, chat_template=True)
+    _, expected = tiny.generate(QUESTION_EXAMPLE, max_new_tokens=10, chat_template=True)
     expected.quality = tiny.score_tokens(expected.token_ids, "hero", tau=expected.tau)
     answer, prompt = answer_and_prompt(expected)
     metrics = {m.label: m.value for m in at.metric}

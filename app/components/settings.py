@@ -155,9 +155,12 @@ def checkpoint_label(choice: str, backbone: str = "", tiny: bool = False) -> str
                 f"default — {BUNDLED_DEFAULT} if trained for this model, else untrained routers")
     if choice == CUSTOM_CHECKPOINT:
         return choice
+    info = checkpoint_info(choice)
+    if info.line.startswith("unreadable"):
+        return choice  # a name that is not (or no longer) a readable checkpoint: the bare name, no error
     tokens = trained_tokens(choice)
     amount = "" if tokens is None else f" · {tokens / 1e6:.2f} M tokens"
-    return f"{GROUP_TAGS.get(checkpoint_info(choice).group, '')} · {choice}{amount}"
+    return f"{GROUP_TAGS.get(info.group, '')} · {choice}{amount}"
 
 
 def render_sidebar() -> Settings:

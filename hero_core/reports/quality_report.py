@@ -357,7 +357,11 @@ def render(result: dict, figure: Path) -> str:
            "branches and skips where the adapter changes the block output least: it needs the FFN's output to "
            "decide, so it saves nothing. It is a greedy reference, not an upper bound: it ranks skips by their error "
            "at one block and cannot see how that error grows through later blocks, which a trained router learns end "
-           "to end; a router below the oracle's ratio has learnt exactly that.", ""]
+           "to end; a router below the oracle's ratio has learnt exactly that. Static pruning (ShortGPT) drops the "
+           "same least influential FFNs for every token (block influence from train-split text, never the "
+           "evaluation's), with the same adapters in their place; MoD top-k runs each block's FFN on the top share of "
+           "a sequence's tokens by hero-10's gate, which needs the whole sequence at once (not causal, so not a "
+           "router a decoder can run).", ""]
     out += matched_table(fr)
     stage_one = [n for n in ("hero-10", "hero-10-s1", "local-10", "local-10-s1") if n in fr["curves"]]
     if any(n.endswith("-s1") for n in stage_one):
