@@ -21,6 +21,9 @@ DOMAINS = ("chat", "code", "reasoning")
 HEADER = ("run", "what it is", "param skip % (chat / code / reasoning)",
           "perplexity ratio (chat / code / reasoning)", "Retain % [95 % CI], 10 examples per task")
 RETAIN_100 = ROOT / "docs" / "experiments" / "retain-100" / "bigbench-100.json"
+RESULTS = ROOT / "docs" / "results.json"
+BASELINES = (("static", "static pruning (ShortGPT: the same FFNs dropped for every token)"),
+             ("random", "random skipping"), ("oracle", "the oracle (not deployable)"))
 SEEDS = ROOT / "docs" / "seeds.json"
 
 
@@ -81,9 +84,32 @@ def _answers_sentence(answers: Mapping[str, Any] | None) -> str | None:
             "bf16 keeps 88 % of dense fp32's ([answers-noise-floor](docs/experiments/answers-noise-floor/README.md)).")
 
 
+def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
+    """The default against the baselines at its own param skip, per domain, from docs/results.json's frontier."""
+    from ..eval.frontier import at_skip
+
+    curves = ((results or {}).get("frontier") or {}).get("curves", {})
+    default = curves.get(DEFAULT_CHECKPOINT)
+    own = next((p for p in (default or {}).get("points", []) if abs(p["knob"] - default.get("tau", -1)) < 1e-9), None)
+    if own is None or "static" not in curves:
+        return None
+    parts = []
+    for name, label in BASELINES:
+        if name not in curves:
+            continue
+        cells = [at_skip(curves[name], d, own[d]["param_skip"]) for d in DOMAINS]
+        if all(cells):
+            ratios = " / ".join(format(c["perplexity_ratio"], ".3f") for c in cells)
+            parts.append(f"{label} {ratios}")
+    mine = " / ".join(f"{own[d]['perplexity_ratio']:.3f}" for d in DOMAINS)
+    skips = " / ".join(f"{100 * own[d]['param_skip']:.1f}" for d in DOMAINS)
+    return (f"**Against the baselines** at the default's own param skip ({skips} % on chat / code / reasoning), "
+            f"perplexity ratio: the default {mine}; " + "; ".join(parts) + " ([docs/results.md](docs/results.md)).")
+
+
 def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, Any] | None,
                    answers: Mapping[str, Any] | None, retain_100: Mapping[str, Any] | None = None,
-                   seeds: Mapping[str, Any] | None = None) -> list[str]:
+                   seeds: Mapping[str, Any] | None = None, results: Mapping[str, Any] | None = None) -> list[str]:
     """The markdown lines between the README's ``headline`` markers."""
     retain = retain_figures(bigbench)
     rows, left_out = [], []
@@ -104,7 +130,7 @@ def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, An
         from ..eval.seeds import answer_sentence
 
         notes.append(answer_sentence(seeds) + " Every seed: [docs/seeds.md](docs/seeds.md).")
-    for sentence in (_retain_100_sentence(retain_100), _answers_sentence(answers)):
+    for sentence in (baselines_sentence(results), _retain_100_sentence(retain_100), _answers_sentence(answers)):
         if sentence:
             notes.append(sentence)
     return lines + [line for note in notes for line in ("", note)]
@@ -115,4 +141,4 @@ def write_readme_headline(readme: Path, measured_path: Path, bigbench: dict | No
     from .readme_block import refresh_block
 
     return refresh_block(readme, "headline", headline_block(_load(measured_path), bigbench, answers,
-                                                            _load(RETAIN_100), _load(SEEDS)))
+                                                            _load(RETAIN_100), _load(SEEDS), _load(RESULTS)))
