@@ -192,6 +192,8 @@ MEASURE_NAMES = {"ppl:chat": "chat ppl ratio", "ppl:code": "code ppl ratio", "pp
 
 
 def _value(measure: str, x: float) -> str:
+    if x != x:  # NaN: a spread over one seed
+        return "–"
     return f"{x:.1f}" if measure == "retain" else f"{x:.3f}"
 
 
@@ -213,6 +215,9 @@ def render_markdown(report: dict) -> str:
                  f"{report['retain_limit']} examples per task." if "retain" in measures else
                  "Retain is not in this report: " + report.get("retain_missing", "no run has its BIG-bench grades.")),
              "",
+             "A chat ratio below 1 is not a gain over dense: the held-out chat texts are the dense model's own replies, "
+             "and routers trained on the renormalised top-k target put more probability on dense's own tokens than "
+             "dense does (docs/results.md). Compare arms with each other, not with 1.", "",
              "## Every seed", "",
              "| arm | run | seed | tau | param skip (held-out text) | " + " | ".join(heads) + " |",
              "|---|---|---|---|---|" + "---|" * len(measures)]
@@ -250,7 +255,9 @@ def answer_sentence(report: dict) -> str:
     row = s["differences"].get("hero - local")
     if row is None:
         return "No local-twin seeds are measured here: the question is not answered."
-    seeds = f"{len(s['arms']['hero']['runs'])} HeRo and {len(s['arms']['local']['runs'])} local seeds"
+    n_hero, n_local = len(s["arms"]["hero"]["runs"]), len(s["arms"]["local"]["runs"])
+    seeds = f"training seeds (HeRo {n_hero}, local {n_local})"
+    over = "seeds and texts" if min(n_hero, n_local) > 1 else "texts only: one seed per arm, so not over training runs"
     ppl = [m for m in s["measures"] if m.startswith("ppl:")]
     better = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "lower"]
     worse = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "higher"]
@@ -269,7 +276,7 @@ def answer_sentence(report: dict) -> str:
     parts = ", ".join(f"{m.split(':')[1]} {_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, "
                       f"{_signed(m, row[m]['high'])}]" for m in ppl)
     return (f"**Does history help on this backbone?** Over {seeds} at {report['target_skip']:.0%} param skip, "
-            f"{on_ppl} (HeRo − local perplexity ratio, 95 % interval over seeds and texts: {parts}){on_retain}.")
+            f"{on_ppl} (HeRo − local perplexity ratio, 95 % interval over {over}: {parts}){on_retain}.")
 
 
 # -- the command ----------------------------------------------------------------------------------------------
