@@ -213,7 +213,8 @@ def render_markdown(report: dict) -> str:
              f"(at most {report['max_tokens']} tokens each). " + (
                  f"Retain (mean over tasks of routed / dense accuracy, %) on the BIG-bench main suite at "
                  f"{report['retain_limit']} examples per task." if "retain" in measures else
-                 "Retain is not in this report: " + report.get("retain_missing", "no run has its BIG-bench grades.")),
+                 "Retain is not in this report: "
+                 + report.get("retain_missing", "no run has its BIG-bench grades.")),
              "",
              "A chat ratio below 1 is not a gain over dense: the held-out chat texts are the dense model's own replies, "
              "and routers trained on the renormalised top-k target put more probability on dense's own tokens than "
