@@ -216,9 +216,9 @@ def render_markdown(report: dict) -> str:
                  "Retain is not in this report: "
                  + report.get("retain_missing", "no run has its BIG-bench grades.")),
              "",
-             "A chat ratio below 1 is not a gain over dense: the held-out chat texts are the dense model's own replies, "
-             "and routers trained on the renormalised top-k target put more probability on dense's own tokens than "
-             "dense does (docs/results.md). Compare arms with each other, not with 1.", "",
+             "A chat ratio below 1 is not a gain over dense: the held-out chat texts are the dense model's own "
+             "replies, and routers trained on the renormalised top-k target put more probability on dense's own "
+             "tokens than dense does (docs/results.md). Compare arms with each other, not with 1.", "",
              "## Every seed", "",
              "| arm | run | seed | tau | param skip (held-out text) | " + " | ".join(heads) + " |",
              "|---|---|---|---|---|" + "---|" * len(measures)]
