@@ -19,34 +19,27 @@ import tempfile
 import time
 from pathlib import Path
 
-from .timing import proc_lines
-
 MARKER = "HERO_SWEEP_MEMORY"
 SIZES = (100, 1000)
 
 
-def _peak_bytes() -> int:
-    found = proc_lines("/proc/self/status", "VmHWM:")
-    if found:
-        return int(found[0].split()[1]) * 1024
+def child(n: int) -> dict:
+    """In this (fresh) process: run the sweep command on ``n`` bundled reasoning items of the tiny model as its one
+    child process, and report that child's peak resident memory (the kernel keeps it for a waited-for child)."""
     import resource
 
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-
-
-def child(n: int) -> dict:
-    """In this (fresh) process: sweep ``n`` bundled reasoning items on the tiny model; report the peak RSS."""
-    from ..cli import main
-
-    os.environ["HERO_LENS_TINY"] = "1"
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        code = main(["sweep", f"bundled:reasoning:{n}", "--variant", "hero", "--max-tokens", "64",
-                     "--no-match-compute", "--device", "cpu", "--format", "parquet", "--out", out])
+        done = subprocess.run([sys.executable, "-m", "hero_core", "sweep", f"bundled:reasoning:{n}", "--variant",
+                               "hero", "--max-tokens", "64", "--no-match-compute", "--device", "cpu", "--format",
+                               "parquet", "--out", out], capture_output=True, text=True,
+                              env={**os.environ, "HERO_LENS_TINY": "1"})
         seconds = time.perf_counter() - start
         shards = len(list((Path(out) / "shards").glob("rank*.jsonl")))
-    return {"items": n, "exit_code": code, "peak_rss_bytes": _peak_bytes(), "seconds": round(seconds, 1),
-            "shard_files": shards}
+    if done.returncode:
+        raise SystemExit(f"the sweep of {n} items failed: {done.stderr[-2000:]}")
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
+    return {"items": n, "peak_rss_bytes": int(peak_kib) * 1024, "seconds": round(seconds, 1), "shard_files": shards}
 
 
 def run_all(sizes=SIZES) -> dict:
