@@ -43,9 +43,8 @@ def test_quickstart_needs_under_ten_lines():
     first = next(c for c in load("01_quickstart.ipynb").cells if c.cell_type == "code")
     lines = [line for line in first.source.splitlines() if line.strip()]
     assert len(lines) < 10
-    assert "skip_heatmap(trace)" in first.source and "memory_map(trace" in first.source
-    assert all(not line.startswith("from hero_core.") or line.startswith("from hero_core.viz.figures")
-               for line in lines)
+    assert "plot.skip_map(trace)" in first.source and "plot.memory_map(trace" in first.source
+    assert not any(line.startswith("from hero_core.") for line in lines)  # the top-level API only
 
 
 def test_teaching_notebook_hides_each_solution():

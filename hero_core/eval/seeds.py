@@ -258,7 +258,8 @@ def answer_sentence(report: dict) -> str:
         return "No local-twin seeds are measured here: the question is not answered."
     n_hero, n_local = len(s["arms"]["hero"]["runs"]), len(s["arms"]["local"]["runs"])
     seeds = f"training seeds (HeRo {n_hero}, local {n_local})"
-    over = "seeds and texts" if min(n_hero, n_local) > 1 else "texts only: one seed per arm, so not over training runs"
+    over = ("seeds and texts" if min(n_hero, n_local) > 1 else
+            "texts only where an arm has one seed, so not over its training runs")
     ppl = [m for m in s["measures"] if m.startswith("ppl:")]
     better = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "lower"]
     worse = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "higher"]
