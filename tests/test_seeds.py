@@ -79,5 +79,6 @@ def test_the_page_lists_every_seed_and_answers_the_question():
     for name in units:
         assert f"| {name} |" in page
     sentence = answer_sentence(report)
-    assert "HeRo has the lower perplexity on chat" in sentence and "training seeds (HeRo 3, local 3)" in sentence and "over seeds and texts" in sentence
+    assert "HeRo has the lower perplexity on chat" in sentence and "training seeds (HeRo 3, local 3)" in sentence
+    assert "over seeds and texts" in sentence
     assert "Retain" in sentence and sentence in page
