@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 import test_app_browser as shared
-from test_app_browser_defaults import click_button
+from test_app_browser_defaults import click_at, click_button
 
 from hero_core.reports.app_browser import NO_EXCEPTION_JS, AppDidNotStart, embedded_env, open_tab, served_app
 
@@ -106,7 +106,9 @@ def test_the_checkpoint_list_explains_itself(embedded_server, tab, shots):
     open_url(tab, f"{embedded_server}/", "Backbones in memory", timeout=300)
     text = tab.eval(BODY_TEXT)
     assert "trained to 10 % param skip" in text and "seed 0" in text  # the chosen checkpoint's line from its config
-    tab.eval("document.querySelector('[data-testid=\"stSidebar\"] [data-baseweb=\"select\"] input').click()")
+    box = ("[...document.querySelectorAll('[data-testid=stSelectbox]')].find(e => "
+           "e.querySelector('label')?.innerText.trim() === 'Checkpoint')")
+    click_at(tab, f"{box}?.querySelector('input[role=combobox], [data-baseweb=select] > div')", "the checkpoint list")
     options = tab.wait_for("(() => { const o = [...document.querySelectorAll('[role=\"option\"]')]"
                            ".map(x => x.innerText); return o.length ? o : null; })()", what="the checkpoint list")
     assert options[0].startswith("default — ") and options[-1] == "directory…"
