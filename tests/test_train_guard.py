@@ -115,3 +115,14 @@ def test_bad_guard_settings_are_refused():
         TrainConfig(out="x", eval_every=-1)
     with pytest.raises(ValueError, match="rollback_lr_factor"):
         TrainConfig(out="x", rollback_lr_factor=2.0)
+
+
+def test_loading_a_checkpoint_the_guard_acted_on_says_so(tmp_path, sabotaged, caplog):
+    import logging
+
+    from hero_core.core.model import load_checkpoint
+
+    out = train(_cfg(tmp_path / "run"), _fresh_tiny(), progress=False)
+    with caplog.at_level(logging.WARNING, logger="hero_core.core.model"):
+        load_checkpoint(out, _fresh_tiny().backbone)
+    assert any("rolled back" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)

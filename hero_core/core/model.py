@@ -412,7 +412,10 @@ def load_checkpoint(name: str | os.PathLike, backbone: Backbone) -> HeroModel:
     been trained for that backbone; a backbone an earlier HeroModel wrapped is shared, not loaded or wrapped again."""
     found = ckpt.read_checkpoint(name)
     ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
-    log.info("checkpoint %s: %s", found.name, ckpt.health_line(found.training.get("health")))
+    health = found.training.get("health") or {}
+    # a run the guard had to act on is said at warning level (seen by default); a healthy one at info
+    level = logging.WARNING if health.get("degradations") or health.get("kept") == "best" else logging.INFO
+    log.log(level, "checkpoint %s: %s", found.name, ckpt.health_line(found.training.get("health")))
     return HeroModel(backbone, ckpt.build_router(found), found.name, found.training)
 
 
