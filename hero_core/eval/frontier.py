@@ -123,40 +123,31 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
         curves[name] = {"kind": "checkpoint", "variant": hero.config.variant, "tau": hero.config.tau,
                         "knob": "tau", "points": [(t, p.name) for t, p in zip(grid, points)]}
         methods += points
+    def policy_curve(name: str, knobs: Sequence, policy_at, **info) -> None:
+        """A reference curve: the first model's router (and adapters) with ``policy_at(knob)`` deciding."""
+        points = [HeroMethod(first, "hero", name=f"{name}@{k:g}", policy=policy_at(k)) for k in knobs]
+        curves[info.pop("curve", name)] = {**info, "adapters_of": first.checkpoint_name,
+                                           "points": [(k, p.name) for k, p in zip(knobs, points)]}
+        methods.extend(points)
+
+    R = first.config.n_routed
     if oracle:
-        points = [HeroMethod(first, "hero", name=f"oracle@{e:g}", policy=oracle_skipping(first, e))
-                  for e in oracle_thresholds]
-        curves["oracle"] = {"kind": "reference (not deployable)", "knob": "relative adapter error",
-                            "adapters_of": first.checkpoint_name,
-                            "points": [(e, p.name) for e, p in zip(oracle_thresholds, points)]}
-        methods += points
+        policy_curve("oracle", oracle_thresholds, lambda e: oracle_skipping(first, e),
+                     kind="reference (not deployable)", knob="relative adapter error")
     if random:
-        R = first.config.n_routed
-        points = [HeroMethod(first, "hero", name=f"random@{s:g}",
-                             policy=random_skipping(ffns_for_param_skip(s, first.profile) / R, seed=0))
-                  for s in random_skips]
-        curves["random"] = {"kind": "baseline", "knob": "target param skip", "adapters_of": first.checkpoint_name,
-                            "points": [(s, p.name) for s, p in zip(random_skips, points)]}
-        methods += points
+        policy_curve("random", random_skips,
+                     lambda s: random_skipping(ffns_for_param_skip(s, first.profile) / R, seed=0),
+                     kind="baseline", knob="target param skip")
     if static:
         calibration = [t for d in domains for t in domain_texts(d, "train", CALIBRATION_TEXTS, hero=first)]
         influence = block_influence(first, calibration)
-        points = [HeroMethod(first, "hero", name=f"static@{n}", policy=static_pruning(least_influential(influence, n)))
-                  for n in static_drops]
-        curves["static"] = {"kind": "baseline", "knob": "FFNs dropped for every token",
-                            "adapters_of": first.checkpoint_name, "influence": influence,
-                            "influence_from": f"{CALIBRATION_TEXTS} train-split texts per domain",
-                            "points": [(n, p.name) for n, p in zip(static_drops, points)]}
-        methods += points
+        policy_curve("static", static_drops, lambda n: static_pruning(least_influential(influence, n)),
+                     kind="baseline", knob="FFNs dropped for every token", influence=influence,
+                     influence_from=f"{CALIBRATION_TEXTS} train-split texts per domain")
     if expert:
-        R = first.config.n_routed
-        points = [HeroMethod(first, "hero", name=f"expert@{s:g}",
-                             policy=expert_choice(1 - ffns_for_param_skip(s, first.profile) / R))
-                  for s in random_skips]
-        curves["expert_choice"] = {"kind": "reference (not causal)", "knob": "target param skip",
-                                   "adapters_of": first.checkpoint_name,
-                                   "points": [(s, p.name) for s, p in zip(random_skips, points)]}
-        methods += points
+        policy_curve("expert", random_skips,
+                     lambda s: expert_choice(1 - ffns_for_param_skip(s, first.profile) / R),
+                     curve="expert_choice", kind="reference (not causal)", knob="target param skip")
     texts = {d: domain_texts(d, "eval", limit, hero=first) for d in domains}
     results = evaluate_points(first, methods, texts, max_tokens=max_tokens, progress=progress)
     for curve in curves.values():
