@@ -243,6 +243,10 @@ def render_markdown(report: dict) -> str:
         cells = [f"{_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, {_signed(m, row[m]['high'])}] "
                  f"{row[m]['verdict']}" for m in measures]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    single = [arm for arm, row in s["arms"].items() if len(row["runs"]) < 2]
+    if single:
+        lines += ["", f"Measured with one seed so far: {', '.join(single)}. Such an arm brings no seed-to-seed spread "
+                      "into an interval, so its rows are intervals over texts only."]
     lines += ["", answer_sentence(report), ""]
     health = [f"- {run}: {h}" for run, h in report.get("health", {}).items()]
     if health:
