@@ -215,6 +215,9 @@ def test_learn_draws_the_trade_and_says_what_its_curve_does(server, browser, tin
     assert len(right) >= 2 and right == sorted(right), right  # synced to the left grid it read 9, 7, 5, 4 upwards
     taus, ffn, ratio = tools.eval(f"(() => {{ const d = {sweep}._fullData; return [Array.from(d[0].x), "
                                   "Array.from(d[0].y), Array.from(d[1].y)]; })()")
+    # the page draws top to bottom: the history lesson comes after the threshold chart
+    tools.wait_for("document.body.innerText.includes('Measured on this backbone')", timeout=180,
+                   what="the history lesson")
     text = page_text(tools)
     assert tau_sweep_words(taus, ffn, tiny.config.n_routed, ratio).replace("**", "") in text.replace("\n", " ")
     assert "A higher τ skips more;" not in text
