@@ -122,14 +122,17 @@ def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, An
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     notes = ["Perplexity ratio: routed / dense on held-out text (1 = unchanged; below 1 on chat is the sharpened-"
-             "target artefact explained under the quality table). Each twin is read at its checkpoint's param skip. "
+             "target artefact explained in docs/results.md). Each twin is read at its checkpoint's param skip. "
              "All checkpoints and measures: [docs/results.md](docs/results.md), [docs/bigbench.md](docs/bigbench.md)."]
     if left_out:
         notes.append(f"Not in the table (a result file lacks their numbers): {', '.join(left_out)}.")
     if seeds is not None:
         from ..eval.seeds import answer_sentence
 
-        notes.append(answer_sentence(seeds) + " Every seed: [docs/seeds.md](docs/seeds.md).")
+        stage = "The seeds are the first training stage (750 steps) of each arm."
+        retain = ("" if "retain" in seeds["summary"]["measures"] else
+                  " Retain across seeds is not measured yet: " + seeds.get("retain_missing", ""))
+        notes.append(f"{answer_sentence(seeds)} {stage}{retain} Every seed: [docs/seeds.md](docs/seeds.md).")
     for sentence in (baselines_sentence(results), _retain_100_sentence(retain_100), _answers_sentence(answers)):
         if sentence:
             notes.append(sentence)
