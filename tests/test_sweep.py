@@ -211,6 +211,8 @@ def _launcher() -> str:
     return shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
 
 
+@pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
+                    reason="accelerate's launcher is not installed")
 def test_a_sweep_killed_part_way_resumes_on_two_processes_to_the_same_tables(tmp_path, monkeypatch):
     """Shards (hero_core.eval.sweep_shards): an interrupted sweep keeps every item it finished, a rerun with the
     same arguments does only the rest (here on two processes under accelerate), and the tables equal those of one
