@@ -8,11 +8,14 @@ import urllib.parse
 
 import pytest
 import test_app_browser as shared
+import test_app_browser_defaults as defaults
 from test_app_browser_defaults import click_at, click_button
 
-from hero_core.reports.app_browser import NO_EXCEPTION_JS, AppDidNotStart, embedded_env, open_tab, served_app
+from hero_core.reports.app_browser import NO_EXCEPTION_JS
 
 server, browser_endpoint, browser, shots = shared.server, shared.browser_endpoint, shared.browser, shared.shots
+# the embedded model's server (its caches linked in, so the model is not converted again) and a tab of its own
+embedded_server, tab = defaults.embedded_server, defaults.tab
 
 pytestmark = pytest.mark.browser
 
@@ -77,23 +80,6 @@ def test_every_bad_link_value_is_said(server, browser, query, said):
 
 
 # -- the embedded model -------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def embedded_server(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    try:
-        with served_app({**embedded_env(), "HERO_LENS_CACHE": str(cache)}, start_timeout=180) as base:
-            yield base
-    except AppDidNotStart as error:
-        pytest.fail(str(error))
-
-
-@pytest.fixture(scope="module")
-def tab(browser_endpoint):
-    tools = open_tab(browser_endpoint)
-    yield tools
-    tools.close()
-
-
 def backbone_loads(tools) -> int:
     text = tools.eval(BODY_TEXT)
     marker = "Backbones in memory: "

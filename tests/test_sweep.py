@@ -158,6 +158,17 @@ def _cli_env() -> dict:
     return {**os.environ, "HERO_LENS_TINY": "1", "OMP_NUM_THREADS": "1"}
 
 
+def _launch_two(args: list[str], out: Path) -> subprocess.CompletedProcess:
+    """``python -m hero_core ARGS --out OUT`` as two CPU processes under accelerate's launcher."""
+    launcher = shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
+    # --multi_gpu makes accelerate start one process per rank through torch.distributed (gloo on a CPU-only
+    # machine); with --cpu alone and no MPI host file it starts a single process
+    return subprocess.run([launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "hero_core", *args,
+                           "--out", str(out)], env=_cli_env(), cwd=ROOT, timeout=600, capture_output=True,
+                          text=True)
+
+
 def _data(tmp_path) -> Path:
     path = tmp_path / "data.jsonl"
     path.write_text("".join(json.dumps({"id": f"p{i}", "prompt": p}) + "\n" for i, p in enumerate(PROMPTS)))
@@ -191,13 +202,8 @@ def test_two_cpu_processes_sweep_like_one(tmp_path):
     args = ["sweep", str(data), "--variant", "hero", "--max-tokens", "16", "--no-match-compute", "--device", "cpu"]
     subprocess.run([sys.executable, "-m", "hero_core", *args, "--out", str(tmp_path / "one")], check=True,
                    env=_cli_env(), cwd=ROOT, timeout=300)
-    launcher = shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
-    # --multi_gpu makes accelerate start one process per rank through torch.distributed (gloo on a CPU-only
-    # machine); with --cpu alone and no MPI host file it starts a single process
-    subprocess.run([launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                    "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "hero_core", *args,
-                    "--out", str(tmp_path / "two")],
-                   check=True, env=_cli_env(), cwd=ROOT, timeout=600)
+    done = _launch_two(args, tmp_path / "two")
+    assert done.returncode == 0, done.stderr[-3000:]
     for table in ("items", "tokens", "layers"):
         one = pd.read_parquet(tmp_path / "one" / f"{table}.parquet")
         two = pd.read_parquet(tmp_path / "two" / f"{table}.parquet")
@@ -207,8 +213,6 @@ def test_two_cpu_processes_sweep_like_one(tmp_path):
     assert summary["meta"]["world_size"] == 2 and summary["meta"]["n_done"] == 4
 
 
-def _launcher() -> str:
-    return shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
 
 
 @pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
@@ -245,10 +249,7 @@ def test_a_sweep_killed_part_way_resumes_on_two_processes_to_the_same_tables(tmp
     with pytest.raises(ShardMismatch, match="another sweep"):  # other settings never mix into these shards
         sweep_shards.ShardWriter(tmp_path / "cut", 0, {"something": "else"})
 
-    done = subprocess.run([_launcher(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "hero_core", *args,
-                           "--out", str(tmp_path / "cut")], env=_cli_env(), cwd=ROOT, timeout=600,
-                          capture_output=True, text=True)
+    done = _launch_two(args, tmp_path / "cut")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resuming: 3 of 8 items" in done.stderr
     assert finished_items(tmp_path / "cut") == set(range(8))
