@@ -66,7 +66,8 @@ def _use_example(prefix: str) -> None:
 
 
 def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
-                 chat_default: bool | None = None, instead_of_default: str | None = None) -> tuple[str, bool]:
+                 chat_default: bool | None = None, instead_of_default: str | None = None,
+                 route_button: bool = True) -> tuple[str, bool]:
     """The prompt box with example prompts and the chat-template toggle; the prompt is shared across pages.
 
     The chat toggle is shared too, unless ``chat_default`` is given: then it is this page's own, starts there and
@@ -89,8 +90,9 @@ def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
                             help="Press Ctrl+Enter (or click outside) to route it.")
     mid.selectbox("Example prompts", ["—", *EXAMPLES], key=example_key, on_change=_use_example, args=(prefix,))
     # The box commits its text when it loses focus, so this click routes what was typed (Ctrl+Enter does too).
-    mid.button("Route this prompt", key=f"{prefix}_route", type="primary",
-               help="Routes the text in the box (Ctrl+Enter in the box does the same).")
+    if route_button:  # a page with its own action button (Generate) leaves it out
+        mid.button("Route this prompt", key=f"{prefix}_route", type="primary",
+                   help="Routes the text in the box (Ctrl+Enter in the box does the same).")
     chat_help = "Wrap the prompt as a user turn in the model's chat template."
     if shared_chat:
         chat = right.toggle("Chat template", key=chat_key, on_change=_sync_chat, args=(prefix,), help=chat_help)

@@ -40,7 +40,7 @@ hero = load_model(settings.model)
 # A chat model answers a question inside its chat template; without it, it often just ends the turn.
 has_template = bool(getattr(hero.tokenizer, "chat_template", None))
 prompt, chat = prompt_input(P, label="Prompt to continue", chat_default=has_template,
-                            instead_of_default=QUESTION_EXAMPLE)
+                            instead_of_default=QUESTION_EXAMPLE, route_button=False)
 cols = st.columns(4)
 max_new = cols[0].slider("New tokens", 1, 256, 40, key=f"{P}_max_new", bind=BIND)
 sampled = cols[1].radio("Decoding", ["greedy", "sampled"], horizontal=True, key=f"{P}_decoding",
