@@ -116,3 +116,41 @@ def test_matched_rows_pair_every_checkpoint_with_the_hero_of_its_budget():
     assert measured.matched_words([rows[1]]) == "hero-10 against no_memread-10: no clear difference on d."
     assert "Measured on B, 40 held-out texts per domain" in measured.matched_method(summary)
     assert measured.matched_words([]).startswith("No matched-compute measurement")
+
+
+def test_baseline_rows_read_every_reference_at_the_routers_own_skip():
+    """The router against the fixed references at the param skip it realises at its own tau: a reference beyond
+    reach is left out, and the words say ahead / behind / no clear difference from the intervals alone."""
+    from hero_core.viz.frontier_figure import frontier_chart
+
+    frontier = {"domains": ["d"], "curves": {
+        "hero-10": {"kind": "checkpoint", "variant": "hero", "tau": 0.5,
+                    "points": [_point(0.35, 0.99, 0.98, 1.0, 0.05), _point(0.5, 1.0, 0.98, 1.02, 0.1)]},
+        "local-10": {"kind": "checkpoint", "variant": "no_history", "tau": 0.5,
+                     "points": [_point(0.5, 1.1, 1.05, 1.15, 0.1)]},
+        "static": {"kind": "baseline", "adapters_of": "hero-10",
+                   "points": [_point(1, 1.2, 1.1, 1.3, 0.05), _point(3, 1.4, 1.3, 1.5, 0.15)]},
+        "oracle": {"kind": "reference (not deployable)", "adapters_of": "hero-10",
+                   "points": [_point(0.1, 0.9, 0.85, 0.95, 0.02), _point(0.3, 0.93, 0.9, 0.96, 0.12)]},
+        "random": {"kind": "baseline", "adapters_of": "hero-10",
+                   "points": [_point(0.2, 2.0, 1.9, 2.1, 0.2), _point(0.4, 3.0, 2.9, 3.1, 0.4)]}}}
+    rows = measured.baseline_rows(frontier, "hero-10")
+    assert [r["reference"] for r in rows] == ["static", "oracle"]  # random never reaches 10 %: no equal compute
+    assert rows[0]["reference_perplexity_ratio"] == pytest.approx(np.exp((np.log(1.2) + np.log(1.4)) / 2))
+    assert rows[0]["router_perplexity_ratio"] == 1.0 and rows[0]["param_skip"] == 0.1
+    words = measured.baseline_words({"baselines": rows})
+    assert "static pruning: ahead on d" in words and "oracle (not deployable): behind on d" in words
+    assert "random" not in words
+    assert measured.baseline_rows(frontier, "hero-99") == []
+    assert measured.baseline_words({}).startswith("No measurement of the routers against fixed baselines")
+
+    curves = measured.frontier_curves(frontier, "hero-10")
+    assert list(curves) == ["hero-10", "local-10", "static", "random", "oracle"]
+    assert curves["hero-10"]["d"] == [[0.05, 0.99, 0.98, 1.0], [0.1, 1.0, 0.98, 1.02]]
+    fig = frontier_chart(curves, ["d"], mark={"d": 0.1})
+    names = [t.name for t in fig.data]
+    assert names == ["hero-10", "local-10", "static pruning", "random skipping", "oracle (not deployable)"]
+    assert list(fig.data[0].x) == [5.0, 10.0] and fig.layout.yaxis.type == "log"
+    assert tuple(fig.layout.xaxis.range) == (0, 25.0)  # opens around the comparison: up to 2.5x the router's skip
+    low, high = fig.layout.yaxis.range  # log10 units, from the points in view only (random's 3.0 at 40 % is not)
+    assert 10 ** low < 0.9 and 2.0 < 10 ** high < 2.5

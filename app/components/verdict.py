@@ -15,8 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from hero_core.eval import measured as measured_results
+from hero_core.eval.frontier import REFERENCE_LABELS, REFERENCE_NOTES
 from hero_core.eval.seeds import load_shipped as load_seeds
 from hero_core.eval.twins import CONTROL_CAVEATS, counterpart, counterparts
+from hero_core.viz.frontier_figure import frontier_chart
 
 # what a trained checkpoint's variant means, in words a label can carry
 TRAINED_AS = {"hero": "with history", "no_history": "local router, no history",
@@ -96,6 +98,10 @@ def render_verdict(pairs: list[Pair], measured: dict | None, *, what: str) -> No
         box.dataframe(verdict_table(rows), hide_index=True)
     if any(p.other.startswith("local-") for p in pairs):
         render_seeds_answer(box)
+    measured_router = next(iter(measured.get("baselines") or []), {}).get("router")
+    if measured_router and any(p.reference == measured_router for p in pairs):
+        box.markdown(measured_results.baseline_words(measured) + " The frontier with every reference: Learn, "
+                     "section 2.")
     if not shown:
         box.caption(f"The held-out set has no matched-compute measurement of {what}: it measures the bundled "
                     "checkpoints against hero-N of the same budget (docs/results.md). This page's figures are one "
@@ -113,3 +119,42 @@ def render_seeds_answer(where) -> None:
     where.markdown("**Across training seeds** (first training stage of each arm, at "
                    f"{seeds['target_skip']:.0%} param skip): " + seeds["answer"].replace(
                        "**Does history help on this backbone?** ", ""))
+
+
+def baseline_table(rows: list[dict]) -> pd.DataFrame:
+    """One row per domain: the router's perplexity ratio and each reference's at the router's own param skip."""
+    def cell(row: dict, side: str) -> str:
+        return (f"{row[f'{side}_perplexity_ratio']:.3f} [{row[f'{side}_ratio_low']:.3f}, "
+                f"{row[f'{side}_ratio_high']:.3f}]")
+
+    table: dict[str, dict] = {}
+    for r in rows:
+        line = table.setdefault(r["domain"], {"domain": r["domain"], "param skip": f"{r['param_skip']:.1%}",
+                                              f"{r['router']} (router)": cell(r, "router")})
+        line[REFERENCE_LABELS[r["reference"]]] = cell(r, "reference")
+    return pd.DataFrame(list(table.values()))
+
+
+def render_baselines(measured: dict | None) -> None:
+    """The held-out frontier of the default router among the fixed references (static pruning, random, MoD top-k,
+    oracle), at matched param skip, with what each reference is and why two of them are not deployable."""
+    st.subheader("On held-out text: the trained router against fixed baselines")
+    rows = (measured or {}).get("baselines") or []
+    st.markdown(measured_results.baseline_words(measured))
+    if not rows:
+        return
+    curves = measured.get("frontier") or {}
+    domains = list(dict.fromkeys(r["domain"] for r in rows))
+    if curves:
+        mark = {r["domain"]: r["param_skip"] for r in rows}
+        st.plotly_chart(frontier_chart(curves, domains, mark=mark), key="baselines_frontier")
+    st.dataframe(baseline_table(rows), hide_index=True, key="baselines_table")
+    adapters = sorted({r["adapters_of"] for r in rows if r.get("adapters_of")})
+    st.caption(f"Perplexity ratio to the dense model with its 95 % bootstrap interval, on "
+               f"{measured.get('texts_per_domain') or '?'} held-out texts per domain; the dotted line is the "
+               "router's own param skip, where the table reads every curve. "
+               + " ".join(f"**{REFERENCE_LABELS[n]}**: {REFERENCE_NOTES[n]}." for n in REFERENCE_LABELS)
+               + (f" Every reference runs on {', '.join(adapters)}'s adapters, so against that router only the "
+                  "skip decisions differ; against another router the adapters differ too." if adapters else "")
+               + " A ratio below 1 on chat is not a gain over dense: those texts are the dense model's own replies "
+                 "and the routers were distilled towards a sharpened copy of its distribution (docs/results.md).")

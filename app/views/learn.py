@@ -7,7 +7,7 @@ import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
 from components.runtime import RunSpec, get_trace, load_model, matched_tau
-from components.verdict import render_seeds_answer
+from components.verdict import render_baselines, render_seeds_answer
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
 from hero_core.analysis.spans import first_token_words
@@ -76,6 +76,7 @@ st.plotly_chart(figures["threshold sweep"], key=f"{P}_sweep")
 st.markdown(f"At τ = {tau:g}: **{at_tau.summary()['ffn_executed_per_token']:.1f}** FFNs per token. "
             f"{tau_sweep_words(TAU_GRID, ffn_swept, base.n_routed, ratio_swept)} Training (with a penalty on FFN "
             "use) moves the gates so that the skipped FFNs are the ones that matter least.")
+render_baselines(measured)
 
 st.header("3 · The depth memory fills up")
 st.markdown("HeRo's history head reads a **memory over depth**. At every routed block the token writes a key and a "

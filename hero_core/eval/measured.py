@@ -21,7 +21,8 @@ from typing import Any
 
 from ..core.checkpoint import BUNDLED_DIR
 from ..core.files import atomic_write_text, say_wrote
-from .frontier import at_skip
+from ..core.model import DEFAULT_CHECKPOINT
+from .frontier import REFERENCE_LABELS, at_skip
 from .twins import counterparts, parse_name
 
 MEASURED_FILE = BUNDLED_DIR / "measured.json"
@@ -137,6 +138,68 @@ def matched_method(measured: dict | None) -> str:
             "docs/results.json via hero_core/checkpoints/measured.json.")
 
 
+def baseline_rows(frontier: dict, router: str = DEFAULT_CHECKPOINT) -> list[dict]:
+    """Per domain and reference (static pruning, random, MoD top-k, oracle): its perplexity ratio with the 95 %
+    interval at the param skip ``router`` realises at its own tau, beside the router's; a reference whose curve does
+    not reach that skip is left out (no comparison at equal compute)."""
+    curves = frontier.get("curves", {})
+    point = _own_point(curves[router]) if router in curves else None
+    if point is None:
+        return []
+    rows = []
+    for domain in frontier.get("domains", []):
+        ours = point[domain]
+        for name, label in REFERENCE_LABELS.items():
+            theirs = at_skip(curves[name], domain, ours["param_skip"]) if name in curves else None
+            if theirs is None:
+                continue
+            rows.append({"router": router, "reference": name, "label": label, "domain": domain,
+                         "param_skip": ours["param_skip"], "adapters_of": curves[name].get("adapters_of"),
+                         **{f"router_{k}": ours[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")},
+                         **{f"reference_{k}": theirs[k] for k in ("perplexity_ratio", "ratio_low", "ratio_high")}})
+    return rows
+
+
+def frontier_curves(frontier: dict, router: str = DEFAULT_CHECKPOINT) -> dict[str, dict]:
+    """The curves a reader needs to see the router among its references: the router, the runs it is read against
+    (its twins) and every reference, each as per-domain lists of (param skip, ratio, low, high), sorted by skip."""
+    curves = frontier.get("curves", {})
+    if router not in curves:
+        return {}
+    names = [router, *counterparts(router, list(curves)), *(n for n in REFERENCE_LABELS if n in curves)]
+    return {name: {"kind": curves[name].get("kind", "checkpoint"), "adapters_of": curves[name].get("adapters_of"),
+                   **{domain: sorted([p[domain]["param_skip"], p[domain]["perplexity_ratio"], p[domain]["ratio_low"],
+                                      p[domain]["ratio_high"]] for p in curves[name]["points"] if domain in p)
+                      for domain in frontier.get("domains", [])}}
+            for name in dict.fromkeys(names)}
+
+
+def baseline_words(measured: dict | None) -> str:
+    """The router against each reference at its own param skip, domain by domain, from the intervals."""
+    rows = (measured or {}).get("baselines") or []
+    if not rows:
+        return ("No measurement of the routers against fixed baselines ships with this install "
+                "(hero_core/checkpoints/measured.json; `make results` writes it).")
+    skips = ", ".join(dict.fromkeys(f"{r['domain']} {r['param_skip']:.1%}" for r in rows))
+    parts = []
+    for name, label in REFERENCE_LABELS.items():
+        mine = [r for r in rows if r["reference"] == name]
+        if not mine:
+            continue
+        said = {}
+        for r in mine:
+            word = ("ahead" if r["router_ratio_high"] < r["reference_ratio_low"] else
+                    "behind" if r["router_ratio_low"] > r["reference_ratio_high"] else "no clear difference")
+            said.setdefault(word, []).append(r["domain"])
+        parts.append(f"{label}: " + ", ".join(f"{word} on {_listed(ds)}" for word, ds in said.items()))
+    return (f"**{rows[0]['router']}** against the references at its own param skip ({skips}), by held-out "
+            "perplexity ratio (ahead or behind only where the 95 % intervals are apart) — " + "; ".join(parts) + ".")
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _mean(values: list[float]) -> float | None:
     finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return sum(finite) / len(finite) if finite else None
@@ -151,8 +214,8 @@ def summarise(results: dict) -> dict[str, Any]:
     return {"format_version": FORMAT_VERSION, "source": "docs/results.json (scripts/make_frontier.py)",
             "backbone": frontier.get("backbone"), "texts_per_domain": frontier.get("limit"),
             "split": frontier.get("split"), "history_vs_local": history_rows(frontier),
-            "matched": matched_rows(frontier),
-            "memory_entropy": entropy}
+            "matched": matched_rows(frontier), "baselines": baseline_rows(frontier),
+            "frontier": frontier_curves(frontier), "memory_entropy": entropy}
 
 
 def write(results_path: Path = RESULTS_FILE, out: Path = MEASURED_FILE) -> Path:
