@@ -546,6 +546,10 @@ def test_learn_says_what_the_memory_does_and_what_was_measured(app, tiny):
     assert "**The paper's claim**" in text and "**Measured on this backbone**" in text
     assert measured.history_words(measured.load()) in text
     assert any("the loaded backbone" in c.value for c in at.caption)  # measured on SmolLM2, not the tiny model
+    # the router among the fixed baselines, from the shipped summary: words, the table and the frontier chart
+    assert measured.baseline_words(measured.load()) in text and "static pruning: ahead" in text
+    table = next(d.value for d in at.dataframe if "static pruning" in d.value.columns)
+    assert list(table["domain"]) == ["chat", "code", "reasoning"] and "oracle (not deployable)" in table.columns
     # a sidebar variant without a memory does not silently change the lesson
     at.selectbox(key="sb_variant").select("no_history").run()
     assert_clean(at)
