@@ -52,6 +52,53 @@ def measure(way: str, checkpoints: tuple[str, ...]) -> dict:
             "distinct_backbones": len({id(h.model) for h in heroes})}
 
 
+def held_bytes(heroes) -> int:
+    """Bytes of every parameter and buffer the models hold, each storage counted once (a shared backbone once)."""
+    seen, total = set(), 0
+    for hero in heroes:
+        for module in (hero.model, hero.router):
+            for tensor in [*module.parameters(), *module.buffers()]:
+                key = (tensor.device, tensor.untyped_storage().data_ptr())
+                if key not in seen:
+                    seen.add(key)
+                    total += tensor.untyped_storage().nbytes()
+    return total
+
+
+def routers_on_one_backbone(backbone, n: int = 4, workdir: str | Path | None = None) -> dict:
+    """Compare's case on an already loaded backbone (a GPU check's NF4 model): ``n`` router checkpoints, saved and
+    loaded back through the checkpoint path the app uses (fingerprint checked), held side by side on ``backbone``.
+    Reports the bytes held with one and with all ``n`` (storages counted once), CUDA's allocated memory where the
+    backbone is on a GPU, and how many distinct backbones the models point at (1 is the point)."""
+    import tempfile
+
+    import torch
+
+    from ..core.checkpoint import save_checkpoint
+    from ..core.model import fresh_router, hero_on_backbone, spread_gates
+
+    cuda = backbone.device.type == "cuda"
+    allocated = (lambda: torch.cuda.memory_allocated(backbone.device)) if cuda else (lambda: None)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        for seed in range(n):
+            torch.manual_seed(seed)
+            save_checkpoint(Path(tmp) / f"router-{seed}", spread_gates(fresh_router(backbone)), backbone.fingerprint,
+                            backbone.name)
+        heroes, rows = [], []
+        for seed in range(n):
+            heroes.append(hero_on_backbone(Path(tmp) / f"router-{seed}", backbone))
+            skip = heroes[-1].trace(PROMPT).param_skip
+            rows.append({"routers": seed + 1, "held_bytes": held_bytes(heroes), "cuda_allocated_bytes": allocated(),
+                         "param_skip": round(float(skip), 4)})
+    one, all_n = rows[0], rows[-1]
+    ratio = all_n["held_bytes"] / one["held_bytes"]
+    cuda_ratio = (all_n["cuda_allocated_bytes"] / one["cuda_allocated_bytes"]) if cuda else None
+    return {"backbone": backbone.name, "quantization": backbone.quantization, "device": str(backbone.device),
+            "rows": rows, "distinct_backbones": len({id(h.model) for h in heroes}),
+            "ratio_held": round(ratio, 3), "ratio_cuda_allocated": None if cuda_ratio is None else round(cuda_ratio, 3),
+            "target": TARGET, "target_met": (cuda_ratio if cuda else ratio) <= TARGET}
+
+
 def run_all(checkpoints: tuple[str, ...] = CHECKPOINTS) -> dict:
     """Every way in its own fresh process; the ratios of resident memory to one checkpoint's."""
     results = {}
