@@ -4,32 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from .core.config import INFERENCE_VARIANTS
-
-
-def load_from_args(args):
-    if os.environ.get("HERO_LENS_TINY") == "1":
-        from .core.tiny import tiny_hero
-
-        return tiny_hero()
-    from .core.model import load_hero
-
-    return load_hero(args.checkpoint, backbone=args.backbone, quantization=args.quantization, device=args.device,
-                     dtype=args.dtype)
-
-
-def add_backbone_arguments(p: argparse.ArgumentParser) -> None:
-    """The backbone options :func:`load_from_args` reads besides ``--checkpoint`` (whose help each command words
-    for itself)."""
-    p.add_argument("--backbone", default=None, help="local HF model directory (default: embedded SmolLM2-135M)")
-    p.add_argument("--quantization", choices=["nf4"], default=None, help="load the backbone in 4-bit NF4")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "auto"],
-                   help="backbone precision without --quantization (auto: bf16 where a probe shows it faster)")
+from .model_args import add_backbone_arguments, load_from_args
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:

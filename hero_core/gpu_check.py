@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import platform
 import statistics
 import sys
 import tempfile
@@ -40,6 +39,8 @@ import traceback
 from collections.abc import Callable
 
 import torch
+
+from hero_core.gpu_device import PROMPT, device_info, peak_gib, reset_peak, sync, timed
 
 SHAPES = {
     # Llama-3.1-8B: 32 blocks, d = 4096, FFN 14336, 32 heads with 8 KV heads, 128k vocabulary
@@ -52,38 +53,6 @@ SHAPES = {
 # (prefill shapes, decode steps, generate tokens, timing reps) per shape
 WORK = {"llama-3.1-8b": dict(prefill=[(1, 512), (4, 512)], decode_steps=32, generate=32, reps=3, train_seq=256),
         "tiny": dict(prefill=[(1, 32), (2, 32)], decode_steps=4, generate=4, reps=1, train_seq=32)}
-PROMPT = "The history of the printing press begins in the fifteenth century, when movable type made books cheaper."
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def timed(fn, device: torch.device, reps: int) -> list[float]:
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        sync(device)
-        t0 = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-def peak_gib(device: torch.device) -> float | None:
-    """Peak allocated device memory since the last reset, GiB (None on CPU)."""
-    if device.type != "cuda":
-        return None
-    return torch.cuda.max_memory_allocated(device) / 2**30
-
-
-def reset_peak(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-
-
 def quantize_nf4(model: torch.nn.Module, device: torch.device) -> int:
     """Replace every decoder-block Linear by a bitsandbytes NF4 Linear4bit (bf16 compute), in place."""
     import bitsandbytes as bnb
@@ -223,11 +192,6 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
     return out
 
 
-def device_info(device: torch.device) -> str:
-    """The device's name for the report: the GPU's, or the CPU's as the platform reports it."""
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
-
-
 def check_shapes(shape: str, precisions: list[str], device: torch.device, train_steps: int, out: str) -> int:
     """Every precision on the random ``shape``: one JSON report at ``out`` and one summary line per precision."""
     t_start = time.perf_counter()
@@ -282,7 +246,7 @@ def main(argv: list[str] | None = None, app_phase: Callable[..., dict] | None = 
     if args.model_dir is not None:
         if app_phase is None:
             parser.error("--model-dir opens the app: run it as scripts/gpu_check.py, which hands in app/headless.py")
-        # imported here: that module builds on this one's helpers, and the random-shape check does not need it
+        # imported here: the random-shape check does not need the --model-dir flow
         from hero_core.own_model_check import check_model_dir
 
         return check_model_dir(args, device, app_phase)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hero_core.gpu_check import PROMPT, device_info, peak_gib, reset_peak, sync
+from hero_core.gpu_device import PROMPT, device_info, peak_gib, reset_peak, sync
 
 RECIPE = "hero-10"  # the README's command
 CORPUS_MODULES = ("textwrap", "string", "json", "argparse", "fractions", "calendar")  # ~0.4 MB of source

@@ -68,7 +68,8 @@ def test_no_module_is_over_500_lines():
 
 
 # Which subpackages each layer may import (docs/architecture.md): core <- train / eval / analysis <- viz <- app.
-# "" is a top-level module (cli, prompt_store); only the command line of eval reuses cli's model loader.
+# "" is a top-level module (cli, model_args, prompt_store); only the command line of eval reuses the model loader
+# (model_args).
 MAY_IMPORT = {
     "core": {"core"},
     "train": {"core", "train"},

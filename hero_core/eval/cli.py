@@ -37,7 +37,7 @@ HEADLINE = "headline"  # --answers --checkpoint headline: every checkpoint of th
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``python -m hero_core eval``: the suites, task selection, BIG-bench fetching and lm-eval runs."""
-    from ..cli import add_backbone_arguments
+    from ..model_args import add_backbone_arguments
 
     p.description = DESCRIPTION
     p.add_argument("--checkpoint", default=None,
@@ -108,7 +108,7 @@ def run_cli(args) -> int:
         print(f"BIG-bench {bigbench.BIGBENCH_VERSION}: {len(paths)} candidate tasks under {bigbench.tasks_dir()}")
         if not (args.select_tasks or args.lm_eval_task):
             return 0
-    from ..cli import load_from_args
+    from ..model_args import load_from_args
 
     if args.answers:
         return _run_answers(args, load_from_args, progress)

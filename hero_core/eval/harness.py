@@ -118,7 +118,7 @@ def write_reasoning_mc_task(directory: Path = LM_EVAL_TASKS_DIR, n: int = 40, se
     generated reasoning problems: four choices, the true answer and three near misses."""
     import random
 
-    from ..core.data import reasoning_problems
+    from ..core.reasoning import reasoning_problems
 
     rng = random.Random(f"mc-{seed}")
     rows = []

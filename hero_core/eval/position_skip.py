@@ -112,7 +112,7 @@ def pack_texts(texts: Sequence[str], count_tokens: Callable[[str], int], n_seque
     so every returned sequence is full length; fewer than asked means more texts are needed.
 
     ``separator`` is the end-of-text token in practice: training joined documents the same way
-    (:func:`hero_core.core.data.token_blocks`)."""
+    (:func:`hero_core.core.blocks.token_blocks`)."""
     sequences, parts, n = [], [], 0
     for text in texts:
         parts.append(text)
@@ -150,7 +150,7 @@ def domain_sequences(hero, domain: str, n_sequences: int, max_tokens: int = SEQU
 # -- the measurement --------------------------------------------------------------------------------
 def trace_tokens(trace) -> pd.DataFrame:
     """The :data:`TOKEN_COLUMNS` of one trace, one row per token (absolute index = position in the item)."""
-    from .sweep import token_summary
+    from ..analysis.token_table import token_summary
 
     return token_summary(trace)[list(TOKEN_COLUMNS)]
 

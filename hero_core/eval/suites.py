@@ -6,7 +6,7 @@
     ``humaneval``  pass@1, greedy, completions run in a subprocess (:mod:`hero_core.eval.humaneval`); chat
                    prompt style when the model has a chat template (``--humaneval-style``).
     ``reasoning``  exact match of generated answers ("The answer is X", else the last number) on
-                   held-out generated problems (``data.reasoning_problems``), three-shot.
+                   held-out generated problems (``reasoning.reasoning_problems``), three-shot.
     ``domains``    NLL, perplexity, top-1 agreement and KL(dense || routed) on held-out chat / code /
                    reasoning text, with param skip, net param skip, FLOP share saved, per-layer skip rates.
 
@@ -134,7 +134,7 @@ def answers_match(predicted: str | None, answer: str) -> bool:
 def reasoning_exemplars(shots: int = REASONING_SHOTS) -> list[str]:
     """``shots`` worked *train*-split problems, cycling through the problem kinds (arithmetic story,
     expression, ordering) so each kind is shown once before any repeats."""
-    from ..core.data import reasoning_problems
+    from ..core.reasoning import reasoning_problems
 
     pool = reasoning_problems(max(60, 10 * shots), "train", seed=12345)
     kinds = sorted({p.kind for p in pool})
@@ -149,10 +149,10 @@ def reasoning_prompt(question: str, shots: int = REASONING_SHOTS) -> str:
 
 def evaluate_reasoning(method: Method, limit: int | None, *, shots: int = REASONING_SHOTS,
                        max_new_tokens: int = 96, progress: bool = False) -> dict[str, Any]:
-    """Exact match of the generated answer on held-out generated problems (``data.reasoning_problems``)."""
+    """Exact match of the generated answer on held-out generated problems (``reasoning.reasoning_problems``)."""
     from tqdm import tqdm
 
-    from ..core.data import reasoning_problems
+    from ..core.reasoning import reasoning_problems
 
     problems = reasoning_problems(limit or 100, "eval")
     tally = ComputeTally(method.profile, method.routed)

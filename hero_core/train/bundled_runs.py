@@ -15,7 +15,8 @@ from ..core.backbones import cache_dir
 from ..core.checkpoint import CONFIG_FILE
 from ..core.model import HeroModel
 from .recipes import DATA_BLOCKS, RUNS, already_trained, stage_config
-from .train import TrainConfig, train
+from .train import train
+from .train_config import TrainConfig
 
 STAGE_DIR = cache_dir() / "checkpoint-stages"
 

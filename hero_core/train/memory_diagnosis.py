@@ -340,9 +340,9 @@ def training_stages(training: dict, stage_lr: Callable[[str], float | None]) -> 
 
 def adam_eta_bound(stages: Sequence[dict]) -> float:
     """The farthest Adam moves one parameter over these stages: the sum of the learning rate over every step
-    (hero_core.train.train.lr_at's warmup and cosine), i.e. a step of lr each time, what a gradient of constant sign
-    gives. NaN when a stage's rate is unknown."""
-    from .train import TrainConfig, lr_at  # training's own schedule; imported here so inference never loads it
+    (hero_core.train.train_config.lr_at's warmup and cosine), i.e. a step of lr each time, what a gradient of
+    constant sign gives. NaN when a stage's rate is unknown."""
+    from .train_config import TrainConfig, lr_at  # training's own schedule
 
     total = 0.0
     for stage in stages:

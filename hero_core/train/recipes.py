@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..core.checkpoint import CONFIG_FILE
 from ..core.checkpoint_info import EXTRA_SEEDS, SEED_ARMS
-from .train import TrainConfig
+from .train_config import TrainConfig
 
 
 @dataclass(frozen=True)

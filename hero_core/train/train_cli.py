@@ -8,7 +8,8 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 
 from .recipes import RUNS
-from .train import FIELD_CHOICES, TrainConfig, train
+from .train import train
+from .train_config import FIELD_CHOICES, TrainConfig
 
 # These TrainConfig fields as --field-name, in this order, with their help. Defaults and types come from the
 # dataclass and choices from hero_core.train's FIELD_CHOICES, so none is written twice; a True flag becomes --no-field.

@@ -14,7 +14,7 @@ from ..core.files import atomic_write
 
 if TYPE_CHECKING:
     from ..core.model import HeroModel
-    from .train import TrainConfig
+    from .train_config import TrainConfig
 
 
 def training_set(hero: HeroModel, cfg: TrainConfig) -> tuple[torch.Tensor, dict]:
@@ -51,7 +51,8 @@ def builtin_mix(hero: HeroModel, cfg: TrainConfig) -> dict:
 def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
     """(n_blocks, seq_len) token ids drawn from the train split of every built-in domain, mixed by cfg.data_mix
     (chat left out for a tokenizer without a chat template, see :func:`builtin_mix`)."""
-    from ..core.data import domain_texts, token_blocks
+    from ..core.blocks import token_blocks
+    from ..core.data import domain_texts
 
     weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0}
     if not weights:
@@ -90,7 +91,9 @@ def validation_blocks(hero: HeroModel, cfg: TrainConfig) -> torch.Tensor | None:
 
         rows = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len).held_out_blocks[:cfg.eval_blocks]
         return torch.tensor(rows, dtype=torch.long) if rows else None
-    from ..core.data import chat_cache_path, chat_prompts, code_texts, reasoning_problems, self_distilled, token_blocks
+    from ..core.blocks import token_blocks
+    from ..core.data import chat_cache_path, chat_prompts, code_texts, self_distilled
+    from ..core.reasoning import reasoning_problems
 
     weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0 and d in VALIDATION_TEXTS}
     total = sum(weights.values())

@@ -11,7 +11,7 @@ import torch
 from ..core.config import VARIANTS
 
 if TYPE_CHECKING:
-    from .train import TrainConfig
+    from .train_config import TrainConfig
 
 # The parameters that choose where the memory reads (and what it stores): their gradients are 1e-4..1e-2 of the
 # heads' per unit of relative change, so at the shared learning rate Adam moves them too little to matter.

@@ -24,7 +24,7 @@ from .train_memory import param_groups
 if TYPE_CHECKING:
     from ..core.router import HeroRouter
     from .health import HealthGuard
-    from .train import TrainConfig
+    from .train_config import TrainConfig
 
 log = logging.getLogger(__name__.removesuffix("_steps"))  # train()'s messages stay under its module's logger
 
