@@ -1,6 +1,6 @@
 """FFNs skipped per token by absolute position, on 2,048-token sequences of held-out text.
 
-``OMP_NUM_THREADS=1 python scripts/position_skip.py [--checkpoints hero-10 local-10 hero-25] [--sequences 2]
+``OMP_NUM_THREADS=1 python scripts/position_skip.py [--checkpoints NAME ...] [--sequences 2]
 [--report]``: the command line is hero_core/reports/position_skip_run.py (its docstring says what is measured and
 written), the numbers hero_core/eval/position_skip.py.
 """

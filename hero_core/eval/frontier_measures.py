@@ -1,12 +1,14 @@
 """What ``scripts/make_frontier.py`` measures beside the frontier, into docs/results.json: greedy chat answers
 against dense (common prefix, answers shown side by side), the memory-attention entropy, the read-matters ablation
-(learned against uniform read) and hero-10 on a bf16 backbone. Each takes the loaded checkpoints by name
+(learned against uniform read) and the default checkpoint on a bf16 backbone. Each takes the loaded checkpoints by name
 (hero_core.eval.frontier_results.load_models) and returns its JSON section.
 """
 
 from __future__ import annotations
 
 import statistics
+
+from hero_core.core.model import DEFAULT_CHECKPOINT
 
 DOMAINS = ("chat", "code", "reasoning")
 SHOWN_PROMPTS = ("What is the capital of France?", "Give me three tips for staying focused while studying.",
@@ -121,9 +123,10 @@ def read_matters(models: dict, limit: int) -> dict:
     return out
 
 
-def bf16_check(models: dict, limit: int) -> dict:
-    """hero-10 on a bf16 backbone against the same router on fp32: decision flips and perplexity ratios, both
-    against the fp32 dense model, on held-out text."""
+def bf16_check(models: dict, limit: int, name: str = DEFAULT_CHECKPOINT) -> dict:
+    """Checkpoint ``name`` (the default one unless told) on a bf16 backbone against the same router on fp32: decision
+    flips and perplexity ratios, both against the fp32 dense model, on held-out text; each domain's entry names the
+    checkpoint. Empty when ``name`` is not among ``models``."""
     import torch
 
     from hero_core.core.backbones import load_backbone
@@ -133,10 +136,10 @@ def bf16_check(models: dict, limit: int) -> dict:
     from hero_core.eval.engine import run_texts
     from hero_core.eval.methods import HeroMethod
 
-    if "hero-10" not in models:
+    if name not in models:
         return {}
-    fp32 = models["hero-10"]
-    bf16 = HeroModel(load_backbone(device="cpu", dtype=torch.bfloat16), fp32.router, "hero-10")
+    fp32 = models[name]
+    bf16 = HeroModel(load_backbone(device="cpu", dtype=torch.bfloat16), fp32.router, name)
     methods = [HeroMethod(fp32, "hero", name="fp32"), HeroMethod(bf16, "hero", name="bf16")]
     out = {}
     for domain in DOMAINS:
@@ -155,7 +158,7 @@ def bf16_check(models: dict, limit: int) -> dict:
             sums["bf16"] += text.runs["bf16"].nll_sum
             n += text.runs["fp32"].n_pred
         ratios = {k: pooled_perplexity_ratio(sums[k], sums["dense"], n) for k in ("fp32", "bf16")}
-        out[domain] = {"texts": limit, "flip_rate": flips / cells, "gates_within_0.05_of_tau": near / cells,
-                       "ratio_fp32": ratios["fp32"], "ratio_bf16": ratios["bf16"],
-                       "bf16_vs_fp32": ratios["bf16"] / ratios["fp32"] - 1}
+        out[domain] = {"checkpoint": name, "texts": limit, "flip_rate": flips / cells,
+                       "gates_within_0.05_of_tau": near / cells, "ratio_fp32": ratios["fp32"],
+                       "ratio_bf16": ratios["bf16"], "bf16_vs_fp32": ratios["bf16"] / ratios["fp32"] - 1}
     return out

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from hero_core.core.files import say_wrote
+from hero_core.core.model import DEFAULT_CHECKPOINT
 from hero_core.eval.frontier_measures import DOMAINS, MAX_TOKENS, bf16_check, generations, memory_entropy, read_matters
 
 # This module is scripts/make_frontier.py's command line (its docstring is --help): the frontier in one process
@@ -138,12 +139,12 @@ def add_read_matters(names: list[str], out: Path) -> int:
 
 
 def add_bf16_check(limit: int, out: Path) -> int:
-    """Only the bf16 check (hero-10 on a bf16 backbone against fp32), merged into ``out``."""
+    """Only the bf16 check (the default checkpoint on a bf16 backbone against fp32), merged into ``out``."""
     import torch
 
     torch.set_num_threads(1)
     with torch.no_grad():
-        measured = bf16_check(load_models(["hero-10"]), limit=limit // 2)
+        measured = bf16_check(load_models([DEFAULT_CHECKPOINT]), limit=limit // 2)
     return merge_measure(out, "bf16", measured)
 
 
@@ -202,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baselines", action="store_true",
                         help="only run static pruning and MoD top-k (hero-10's adapters) and merge them into --out")
     parser.add_argument("--bf16-check", action="store_true",
-                        help="only rerun the bf16 check (hero-10, --limit / 2 texts a domain) and merge it into --out")
+                        help=f"only rerun the bf16 check ({DEFAULT_CHECKPOINT}, the default checkpoint, --limit / 2 "
+                             "texts a domain) and merge it into --out")
     args = parser.parse_args(argv)
     if args.read_matters:
         return add_read_matters(args.read_matters, args.out)

@@ -23,9 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..core.model import DEFAULT_CHECKPOINT
+
 POSITION_EDGES: tuple[float, ...] = (0, 1, 16, 128, 512, 2048, math.inf)
 FIRST_TOKEN_LABEL = "0 (first token)"
-DEFAULT_CHECKPOINTS = ("hero-10", "local-10", "hero-25")
+DEFAULT_CHECKPOINTS = (DEFAULT_CHECKPOINT, "local-10", "hero-25")  # the default, a local router, a 25 % budget
 SEQUENCE_TOKENS = 2048
 # The ratio compares far positions with the ones the routers were trained on (past the sink, inside 128 tokens).
 RATIO_NEAR, RATIO_FAR = 16, 512  # start edges of the two bins compared

@@ -1,6 +1,6 @@
 """FFNs skipped per token by absolute position, on 2,048-token sequences of held-out text.
 
-``OMP_NUM_THREADS=1 python scripts/position_skip.py [--checkpoints hero-10 local-10 hero-25] [--sequences 2]``
+``OMP_NUM_THREADS=1 python scripts/position_skip.py [--checkpoints NAME ...] [--sequences 2]``
 packs each domain's eval-split texts (chat, code, reasoning) into sequences of ``--max-tokens`` tokens, traces them
 under every checkpoint (hero_core.eval.position_skip.measure) and reports skip per absolute-position bin (token 0 alone,
 1-15, 16-127, 128-511, 512-2047), param skip with and without the first token, and skip(512-2047) / skip(16-127)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..core.files import say_wrote
+from ..core.model import DEFAULT_CHECKPOINT
 from ..eval.frontier import at_skip
 from ..eval.twins import CONTROL_CAVEATS
 from .pages import add_path_arguments, save_figure, table_head, table_row
@@ -25,7 +26,7 @@ POSITION_RESULTS = ROOT / "docs" / "experiments" / "position-skip" / "results.js
 DOMAINS = ("chat", "code", "reasoning")
 PAPER_BUDGETS = (26.87, 38.82)  # the paper's two HeRo operating points (Llama-3.1-8B), param skip %
 TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agreement or None)
-    "hero-10-r4": (0.10, 1.10, 0.85),  # the default
+    DEFAULT_CHECKPOINT: (0.10, 1.10, 0.85),
     "hero-10": (0.10, 1.10, 0.85),
     "hero-25": (0.25, 2.0, None),
     "hero-40": (0.38, 6.0, None),
@@ -393,8 +394,10 @@ def render(result: dict, figure: Path) -> str:
                              "block's input, so this is the read's whole effect on routing.",
                              read_matters_lines(result["read_matters"]))]
     if result.get("bf16"):
+        # results written before the check named its checkpoint measured hero-10
+        checked = next(iter(result["bf16"].values())).get("checkpoint", "hero-10")
         out += ["", "## bf16 on CPU", "",
-                "hero-10's router on a bf16 backbone against the same router on fp32, on held-out text; both "
+                f"{checked}'s router on a bf16 backbone against the same router on fp32, on held-out text; both "
                 "perplexity ratios against the fp32 dense model. On bf16 the prompt's decisions run under bf16 "
                 "autocast, as the router was trained (docs/method.md, \"Precision at inference\"). A flip is a "
                 "(token, block) decision that differs; it also changes every later block's input.", "",
