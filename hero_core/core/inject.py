@@ -37,10 +37,6 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
     return getattr(decoder_stack(model), family_of(model.config).layers)
 
 
-def final_norm(model: nn.Module) -> nn.Module:
-    return getattr(decoder_stack(model), family_of(model.config).final_norm)
-
-
 class FFNWithOutputNorm(nn.Module):
     """A family's FFN followed by its post-FFN norm: the addend a skip replaces (see hero_core.core.families)."""
 

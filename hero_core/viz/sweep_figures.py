@@ -81,18 +81,6 @@ def sweep_position_skip(result: SweepResult) -> go.Figure:
     return fig
 
 
-def sweep_relative_position_skip(result: SweepResult, bins: int = 10) -> go.Figure:
-    """Skip rate against relative position in the prompt (0 = first token, 1 = last). Kept for comparison;
-    the page draws :func:`sweep_position_skip`, since a relative axis hides the first-token effect."""
-    fig = _one_trace_per_run(result.skip_by_position(bins), lambda run, g: go.Scatter(
-        x=g.position, y=g.skip_rate, mode="lines+markers", name=run, customdata=g.n_tokens,
-        hovertemplate="position %{x:.2f}: %{y:.1%} skipped (%{customdata} tokens)<extra></extra>"))
-    fig.update_layout(title="Skip rate by relative position in the prompt",
-                      xaxis={"title": "relative position", "range": [0, 1]},
-                      yaxis={"title": "share of decisions skipped", "tickformat": ".0%"}, **_LAYOUT)
-    return fig
-
-
 def sweep_item_quality(result: SweepResult) -> go.Figure:
     """Each item: its param skip against its perplexity ratio to dense, one marker colour per run."""
     fig = _one_trace_per_run(result.items, lambda run, g: _run_scatter(
