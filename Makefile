@@ -38,7 +38,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not browser"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check hero_core app tests scripts
+	$(VENV)/bin/ruff check hero_core app tests scripts docs/experiments
 
 # Trains the bundled router checkpoints (scripts/make_checkpoints.py): shared data and dense-teacher cache first,
 # then two lanes side by side, one torch thread each (two 1-thread processes beat one 2-thread one here).

@@ -3,6 +3,9 @@ and decisions move from the module path (the reference, router in fp32)? Greedy 
 answers suite with the default checkpoint in bf16, once per decode path, compared token by token while the texts
 agree.
 
+Needs commit 6b025c9, where the change lived (since reverted): ``git checkout 6b025c9``. On a later tree the
+compiled step reads fp32 weights, so the comparison measures that instead.
+
     OMP_NUM_THREADS=1 python docs/experiments/bf16-router-weight/compare.py --prompts 24 --out compare.json
 """
 

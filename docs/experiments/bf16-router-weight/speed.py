@@ -2,6 +2,9 @@
 (as before), side by side in one run, interleaved rep by rep; every ratio is the median of per-rep ratios over a
 dense step.
 
+Needs commit 6b025c9, where the change lived (since reverted): ``git checkout 6b025c9``. On a later tree
+``new_packed_path`` takes no ``input_dtype`` and both forms read fp32 weights.
+
     OMP_NUM_THREADS=1 python docs/experiments/bf16-router-weight/speed.py --steps 24 --reps 7 --out speed.json
 """
 

@@ -18,11 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from make_frontier import PREFIX_TOKENS, common_prefix, load_models  # noqa: E402
+from hero_core.eval.frontier_measures import PREFIX_TOKENS, common_prefix
+from hero_core.eval.frontier_results import load_models
 
 
 def main() -> int:

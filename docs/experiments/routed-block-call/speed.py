@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+
 @contextlib.contextmanager
 def python_branch():
     """Inside this block every routed block takes the compiled decision and RoutedFFN's Python branch."""

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from hero_core import load_hero  # noqa: E402
 from hero_core.core.call_state import RoutingCall  # noqa: E402
+from hero_core.core.packed_router import packed_layers  # noqa: E402
 
 
 def median_ms(fn, reps: int) -> float:
@@ -47,7 +48,7 @@ def decide_every_block(router, hbars, packed: bool) -> None:
 
 def packed_block(w, c, hbar, hbar_prev, delta_prev, dist_prev, p_prev, m_prev, keys, values, slot, decay_row,
                  path_bias):
-    """The packed decision (router._decide_packed) of one block j >= 3, with j only in tensors."""
+    """The packed decision (packed_router.decide_packed) of one block j >= 3, with j only in tensors."""
     eps, dm = c.eps, c.d_memory
     delta = hbar - hbar_prev
     dist = torch.linalg.vector_norm(delta, dim=-1)
@@ -126,7 +127,7 @@ def main() -> int:
             ms = median_ms(lambda packed=packed: decide_every_block(router, hbars, packed), 200)
             print(f"{'packed' if packed else 'module'} path: {ms:.2f} ms per decode step of {c.n_routed} blocks")
 
-        w = router._packed_layers("hero")
+        w = packed_layers(router, "hero")
         blocks = [block_inputs(w, c, j) for j in range(3, c.n_routed + 1)]
         eager = lambda *a: packed_block(w, c, *a)  # noqa: E731
         started = time.perf_counter()
