@@ -7,9 +7,11 @@ No network: the backbone is built from a ``LlamaConfig`` on the device (random w
 tokenizer stands in, its ids are a subset of the vocabulary) and wrapped with a fresh HeRo router whose
 gates are spread around tau (as the bench's synthetic router), so both branches run. Per precision it records:
 build time, a trace, a short generate, routed vs dense prefill and decode (timed with
-``torch.cuda.synchronize``), 20 training steps of ``hero_core.train`` (LM target, no warm start, on the
-local code corpus) and the peak memory of each phase. ``--shape tiny`` runs the same on CPU in seconds
-(tests/test_gpu_check.py). NF4 needs bitsandbytes; without it the NF4 entry says so and the run goes on.
+``torch.cuda.synchronize``), Compare's case (four router checkpoints saved and loaded back onto the one backbone:
+memory with four against one, target <= 1.25x, hero_core.bench.routers_memory), 20 training steps of
+``hero_core.train`` (LM target, no warm start, on the local code corpus) and the peak memory of each phase.
+``--shape tiny`` runs the same on CPU in seconds (tests/test_gpu_check.py). NF4 needs bitsandbytes; without it
+the NF4 entry says so and the run goes on.
 
     python scripts/gpu_check.py --model-dir DIR [--data PATH] [--device cuda|cpu] [--train-steps N] [--out F]
 
@@ -167,6 +169,10 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
                      "hero_step_s": statistics.median(routed),
                      "speedup": statistics.median(dense) / statistics.median(routed)}
     out["peak_gib_timing"] = peak_gib(device)
+    # Compare with four checkpoints: four routers saved and loaded back onto this one backbone, as the app holds them
+    from hero_core.bench.routers_memory import routers_on_one_backbone
+
+    out["routers_on_one_backbone"] = routers_on_one_backbone(hero.backbone, n=4)
 
     # training steps (hero_core.train on a temporary directory: LM target, no warm start)
     from hero_core.train.train import TrainConfig, train
@@ -217,8 +223,11 @@ def check_shapes(shape: str, precisions: list[str], device: torch.device, train_
         json.dump(report, f, indent=2)
     for precision, r in report["results"].items():
         pre = " · ".join(f"{p['batch']}x{p['tokens']} x{p['speedup']:.2f}" for p in r["prefill"])
+        four = r["routers_on_one_backbone"]
+        held = four["ratio_cuda_allocated"] if four["ratio_cuda_allocated"] is not None else four["ratio_held"]
         print(f"{precision}: prefill {pre} · decode x{r['decode']['speedup']:.2f} · train {r['train']['steps']} steps "
-              f"{r['train']['s']:.1f} s · peak {r['train']['peak_gib']} GiB")
+              f"{r['train']['s']:.1f} s · peak {r['train']['peak_gib']} GiB · four routers on one backbone "
+              f"x{held:.3f} of one ({four['distinct_backbones']} backbone, target <= x{four['target']:.2f})")
     print(f"wrote {out} ({report['total_s']:.0f} s)")
     return 0 if not report["errors"] or report["results"] else 1
 

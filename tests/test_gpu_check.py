@@ -31,6 +31,9 @@ def test_gpu_check_runs_on_a_tiny_shape_on_cpu(tmp_path):
     assert r["decode"]["dense_step_s"] > 0 and r["decode"]["hero_step_s"] > 0
     assert r["train"]["steps"] == 3 and r["train"]["finite"]
     assert r["backbone_params"] > 0 and r["router_params"] > 0
+    four = r["routers_on_one_backbone"]  # Compare's case: four routers, one backbone (on a GPU: NF4, memory ratio)
+    assert four["distinct_backbones"] == 1 and [row["routers"] for row in four["rows"]] == [1, 2, 3, 4]
+    assert four["rows"][0]["held_bytes"] < four["rows"][-1]["held_bytes"] and four["ratio_cuda_allocated"] is None
 
 
 def test_llama_shape_is_llama_3_1_8b():
