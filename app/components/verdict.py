@@ -60,12 +60,13 @@ def pairs_for(checkpoints: Sequence[str], variants: Sequence[str], trained: Sequ
     return pairs
 
 
+def ratio(row: dict, side: str) -> str:
+    """A measured row's perplexity ratio of one side (``reference``, ``other``, ``router``) with its interval."""
+    return f"{row[f'{side}_perplexity_ratio']:.3f} [{row[f'{side}_ratio_low']:.3f}, {row[f'{side}_ratio_high']:.3f}]"
+
+
 def verdict_table(rows: list[dict]) -> pd.DataFrame:
     """The measured rows as a reader wants them: percentages, ratios with their intervals, the verdict."""
-    def ratio(row: dict, side: str) -> str:
-        return (f"{row[f'{side}_perplexity_ratio']:.3f} [{row[f'{side}_ratio_low']:.3f}, "
-                f"{row[f'{side}_ratio_high']:.3f}]")
-
     return pd.DataFrame([{"domain": r["domain"], "param skip": f"{r['param_skip']:.1%}",
                           f"{r['reference']} ppl ratio [95 % CI]": ratio(r, "reference"),
                           f"{r['other']} ppl ratio [95 % CI]": ratio(r, "other"),
@@ -123,15 +124,11 @@ def render_seeds_answer(where) -> None:
 
 def baseline_table(rows: list[dict]) -> pd.DataFrame:
     """One row per domain: the router's perplexity ratio and each reference's at the router's own param skip."""
-    def cell(row: dict, side: str) -> str:
-        return (f"{row[f'{side}_perplexity_ratio']:.3f} [{row[f'{side}_ratio_low']:.3f}, "
-                f"{row[f'{side}_ratio_high']:.3f}]")
-
     table: dict[str, dict] = {}
     for r in rows:
         line = table.setdefault(r["domain"], {"domain": r["domain"], "param skip": f"{r['param_skip']:.1%}",
-                                              f"{r['router']} (router)": cell(r, "router")})
-        line[REFERENCE_LABELS[r["reference"]]] = cell(r, "reference")
+                                              f"{r['router']} (router)": ratio(r, "router")})
+        line[REFERENCE_LABELS[r["reference"]]] = ratio(r, "reference")
     return pd.DataFrame(list(table.values()))
 
 
