@@ -20,7 +20,7 @@ import torch
 from hero_core import RoutingTrace, load_hero
 from hero_core.analysis.attribution import Attribution, explain
 from hero_core.core.backbone_pool import SHARED_BACKBONES
-from hero_core.core.metrics import compare_to_dense
+from hero_core.core.metrics import compare_to_dense, quality_dict
 from hero_core.core.model import HeroModel
 
 from .settings import DEFAULT_CHOICE, ModelSpec, Settings
@@ -193,11 +193,7 @@ def quality_of_trace(trace: RoutingTrace) -> dict:
     """A traced run's quality against the dense model of its own backbone and precision, as
     :func:`hero_core.core.metrics.compare_to_dense` gives it, read off the trace (traced with ``quality=True``)."""
     q = trace.quality
-    nll, dense, kl, agree = q["nll"][:-1], q["dense_nll"][:-1], q["kl_to_dense"], q["top1_agree"].astype(bool)
-    return {"nll": nll.tolist(), "nll_dense": dense.tolist(), "kl": kl.tolist(), "top1_agree": agree.tolist(),
-            "mean_nll": float(nll.mean()) if len(nll) else 0.0,
-            "mean_nll_dense": float(dense.mean()) if len(dense) else 0.0,
-            "mean_kl": float(kl.mean()), "top1_agreement": float(agree.mean())}
+    return quality_dict(q["nll"][:-1], q["dense_nll"][:-1], q["kl_to_dense"], q["top1_agree"])
 
 
 def get_qualities(runs: list[RunSpec], reference: ModelSpec, traces: list[RoutingTrace]) -> list[dict]:

@@ -69,14 +69,17 @@ def token_quality(dense_logits: torch.Tensor, routed_logits: torch.Tensor,
 
 def compare_to_dense(dense_logits: torch.Tensor, routed_logits: torch.Tensor, token_ids: torch.Tensor) -> dict:
     """Per-token and mean quality figures of a routed run against dense on the same tokens."""
-    q = token_quality(dense_logits, routed_logits, token_ids)
-    nll_routed, nll_dense, kl, agree = q["nll"], q["dense_nll"], q["kl"], q["top1_agree"]
-    return {
-        "nll": nll_routed.tolist(), "nll_dense": nll_dense.tolist(), "kl": kl.tolist(), "top1_agree": agree.tolist(),
-        "mean_nll": float(nll_routed.mean()) if len(nll_routed) else 0.0,
-        "mean_nll_dense": float(nll_dense.mean()) if len(nll_dense) else 0.0,
-        "mean_kl": float(kl.mean()), "top1_agreement": float(agree.float().mean()),
-    }
+    q = {k: v.detach().cpu().numpy() for k, v in token_quality(dense_logits, routed_logits, token_ids).items()}
+    return quality_dict(q["nll"], q["dense_nll"], q["kl"], q["top1_agree"])
+
+
+def quality_dict(nll: np.ndarray, nll_dense: np.ndarray, kl: np.ndarray, top1_agree: np.ndarray) -> dict:
+    """Per-token lists and their means, the shape :func:`compare_to_dense` gives and a trace's quality is read as."""
+    agree = top1_agree.astype(bool)
+    return {"nll": nll.tolist(), "nll_dense": nll_dense.tolist(), "kl": kl.tolist(), "top1_agree": agree.tolist(),
+            "mean_nll": float(nll.mean()) if len(nll) else 0.0,
+            "mean_nll_dense": float(nll_dense.mean()) if len(nll_dense) else 0.0,
+            "mean_kl": float(kl.mean()), "top1_agreement": float(agree.mean())}
 
 
 # -- the perplexity ratio ---------------------------------------------------------------------------------------
