@@ -151,6 +151,10 @@ def test_baseline_rows_read_every_reference_at_the_routers_own_skip():
     names = [t.name for t in fig.data]
     assert names == ["hero-10", "local-10", "static pruning", "random skipping", "oracle (not deployable)"]
     assert list(fig.data[0].x) == [5.0, 10.0] and fig.layout.yaxis.type == "log"
-    assert tuple(fig.layout.xaxis.range) == (0, 25.0)  # opens around the comparison: up to 2.5x the router's skip
+    assert tuple(fig.layout.xaxis.range) == (0, 20.0)  # opens around the comparison: up to 2x the router's skip
     low, high = fig.layout.yaxis.range  # log10 units, from the points in view only (random's 3.0 at 40 % is not)
     assert 10 ** low < 0.9 and 2.0 < 10 ** high < 2.5
+    two = frontier_chart(curves, ["d", "d"], mark={"d": 0.1})
+    assert two.layout.yaxis2.type == "log" and two.layout.yaxis2.range == two.layout.yaxis.range  # every panel
+    far = frontier_chart({"static": {"d": [[0.05, 1.2, 1.1, 1.3], [0.1, 50.0, 40.0, 60.0]]}}, ["d"], mark={"d": 0.1})
+    assert 10 ** far.layout.yaxis.range[1] < 5  # a ratio of 50 in view does not flatten the comparison

@@ -18,13 +18,14 @@ from .palette import DENSE_COLOUR, run_colour
 # references in fixed, muted styles so the routers (coloured by run) stand out; dashes tell them apart in grey print
 REFERENCE_STYLE = {"static": ("#B2182B", "dot"), "random": (DENSE_COLOUR, "dashdot"),
                    "expert_choice": ("#8C6D31", "dash"), "oracle": ("#666666", "longdash")}
+VIEW_TOP = 4.0  # the opening view's highest ratio: a reference 4x worse than dense is out of the comparison's range
 
 
 def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[str, float] | None = None) -> go.Figure:
     """One panel per domain: perplexity ratio to dense (log axis, with its 95 % interval as error bars) against
     param skip, for every run in ``curves`` (routers first, then the references, each labelled with its caveat).
     ``mark`` (domain -> param skip) draws the skip the comparison is read at, and the axes open around it (up to
-    2.5x that skip; plotly's autoscale shows every point)."""
+    twice that skip and a ratio of :data:`VIEW_TOP`; plotly's autoscale shows every point)."""
     fig = make_subplots(rows=1, cols=len(domains), subplot_titles=domains, shared_yaxes=True,
                         horizontal_spacing=0.04)
     routers = [n for n in curves if n not in REFERENCE_LABELS]
@@ -52,12 +53,14 @@ def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[st
             fig.add_vline(x=100 * mark[domain], line={"dash": "dot", "width": 1}, row=1, col=col)
         fig.update_xaxes(title_text="param skip %", row=1, col=col)
     if mark:  # open on the neighbourhood of the comparison: at high skip the ratios run to 10^4 and flatten it
-        right = 2.5 * max(mark.values())
+        right = 2 * max(mark.values())
         near = [y for trace in fig.data for x, y in zip(trace.x, trace.y, strict=True) if x <= 100 * right]
         fig.update_xaxes(range=[0, 100 * right])
         if near:
-            fig.update_yaxes(range=[math.log10(min(near)) - 0.05, math.log10(max(near)) + 0.05])
-    fig.update_yaxes(type="log", title_text="perplexity ratio to dense (log)", row=1, col=1)
+            top = min(max(near), VIEW_TOP)
+            fig.update_yaxes(range=[math.log10(min(near)) - 0.03, math.log10(top) + 0.03])
+    fig.update_yaxes(type="log")  # every panel: a shared range is in log10 units, meaningless on a linear axis
+    fig.update_yaxes(title_text="perplexity ratio to dense (log)", row=1, col=1)
     fig.update_layout(title={"text": "Held-out frontier: lower is better, 1 = the dense model"}, height=430,
                       legend={"orientation": "h", "y": -0.22}, margin={"t": 70, "b": 40})
     return fig
