@@ -163,3 +163,24 @@ def test_the_readme_headline_is_one_small_table_with_no_empty_cell():
     assert len(table) == 2 + 4 and not any(H.NOT_MEASURED in line for line in lines)
     assert table[2].startswith(f"| **{DEFAULT_CHECKPOINT}** | default")
     assert any("Not in the table" in line and "hero-40" in line for line in lines)  # named, not shown empty
+
+
+def test_the_baselines_sentence_reads_every_reference_at_the_defaults_own_skip():
+    from hero_core.core.model import DEFAULT_CHECKPOINT
+    from hero_core.reports.readme_headline import baselines_sentence
+
+    def point(knob, ratio, skip):
+        return {"knob": knob, **{d: {"param_skip": skip, "perplexity_ratio": ratio, "ratio_low": ratio * 0.9,
+                                     "ratio_high": ratio * 1.1, "top1_agreement": 0.9}
+                                 for d in ("chat", "code", "reasoning")}}
+
+    curves = {DEFAULT_CHECKPOINT: {"kind": "checkpoint", "tau": 0.5, "points": [point(0.5, 1.1, 0.1)]},
+              "static": {"adapters_of": "hero-10", "points": [point(1, 1.2, 0.05), point(3, 1.8, 0.15)]},
+              "expert_choice": {"adapters_of": "hero-10", "points": [point(0.05, 2.0, 0.05), point(0.1, 3.0, 0.1)]},
+              "random": {"adapters_of": "hero-10", "points": [point(0.25, 5.0, 0.25)]}}  # never at 10 %: left out
+    sentence = baselines_sentence({"frontier": {"curves": curves}})
+    assert "the default 1.100 / 1.100 / 1.100" in sentence
+    assert f"static pruning {format(1.2 ** 0.5 * 1.8 ** 0.5, '.3f')} / " in sentence  # log-linear at 10 %
+    assert "MoD top-k (not causal) 3.000 / 3.000 / 3.000" in sentence and "random" not in sentence
+    assert "each reference on hero-10's adapters" in sentence
+    assert baselines_sentence({"frontier": {"curves": {DEFAULT_CHECKPOINT: curves[DEFAULT_CHECKPOINT]}}}) is None

@@ -22,8 +22,6 @@ HEADER = ("run", "what it is", "param skip % (chat / code / reasoning)",
           "perplexity ratio (chat / code / reasoning)", "Retain % [95 % CI], 10 examples per task")
 RETAIN_100 = ROOT / "docs" / "experiments" / "retain-100" / "bigbench-100.json"
 RESULTS = ROOT / "docs" / "results.json"
-BASELINES = (("static", "static pruning (ShortGPT: the same FFNs dropped for every token)"),
-             ("random", "random skipping"), ("oracle", "the oracle (not deployable)"))
 SEEDS = ROOT / "docs" / "seeds.json"
 
 
@@ -86,7 +84,7 @@ def _answers_sentence(answers: Mapping[str, Any] | None) -> str | None:
 
 def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
     """The default against the baselines at its own param skip, per domain, from docs/results.json's frontier."""
-    from ..eval.frontier import at_skip
+    from ..eval.frontier import REFERENCE_LABELS, at_skip
 
     curves = ((results or {}).get("frontier") or {}).get("curves", {})
     default = curves.get(DEFAULT_CHECKPOINT)
@@ -94,7 +92,7 @@ def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
     if own is None or "static" not in curves:
         return None
     parts = []
-    for name, label in BASELINES:
+    for name, label in REFERENCE_LABELS.items():
         if name not in curves:
             continue
         cells = [at_skip(curves[name], d, own[d]["param_skip"]) for d in DOMAINS]
@@ -103,8 +101,11 @@ def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
             parts.append(f"{label} {ratios}")
     mine = " / ".join(f"{own[d]['perplexity_ratio']:.3f}" for d in DOMAINS)
     skips = " / ".join(f"{100 * own[d]['param_skip']:.1f}" for d in DOMAINS)
+    adapters = curves["static"].get("adapters_of")
     return (f"**Against the baselines** at the default's own param skip ({skips} % on chat / code / reasoning), "
-            f"perplexity ratio: the default {mine}; " + "; ".join(parts) + " ([docs/results.md](docs/results.md)).")
+            f"perplexity ratio: the default {mine}; " + "; ".join(parts)
+            + (f" (each reference on {adapters}'s adapters)" if adapters else "")
+            + " ([docs/results.md](docs/results.md); the app's Learn page draws them).")
 
 
 def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, Any] | None,
