@@ -82,3 +82,12 @@ def test_the_page_lists_every_seed_and_answers_the_question():
     assert "HeRo has the lower perplexity on chat" in sentence and "training seeds (HeRo 3, local 3)" in sentence
     assert "over seeds and texts" in sentence
     assert "Retain" in sentence and sentence in page
+
+
+def test_a_seed_run_is_found_by_its_recipe_name():
+    from hero_core.eval.seeds import runs_named
+
+    known = ["hero-10-r2-s1", "seeds/hero-10-r2-s1-seed1"]
+    assert runs_named(["hero-10-r2-s1-seed1", "hero-10-r2-s1"], known) == ["seeds/hero-10-r2-s1-seed1",
+                                                                           "hero-10-r2-s1"]
+    assert runs_named(["seeds/hero-10-r2-s1-seed1", "/some/dir"], known) == ["seeds/hero-10-r2-s1-seed1", "/some/dir"]

@@ -324,6 +324,12 @@ def ppl_settings(args) -> dict:
     return {"limit": args.limit, "max_tokens": args.max_tokens, "target_skip": TARGET_SKIP}
 
 
+def runs_named(only: list[str], known: list[str]) -> list[str]:
+    """``only`` as checkpoint names: a seed run named as the recipe table names it (``no_memread-10-r2-s1-seed1``)
+    is the one under ``seeds/``; any other name is kept as given (a directory, or an error when loaded)."""
+    return [f"seeds/{n}" if n not in known and f"seeds/{n}" in known else n for n in only]
+
+
 def measure_missing(ppl: dict, retain_limit: int, store: Path = STORE, progress: bool = True,
                     only: list[str] | None = None) -> None:
     """Measure every bundled run of the three arms (or ``only`` these) that ``store`` lacks: the held-out
@@ -336,7 +342,8 @@ def measure_missing(ppl: dict, retain_limit: int, store: Path = STORE, progress:
     from .calibration import calibration_blocks
     from .suites import load_eval_tasks
 
-    names = only or [n for arm in SEED_ARMS for n in arm_runs(arm)]
+    known = [n for arm in SEED_ARMS for n in arm_runs(arm)]
+    names = runs_named(only, known) if only else known
     retain = {"retain_limit": retain_limit, "target_skip": TARGET_SKIP}
     store.mkdir(parents=True, exist_ok=True)
     backbone, tasks = None, load_eval_tasks()["main"]
