@@ -184,3 +184,16 @@ def test_the_baselines_sentence_reads_every_reference_at_the_defaults_own_skip()
     assert "MoD top-k (not causal) 3.000 / 3.000 / 3.000" in sentence and "random" not in sentence
     assert "each reference on hero-10's adapters" in sentence
     assert baselines_sentence({"frontier": {"curves": {DEFAULT_CHECKPOINT: curves[DEFAULT_CHECKPOINT]}}}) is None
+
+
+def test_a_checkpoint_trained_again_after_its_measurement_is_named():
+    from hero_core.core.checkpoint import read_checkpoint
+    from hero_core.reports.results_report import retrained_note, retrained_since
+
+    timing = read_checkpoint("hero-10").training["timing"]
+    result = {"checkpoints": {"hero-10": {"training": {"timing": timing}},
+                              "hero-25": {"training": {"timing": {"cpu_s": 1.0, "wall_s": 2.0}}},  # another run
+                              "gone-10": {"training": {}}}}  # not bundled any more: nothing to say
+    assert retrained_since(result) == ["hero-25"]
+    assert retrained_note(result)[0].startswith("**Measured before a retrain.** hero-25 was trained again")
+    assert retrained_note({"checkpoints": {"hero-10": {"training": {"timing": timing}}}}) == []

@@ -82,6 +82,14 @@ def test_the_page_lists_every_seed_and_answers_the_question():
     assert "HeRo has the lower perplexity on chat" in sentence and "training seeds (HeRo 3, local 3)" in sentence
     assert "over seeds and texts" in sentence
     assert "Retain" in sentence and sentence in page
+    assert "without the memory read" not in sentence  # that arm is not measured here: nothing said about it
+
+    arms["no_memread"] = ["n0", "n1"]  # the memory read's arm: as good as HeRo here
+    for i, name in enumerate(arms["no_memread"]):
+        units[name] = {"ppl": {"chat": _run(0.1, seed=20 + i)}, "retain": TaskScores(_grades(0.5, 30 + i), dense)}
+    report["summary"] = summarise(arms, units, ("chat",), n_boot=500)
+    sentence = answer_sentence(report)
+    assert "Against its twin without the memory read (2 seeds), perplexity does not separate them" in sentence
 
 
 def test_a_seed_run_is_found_by_its_recipe_name():

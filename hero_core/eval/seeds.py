@@ -282,7 +282,22 @@ def answer_sentence(report: dict) -> str:
     parts = ", ".join(f"{m.split(':')[1]} {_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, "
                       f"{_signed(m, row[m]['high'])}]" for m in ppl)
     return (f"**Does history help on this backbone?** Over {seeds} at {report['target_skip']:.0%} param skip, "
-            f"{on_ppl} (HeRo − local perplexity ratio, 95 % interval over {over}: {parts}){on_retain}.")
+            f"{on_ppl} (HeRo − local perplexity ratio, 95 % interval over {over}: {parts}){on_retain}."
+            + _memory_read_sentence(s, ppl))
+
+
+def _memory_read_sentence(summary: dict, ppl: list[str]) -> str:
+    """The memory read's arm in one more sentence, where it is measured: HeRo against its twin without the read."""
+    row = summary["differences"].get("hero - no_memread")
+    if row is None:
+        return ""
+    n = len(summary["arms"]["no_memread"]["runs"])
+    apart = [m.split(":")[1] for m in ppl if row[m]["verdict"] != "not separable"]
+    said = (f"separates them on {', '.join(apart)}" if apart else "does not separate them on any domain either")
+    parts = ", ".join(f"{m.split(':')[1]} {_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, "
+                      f"{_signed(m, row[m]['high'])}]" for m in ppl)
+    return (f" Against its twin without the memory read ({n} seed{'s' if n > 1 else ''}), perplexity {said} "
+            f"(HeRo − no-read: {parts}).")
 
 
 # -- the command ----------------------------------------------------------------------------------------------

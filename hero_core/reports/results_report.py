@@ -187,7 +187,7 @@ def render(result: dict, figure: Path) -> str:
            "checkpoint's param skip on calibration text. "
            "Domain columns: perplexity ratio routed/dense on held-out text, top-1 agreement with dense, "
            "KL(dense‖routed) in nats per token.", "",
-           CAVEAT, "", "## All methods", ""] + comparison_table(result, main) + [
+           CAVEAT, ""] + retrained_note(result) + ["## All methods", ""] + comparison_table(result, main) + [
            "", f"![Retain vs param skip]({figure.relative_to(ROOT / 'docs').as_posix()})"]
     out += matched_table(result)
     if trained or any("/" in m for m in methods):
@@ -210,6 +210,32 @@ def render(result: dict, figure: Path) -> str:
             "| method | param skip % | Retain % |", "|---|---|---|"]
     out += [f"| {label} | {skip} | {ret} |" for label, skip, ret in PAPER]
     return "\n".join(out) + "\n"
+
+
+def retrained_since(result: dict) -> list[str]:
+    """Checkpoints whose bundled weights are not the ones measured here: the training record stored with the
+    results (its timing) differs from the one in the checkpoint's config now (the run was trained again since)."""
+    from ..core.checkpoint import CheckpointError, read_checkpoint
+
+    stale = []
+    for name, measured in result.get("checkpoints", {}).items():
+        try:
+            now = read_checkpoint(name).training.get("timing")
+        except CheckpointError:
+            continue  # no longer bundled: nothing to mislead about
+        if now != measured["training"].get("timing"):
+            stale.append(name)
+    return stale
+
+
+def retrained_note(result: dict) -> list[str]:
+    stale = retrained_since(result)
+    if not stale:
+        return []
+    return [f"**Measured before a retrain.** {', '.join(stale)} {'was' if len(stale) == 1 else 'were'} trained again "
+            "after these measurements (the training record stored here differs from the bundled checkpoint's), so "
+            "their rows below measure the run they replaced. `make results` measures the bundled weights (it needs "
+            "the BIG-bench data on the machine).", ""]
 
 
 CAVEAT = ("**Read the intervals.** The main suite here is small (see the limit above) and the 135M dense model is "
