@@ -395,6 +395,8 @@ def run_cli(args) -> int:
                 "backbone": args.backbone, "quantization": args.quantization, "dtype": args.dtype}
     writer = ShardWriter(args.out, rank, settings, every=args.shard_every)
     done_before = finished_items(args.out)
+    if state is not None:  # every rank reads what was finished before any rank adds to it: one count, said once
+        state.wait_for_everyone()
     if rank == 0 and done_before:
         print(f"resuming: {len(done_before)} of {len(items)} items are already in {args.out / SHARD_DIR}",
               file=sys.stderr)
