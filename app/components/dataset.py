@@ -213,6 +213,9 @@ def run_dataset(runs: list[AppRun], items: list[Item], *, max_tokens: int, chat:
         # the finished items come back from the cache
         st.rerun()
     done = done_by_job.get(sig, 0)
+    if done == n:
+        # the finished run keeps its full bar: the rerun above removed the one drawn while it ran
+        st.progress(1.0, text=f"{n} / {n} items · done")
     if 0 < done < n and not active:
         st.info(f"Stopped after {done} of {n} items: the results below cover those. **Resume** continues.")
     if not parts:

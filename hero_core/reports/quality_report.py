@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.files import say_wrote
 from ..core.model import DEFAULT_CHECKPOINT
-from ..eval.frontier import at_skip
+from ..eval.frontier import REFERENCE_LABELS, at_skip
 from ..eval.twins import CONTROL_CAVEATS
 from .pages import add_path_arguments, save_figure, table_head, table_row
 from .readme_block import replace_block
@@ -36,11 +36,6 @@ STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#0000
          "random": ("#7f7f7f", "-."), "static": ("#d62728", (0, (1, 1))), "expert_choice": ("#bcbd22", (0, (5, 2))),
          "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
          "no_pos": ("#8c564b", "none")}
-
-
-REFERENCE_LABELS = {"oracle": "oracle (not deployable)", "random": "random, same adapters",
-                    "static": "static pruning (ShortGPT), same adapters",
-                    "expert_choice": "MoD top-k (not causal), same adapters"}
 
 
 def own_point(curve: dict) -> dict | None:
