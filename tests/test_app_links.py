@@ -318,6 +318,8 @@ def test_the_data_set_settings_come_back_from_a_link(open_page):
 @pytest.mark.parametrize("page, query, said", [
     ("explorer", {"token": "-5", "block": "2"}, "token must be a whole number from 0, got '-5'"),
     ("explorer", {"token": "abc", "block": "2"}, "token must be a whole number from 0, got 'abc'"),
+    ("explorer", {"token": "-5", "block": "999"}, "block 999 is dropped: a selected cell needs both"),
+    ("explorer", {"block": "3"}, "block 3 is dropped: a selected cell needs both"),
     ("memory", {"memory_mode": "zzz"}, "unknown memory_mode 'zzz'"),
     ("compare", {"compare_preset": "zzz"}, "unknown compare_preset 'zzz'"),
     ("compare", {"compare_n_runs": "9"}, "compare_n_runs must be a whole number from 1 to 6, got '9'"),
