@@ -98,3 +98,15 @@ def test_the_training_table_sums_a_continuations_cpu_over_its_earlier_stages():
             for line in _report().training_lines(checkpoints)[2:]}
     assert rows["first"][8:] == ["2.0", "0.50", "0.40"]
     assert rows["second"][8:] == ["6.0", "from first", "–"]
+
+
+def test_a_run_the_guard_rolled_back_is_named_under_its_table():
+    from hero_core.reports.quality_report import guard_notes
+
+    rolled = {"training": {"health": {"best_loss": 1.68, "final_loss": 1.74, "rollbacks": [
+        {"at_step": 450, "to_step": 175, "lr_scale": 0.5, "loss": 2.0, "best_loss": 1.68}]}}}
+    steady = {"training": {"health": {"best_loss": 1.70, "final_loss": 1.71, "rollbacks": []}}}
+    notes = guard_notes({"no_pos-10": rolled, "hero-10": steady, "old-run": {}})
+    assert len(notes) == 1
+    assert "`no_pos-10`" in notes[0] and "at step 450 to step 175 (learning rate x0.5)" in notes[0]
+    assert "1.740 against its best 1.680" in notes[0]

@@ -322,11 +322,30 @@ def ablation_tables(frontier: dict, checkpoints: dict, stages: tuple = ABLATION_
                           "the component (the frontier figure shows what a point of skip costs)."]
         lines += matched_ablation_table(frontier, matched)
         lines += [f"\n**Caveat.** {CONTROL_CAVEATS[n]}" for n in matched if n in CONTROL_CAVEATS]
+        lines += guard_notes({n: checkpoints.get(n, {}) for n in matched if n not in CONTROL_CAVEATS})
         left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
         if left_out:
             lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]
         lines.append("")
     return lines
+
+
+def guard_notes(checkpoints: dict) -> list[str]:
+    """A note for each checkpoint whose degradation guard rolled it back: from the rollback on, it trained at a lower
+    learning rate than a run the guard never touched, so its row differs from the others in that too."""
+    notes = []
+    for name, c in checkpoints.items():
+        health = c.get("training", {}).get("health") or {}
+        rollbacks = health.get("rollbacks") or []
+        if not rollbacks:
+            continue
+        steps = ", ".join(f"at step {r['at_step']} to step {r['to_step']} (learning rate x{r['lr_scale']:g})"
+                          for r in rollbacks)
+        notes.append(f"\n**Trained under the degradation guard.** `{name}` degraded and was rolled back {steps}; "
+                     f"final held-out loss {health['final_loss']:.3f} against its best {health['best_loss']:.3f}. "
+                     "From the rollback on it trained at a lower learning rate than the runs the guard never "
+                     "touched, so its row differs from theirs in that as well as in its component.")
+    return notes
 
 
 def section(title: str, intro: str, body: list[str]) -> list[str]:
