@@ -106,7 +106,9 @@ def test_a_run_the_guard_rolled_back_is_named_under_its_table():
     rolled = {"training": {"health": {"best_loss": 1.68, "final_loss": 1.74, "rollbacks": [
         {"at_step": 450, "to_step": 175, "lr_scale": 0.5, "loss": 2.0, "best_loss": 1.68}]}}}
     steady = {"training": {"health": {"best_loss": 1.70, "final_loss": 1.71, "rollbacks": []}}}
-    notes = guard_notes({"no_pos-10": rolled, "hero-10": steady, "old-run": {}})
+    warned = {"training": {"health": {"best_loss": 1.70, "final_loss": 2.0, "rollbacks": [
+        {"at_step": 300, "to_step": None, "lr_scale": 1.0, "loss": 2.0, "best_loss": 1.70}]}}}  # on_degrade=warn
+    notes = guard_notes({"no_pos-10": rolled, "hero-10": steady, "old-run": {}, "warned-10": warned})
     assert len(notes) == 1
     assert "`no_pos-10`" in notes[0] and "at step 450 to step 175 (learning rate x0.5)" in notes[0]
     assert "1.740 against its best 1.680" in notes[0]

@@ -336,7 +336,8 @@ def guard_notes(checkpoints: dict) -> list[str]:
     notes = []
     for name, c in checkpoints.items():
         health = c.get("training", {}).get("health") or {}
-        rollbacks = health.get("rollbacks") or []
+        # a degradation the guard only warned about (on_degrade=warn) is recorded without a to_step: no rollback
+        rollbacks = [r for r in health.get("rollbacks") or [] if r.get("to_step") is not None]
         if not rollbacks:
             continue
         steps = ", ".join(f"at step {r['at_step']} to step {r['to_step']} (learning rate x{r['lr_scale']:g})"
