@@ -104,13 +104,12 @@ def restore_from_url() -> list[str]:
         # clamped to the trace that first uses it (which says so when it had to)
         st.session_state[SHARED_CELL] = {"token": token, "block": block, "from_link": True}
     else:
-        pair = (("token", token), ("block", block))
-        for name, value in pair:
-            if name in params and (value is None or value < 0):
+        for name, value in (("token", token), ("block", block)):
+            if name not in params:
+                continue
+            if value is None or value < 0:
                 problems.append(f"{name} must be a whole number from 0, got {params.get(name)!r}")
-        # a cell needs both: a good half without a good partner is dropped too, and said so rather than lost
-        for name, value in pair:
-            if name in params and value is not None and value >= 0:
+            else:  # a cell needs both: a good half without a good partner is dropped too, and said so
                 problems.append(f"{name} {value} is dropped: a selected cell needs both a token and a block")
     return problems
 

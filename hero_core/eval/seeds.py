@@ -279,11 +279,16 @@ def answer_sentence(report: dict) -> str:
                    "lower": "puts the local router ahead"}[retain["verdict"]]
         on_retain = (f"; Retain {verdict} ({_signed('retain', retain['difference'])} points "
                      f"[{_signed('retain', retain['low'])}, {_signed('retain', retain['high'])}])")
-    parts = ", ".join(f"{m.split(':')[1]} {_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, "
-                      f"{_signed(m, row[m]['high'])}]" for m in ppl)
+    parts = _per_domain(row, ppl)
     return (f"**Does history help on this backbone?** Over {seeds} at {report['target_skip']:.0%} param skip, "
             f"{on_ppl} (HeRo − local perplexity ratio, 95 % interval over {over}: {parts}){on_retain}."
             + _memory_read_sentence(s, ppl))
+
+
+def _per_domain(row: dict, ppl: list[str]) -> str:
+    """One arm difference per domain with its interval: ``chat -0.018 [-0.054, +0.023], code …``."""
+    return ", ".join(f"{m.split(':')[1]} {_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, "
+                     f"{_signed(m, row[m]['high'])}]" for m in ppl)
 
 
 def _memory_read_sentence(summary: dict, ppl: list[str]) -> str:
@@ -294,8 +299,7 @@ def _memory_read_sentence(summary: dict, ppl: list[str]) -> str:
     n = len(summary["arms"]["no_memread"]["runs"])
     apart = [m.split(":")[1] for m in ppl if row[m]["verdict"] != "not separable"]
     said = (f"separates them on {', '.join(apart)}" if apart else "does not separate them on any domain either")
-    parts = ", ".join(f"{m.split(':')[1]} {_signed(m, row[m]['difference'])} [{_signed(m, row[m]['low'])}, "
-                      f"{_signed(m, row[m]['high'])}]" for m in ppl)
+    parts = _per_domain(row, ppl)
     return (f" Against its twin without the memory read ({n} seed{'s' if n > 1 else ''}), perplexity {said} "
             f"(HeRo − no-read: {parts}).")
 
