@@ -12,6 +12,7 @@ import streamlit as st
 from components import saved as saved_traces
 from components import settings as app_settings
 from components.glossary import render_glossary
+from components.rerun_timing import timed_rerun
 from components.runtime import load_model
 from components.urlstate import restore_from_url, write_to_url
 from components.widgets import show_callback_error
@@ -40,11 +41,12 @@ def _home() -> None:
     st.switch_page(PAGES[0][0], query_params=st.query_params.to_dict())
 
 
-def main() -> None:
+def main(record: dict) -> None:
     st.set_page_config(page_title="HeRo Lens", page_icon=":material/route:", layout="wide")
     home = st.Page(_home, title="HeRo Lens", url_path="home", default=True, visibility="hidden")
     page = st.navigation([home, *(st.Page(path, title=title, icon=icon, url_path=url)
                                   for path, title, icon, url in PAGES)])
+    record["page"] = page.url_path or "home"
     url_problems = restore_from_url()
     if url_problems:  # kept until a visible page shows them: the root page forwards before anyone sees it
         st.session_state["url_problems"] = url_problems
@@ -77,4 +79,5 @@ def main() -> None:
         st.error(f"Something went wrong ({type(err).__name__}: {err}). The details are in the server log.")
 
 
-main()
+with timed_rerun() as rerun_record:
+    main(rerun_record)

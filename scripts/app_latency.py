@@ -1,199 +1,300 @@
-"""App latency on the embedded model: a 130-token prompt to drawn figures, in fp32 and in bf16.
+"""How long every page of the app takes, as a person sees it: browser clock, server clock and CPU, per action.
 
-``python scripts/app_latency.py [--runs 3] [--tokens 130] [--browser-nice N]`` serves ``app/main.py`` (no test mode:
-SmolLM2-135M-Instruct and the default checkpoint) and routes held-out code prompts, cut to ``--tokens`` tokens, in
-Route explorer in headless Chromium, two ways per precision: ``--runs`` prompts **opened by link** (a new page with
-the prompt in the URL: the browser loads the app's scripts while the server routes) and ``--runs`` prompts
-**pasted** over the prompt box of the open page (the page reruns without reloading). Two times per prompt:
+``python scripts/app_latency.py [--repeats 2] [--tokens 200] [--profile] [--only NAME ...]`` serves ``app/main.py``
+as ``make run`` does (embedded SmolLM2-135M-Instruct, the default checkpoint) and drives it in headless Chromium on
+the same machine, through the actions people take, in this order:
 
-* **server**: the page's own "Server time for this page" caption (the whole page script: the routed trace, its
-  dense pass for the quality row, every figure and table), the time a faster browser could not remove;
-* **browser**: from the navigation (or the paste) to the page drawn (server time, transfer, plotly's drawing).
+* the first visit after the server starts (the model load included) and a reload;
+* a switch to every page at its defaults, through the sidebar;
+* a new prompt (fresh held-out text of ``--tokens`` tokens, never seen by the server) pasted into Route explorer,
+  Memory view, Why this decision? (a 40-token prompt too) and Compare runs, each routed with the page's button;
+* a click on a skip-map cell and a τ change (the sidebar slider, one step);
+* Compare opened by link with 1, 2, 4 and 6 checkpoints.
 
-Beside each time it reads the CPU seconds the app's server and Chromium used over the page (Linux ``/proc``; absent
-elsewhere): on a machine where the browser shares the server's cores, that is where the server's time goes.
-``--browser-nice 19`` starts Chromium at the lowest CPU priority, so it takes only what the server leaves idle.
-
-Each precision first opens one warm-up prompt (loading the model and compiling nothing else is the first
-visitor's price, reported apart); every measured prompt is new, so no run comes from the app's trace cache.
-Writes docs/experiments/app-latency/results.json (results-browser-nice-N.json with ``--browser-nice``) and prints
-a table. Run it on a quiet machine.
+Per action (:func:`hero_core.reports.page_clock.measure`): seconds from the click to the first meaningful content and
+to the page drawn and idle, the server's own time (its reruns, timed by app/components/rerun_timing.py), the CPU
+seconds of the server and of Chromium, Chromium's script / layout / style seconds, and the SVG nodes on the page.
+``--repeats`` runs the whole sequence on a fresh server each time (every repeat is a first user); the table gives
+the median and the range. ``--profile`` also profiles every rerun of the server and keeps, per action, the functions
+that took the most time. Writes docs/app_latency.json and the table in docs/performance.md. Run it on a quiet
+machine: it takes about 5 minutes a repeat.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import os
-import re
+import pstats
 import statistics
 import sys
+import tempfile
 import time
 import urllib.parse
-from functools import partial
+from collections.abc import Callable
 from pathlib import Path
 
-from hero_core.reports.app_browser import (
-    FIND_SKIP_MAP_JS,
-    NO_EXCEPTION_JS,
-    SKIP_MAP_JS,
-    browser_tab,
-    embedded_env,
-    served_app,
-)
+from hero_core.reports.app_browser import FIND_SKIP_MAP_JS, SKIP_MAP_JS, browser_tab, embedded_env, served_app
+from hero_core.reports.page_clock import CONTENT_JS, instrument, measure
+from hero_core.reports.readme_block import replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
-
-OUT = ROOT / "docs" / "experiments" / "app-latency" / "results.json"
-PRECISIONS = {"full": "fp32", "bf16": "bf16"}  # the app's precision choice -> the name in the report
-SERVER_TIME = re.compile(r"Server time for this page: ([0-9.]+) s \((\d+) tokens")
-PAGE_TIMEOUT_S = 300
-HOW = {"opened": "opened by link (a new page)", "pasted": "pasted into the open page"}
-# The server-time caption once this run has drawn it (Streamlit marks a previous run's elements stale until redrawn).
-CAPTION_JS = ("([...document.querySelectorAll('p')].find(p => p.innerText.startsWith('Server time for this page')"
-              " && !p.closest('[data-stale=\"true\"]')) || {}).innerText || null")
-SELECT_PROMPT_JS = ("(() => { const box = document.querySelector('textarea[aria-label=\"Prompt\"]');"
-                    " if (!box) return false; box.focus(); box.select(); return true; })()")
+OUT = ROOT / "docs" / "app_latency.json"
+PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
+PAGES = {"memory": "Memory view", "why": "Why this decision?", "compare": "Compare runs", "learn": "Learn",
+         "dataset": "Data set", "generate": "Generate", "explorer": "Route explorer"}
+PROMPT_PAGES = ("explorer", "memory", "why", "compare")
+COMPARE_CHECKPOINTS = ("hero-10-r4", "local-10", "hero-25", "local-25", "hero-40", "local-40")
+# The issue's targets (seconds, browser clock): (first meaningful content, idle), None where none is set.
+TARGETS = {"first visit": (8.0, None), "reload": (None, 2.0), "new prompt": (1.0, None), "cell click": (None, 0.5),
+           "τ change": (None, 0.5), "page switch": (1.5, 3.0), "compare ×4": (None, 4.0), "compare ×6": (None, 6.0),
+           "why, 40 tokens": (None, 5.0)}
+SKIP_MAP_DRAWN = f"(() => {{ const g = {FIND_SKIP_MAP_JS}; return !!(g && g.querySelector('.main-svg')); }})()"
 
 
 def held_out_prompts(n: int, tokens: int) -> list[str]:
-    """``n`` distinct held-out code texts, each cut to its first ``tokens`` tokens of the embedded tokenizer."""
+    """``n`` distinct held-out texts (code and reasoning), each cut to ``tokens`` tokens. (The chat domain's
+    texts are the dense model's own replies, generated on demand: too slow to make for a benchmark's prompts.)"""
     from transformers import AutoTokenizer
 
     from hero_core.core.backbones import embedded_model_dir
     from hero_core.core.data import domain_texts
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
-    prompts = []
-    for text in domain_texts("code", "eval", 4 * n):
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        if len(ids) >= tokens:
-            prompts.append(tokenizer.decode(ids[:tokens]))
-        if len(prompts) == n:
-            return prompts
-    raise SystemExit(f"fewer than {n} held-out code texts have {tokens} tokens")
+    by_domain = []
+    for domain in ("code", "reasoning"):
+        ids = (tokenizer(text, add_special_tokens=False)["input_ids"] for text in domain_texts(domain, "eval", 8 * n))
+        by_domain.append([tokenizer.decode(i[:tokens]) for i in ids if len(i) >= tokens])
+    # in turn where both domains have texts this long (reasoning texts are ~60-110 tokens: code alone at 200)
+    prompts = [p for group in itertools.zip_longest(*by_domain) for p in group if p is not None][:n]
+    if len(prompts) < n:
+        raise SystemExit(f"fewer than {n} held-out texts have {tokens} tokens")
+    return prompts
 
 
-def cpu_seconds(command_word: str) -> float | None:
-    """CPU seconds (user + system) used so far by every process whose command line holds ``command_word``; None
-    without Linux's /proc."""
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        return None
-    ticks = 0
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
+class Session:
+    """One browser tab on one served app, and the server's rerun log."""
+
+    def __init__(self, tools, base: str, log: Path) -> None:
+        self.tools, self.base, self.log = tools, base, log
+        self.rows: list[dict] = []
+
+    def time(self, kind: str, what: str, action: Callable[[], None], *, new_document: bool = False,
+             **wait) -> dict:
+        row = {"kind": kind, "action": what, **measure(self.tools, action, new_document=new_document, log=self.log,
+                                                        **wait)}
+        if row["exception"] or row["errors"]:
+            raise SystemExit(f"{what}: the page shows an error: {row['errors'] or 'an exception'}")
+        self.rows.append(row)
+        print(f"  {what:<42} content {row['content_s']:6.2f} s · idle {row['idle_s']:6.2f} s · server "
+              f"{row['server_s']:6.2f} s ({row['server_reruns']} reruns) · CPU server {row['server_cpu_s']} s, "
+              f"Chromium {row['browser_cpu_s']} s (script {row['browser_script_s']} s, layout "
+              f"{row['browser_layout_s']} s) · {row['svg_nodes']} SVG nodes", flush=True)
+        return row
+
+    def goto(self, path: str) -> Callable[[], None]:
+        return lambda: self.tools.send("Page.navigate", {"url": f"{self.base}/{path}"})
+
+    def nav(self, page: str) -> Callable[[], None]:
+        js = f"document.querySelector('[data-testid=\"stSidebarNav\"] a[href$=\"/{page}\"]').click(), true"
+        return lambda: self.tools.eval(js)
+
+    def paste(self, prompt: str) -> Callable[[], None]:
+        """Type ``prompt`` over the prompt box (retrying while Streamlit redraws it), then press the page's button."""
+        want = json.dumps(prompt)
+        self.tools.wait_for("document.querySelector('textarea') !== null", what="the prompt box")
+        for _ in range(5):
+            self.tools.eval("(() => { const t = document.querySelector('textarea'); t.focus(); t.select(); "
+                            "return true; })()")
+            self.tools.send("Input.insertText", {"text": prompt})
+            time.sleep(0.2)
+            if self.tools.eval(f"document.querySelector('textarea')?.value === {want}"):
+                break
+        else:
+            raise SystemExit("the prompt box never held the pasted prompt")
+        return self.mouse_click("[...document.querySelectorAll('button')].find(b => b.innerText.trim() === "
+                                "'Route this prompt')")
+
+    def mouse_click(self, element_js: str) -> Callable[[], None]:
+        """A real mouse click on the element's centre (the prompt box loses focus first and commits its text, as
+        it does under a person's click; an element.click() would leave it uncommitted)."""
+        xy = self.tools.eval(f"(() => {{ const e = {element_js}; e.scrollIntoView({{block: 'center'}}); "
+                             "const r = e.getBoundingClientRect(); "
+                             "return [r.left + r.width / 2, r.top + r.height / 2]; "
+                             "})()")
+
+        def click() -> None:
+            for kind in ("mousePressed", "mouseReleased"):
+                self.tools.send("Input.dispatchMouseEvent", {"type": kind, "x": xy[0], "y": xy[1], "button": "left",
+                                                             "clickCount": 1})
+        return click
+
+    def click_cell(self, token: int, block: int) -> Callable[[], None]:
+        xy = self.tools.eval(
+            f"(() => {{ const g = {FIND_SKIP_MAP_JS}; g.scrollIntoView(); const L = g._fullLayout; "
+            f"const r = g.getBoundingClientRect(); return [r.left + L._size.l + L.xaxis.l2p({token}), "
+            f"r.top + L._size.t + L.yaxis.l2p({block + 1})]; }})()")
+        self.tools.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": xy[0], "y": xy[1]})
+        time.sleep(0.3)  # plotly resolves a click to the point under the last hover
+
+        def click() -> None:
+            for kind in ("mousePressed", "mouseReleased"):
+                self.tools.send("Input.dispatchMouseEvent", {"type": kind, "x": xy[0], "y": xy[1], "button": "left",
+                                                             "clickCount": 1})
+        return click
+
+    def tau_step(self) -> Callable[[], None]:
+        self.tools.eval("document.querySelector('[data-testid=\"stSidebar\"] [role=\"slider\"]').focus(), true")
+
+        def press() -> None:
+            for kind in ("keyDown", "keyUp"):
+                self.tools.send("Input.dispatchKeyEvent", {"type": kind, "key": "ArrowRight", "code": "ArrowRight",
+                                                           "windowsVirtualKeyCode": 39})
+        return press
+
+
+def page_content_js(title: str) -> str:
+    """The first meaningful content of the page titled ``title`` (its own heading, then a chart, metric or table)."""
+    return f"(document.querySelector('h1')?.innerText || '').startsWith({json.dumps(title)}) && {CONTENT_JS}"
+
+
+def map_changed_js(tools) -> str:
+    tools.eval(f"window.__heroMapBefore = JSON.stringify({SKIP_MAP_JS}), true")
+    return f"JSON.stringify({SKIP_MAP_JS}) !== window.__heroMapBefore"
+
+
+def one_repeat(prompts: list[str], short_prompt: str, only: set[str] | None, profile_dir: Path | None) -> list[dict]:
+    log = Path(tempfile.mkdtemp(prefix="hero-latency-")) / "reruns.jsonl"
+    env = {**embedded_env(), "HERO_LENS_TIMINGS": str(log)}
+    if profile_dir:
+        env["HERO_LENS_PROFILE"] = str(profile_dir)
+    wanted = (lambda kind: True) if not only else (lambda kind: kind in only)
+    with served_app(env, start_timeout=180) as base, browser_tab() as tools:
+        instrument(tools)
+        s = Session(tools, base, log)
+        s.time("first visit", "first visit (model load included)", s.goto(""), new_document=True,
+               content_js=SKIP_MAP_DRAWN)
+        s.time("reload", "reload of Route explorer", lambda: tools.send("Page.reload"), new_document=True,
+               content_js=SKIP_MAP_DRAWN)
+        if wanted("page switch"):
+            for page, title in PAGES.items():
+                s.time("page switch", f"switch to {title}", s.nav(page), content_js=page_content_js(title))
+        if wanted("new prompt"):
+            fresh = iter(prompts)
+            for page in PROMPT_PAGES:
+                if page != "explorer" or s.rows[-1]["action"] != f"switch to {PAGES['explorer']}":
+                    measure(tools, s.goto(page), new_document=True)  # opened and settled, not timed
+                for _ in range(2 if page == "explorer" else 1):
+                    done = map_changed_js(tools) if page in ("explorer", "memory") else None
+                    s.time("new prompt", f"new prompt on {PAGES[page]}", s.paste(next(fresh)), done_js=done,
+                           **({"content_js": done} if done else {}))
+            s.time("why, 40 tokens", "new 40-token prompt on Why this decision?", s.paste(short_prompt))
+        if wanted("cell click") or wanted("τ change"):
+            measure(tools, s.goto("explorer"), new_document=True)
+            s.time("cell click", "click a skip-map cell", s.click_cell(3, 5),
+                   done_js="document.body.innerText.includes('Selected: token 3 ')")
+            s.time("τ change", "τ one step up (sidebar)", s.tau_step())
+        if wanted("compare"):
+            for n in (1, 2, 4, 6):
+                query = urllib.parse.urlencode({"compare_preset": "Checkpoints"}) + "".join(
+                    f"&compare_checkpoints={urllib.parse.quote(c)}" for c in COMPARE_CHECKPOINTS[:n])
+                s.time(f"compare ×{n}", f"Compare with {n} checkpoint(s), by link", s.goto(f"compare?{query}"),
+                       new_document=True)
+        if profile_dir:
+            attach_profiles(s.rows, log, profile_dir)
+        return s.rows
+
+
+def attach_profiles(rows: list[dict], log: Path, profile_dir: Path, top: int = 12) -> None:
+    """Per action, the functions (own time and cumulative) that took the most of its server reruns."""
+    reruns = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    # the rows are in order; give each action the reruns that started between it and the next
+    # (measure() recorded how many; they are the next ones in the log)
+    for row in rows:
+        row["profile"] = None
+    cursor = 0
+    for row in rows:
+        n = row["server_reruns"] or 0
+        mine = reruns[cursor:cursor + n]
+        cursor += n
+        files = [profile_dir / f"{r['number']:04d}-{r['page']}.prof" for r in mine]
+        files = [str(f) for f in files if f.exists()]
+        if not files:
             continue
-        try:
-            if command_word.encode() not in (entry / "cmdline").read_bytes():
-                continue
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime (children are counted as their own processes)
-    return ticks / os.sysconf("SC_CLK_TCK")
+        stats = pstats.Stats(*files)
+        entries = sorted(stats.stats.items(), key=lambda kv: kv[1][3], reverse=True)  # cumulative time
+        row["profile"] = [{"function": f"{Path(fn).name}:{line}:{name}", "cumulative_s": round(ct, 3),
+                           "own_s": round(tt, 3)} for (fn, line, name), (_, _, tt, ct, _) in entries[:top]]
 
 
-def cpu_used(before: dict, after: dict) -> dict:
-    return {name: None if before[name] is None else round(after[name] - before[name], 2) for name in before}
+def summarise(repeats: list[list[dict]]) -> list[dict]:
+    by_action: dict[str, list[dict]] = {}
+    for rows in repeats:
+        for row in rows:
+            by_action.setdefault(row["action"], []).append(row)
+    out = []
+    for action, rows in by_action.items():
+        line = {"action": action, "kind": rows[0]["kind"], "n": len(rows)}
+        for key in ("content_s", "idle_s", "server_s", "server_cpu_s", "browser_cpu_s", "browser_script_s",
+                    "browser_layout_s", "svg_nodes"):
+            values = [r[key] for r in rows if r.get(key) is not None]
+            if values:
+                line[key] = round(statistics.median(values), 3)
+                line[f"{key}_range"] = [min(values), max(values)]
+        target = TARGETS.get(rows[0]["kind"]) or TARGETS.get("page switch" if rows[0]["kind"] == "page switch"
+                                                              else "", (None, None))
+        line["target_content_s"], line["target_idle_s"] = target
+        line["met"] = all(limit is None or line.get(key, 0) <= limit
+                          for key, limit in (("content_s", target[0]), ("idle_s", target[1])))
+        out.append(line)
+    return out
 
 
-def cpu_now() -> dict:
-    return {"server_cpu_s": cpu_seconds("streamlit"), "browser_cpu_s": cpu_seconds("chromium")}
-
-
-def open_explorer(tools, base: str, prompt: str, precision: str) -> dict:
-    """Open Route explorer on ``prompt``; the server's and the browser's time to the drawn skip map, and the CPU
-    seconds each used meanwhile."""
-    cpu_before = cpu_now()
-    query = {"prompt": prompt}
-    if precision != "full":
-        query["precision"] = precision
-    started = time.monotonic()
-    tools.goto(f"{base}/explorer?{urllib.parse.urlencode(query)}")
-    tools.wait_for(f"(() => {{ const g = {FIND_SKIP_MAP_JS}; return g && g.querySelector('.main-svg') !== null; }})()",
-                   timeout=PAGE_TIMEOUT_S, what="the skip map")
-    browser_s = time.monotonic() - started
-    caption = tools.wait_for(CAPTION_JS, timeout=PAGE_TIMEOUT_S, what="the server-time caption")
-    return read_times(tools, caption, browser_s, precision, cpu_before)
-
-
-def paste_prompt(tools, prompt: str, precision: str) -> dict:
-    """Paste ``prompt`` over the prompt box of the open Route explorer and click outside it, as a person does:
-    the page reruns without reloading. The same times as :func:`open_explorer`, from the paste on."""
-    # The new prompt's skip map differs from the old one's; the caption alone may not (same time, same length).
-    tools.eval(f"window.heroMapBefore = JSON.stringify({SKIP_MAP_JS}), true")
-    cpu_before = cpu_now()
-    started = time.monotonic()
-    if not tools.eval(SELECT_PROMPT_JS):
-        raise SystemExit("Route explorer has no prompt box")
-    tools.send("Input.insertText", {"text": prompt})  # as typed or pasted: the page's own input events fire
-    tools.eval("document.activeElement.blur(), true")  # the box commits when it loses focus
-    caption = tools.wait_for(f"(() => JSON.stringify({SKIP_MAP_JS}) !== window.heroMapBefore && {CAPTION_JS})()",
-                             timeout=PAGE_TIMEOUT_S, what="the new prompt's skip map and server-time caption")
-    browser_s = time.monotonic() - started
-    return read_times(tools, caption, browser_s, precision, cpu_before)
-
-
-def read_times(tools, caption: str, browser_s: float, precision: str, cpu_before: dict) -> dict:
-    if not tools.eval(NO_EXCEPTION_JS):
-        raise SystemExit(f"the explorer shows an exception ({precision})")
-    match = SERVER_TIME.search(caption)
-    if match is None:
-        raise SystemExit(f"unexpected caption: {caption!r}")
-    return {"server_s": float(match.group(1)), "browser_s": round(browser_s, 3), "tokens": int(match.group(2)),
-            **cpu_used(cpu_before, cpu_now())}
-
-
-def median_or_none(values: list) -> float | None:
-    return None if None in values else round(statistics.median(values), 2)
+def table(summary: list[dict]) -> str:
+    lines = ["| action | first content (s) | idle (s) | target | server time (s) | CPU server / Chromium (s) | "
+             "Chromium script / layout (s) | SVG nodes |", "|---|---|---|---|---|---|---|---|"]
+    for r in summary:
+        want = " · ".join(f"{what} ≤ {limit:g} s" for what, limit in (("content", r["target_content_s"]),
+                                                                         ("idle", r["target_idle_s"])) if limit)
+        verdict = (("met: " if r["met"] else "**missed**: ") + want) if want else "—"
+        lines.append(f"| {r['action']} | {r.get('content_s', 0):.2f} | {r.get('idle_s', 0):.2f} | {verdict} | "
+                     f"{r.get('server_s', 0):.2f} | {r.get('server_cpu_s', '–')} / {r.get('browser_cpu_s', '–')} | "
+                     f"{r.get('browser_script_s', 0):.2f} / {r.get('browser_layout_s', 0):.2f} | "
+                     f"{int(r.get('svg_nodes', 0))} |")
+    return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3, help="measured prompts per precision")
-    parser.add_argument("--tokens", type=int, default=130)
-    parser.add_argument("--browser-nice", type=int, default=0, metavar="N",
-                        help="start Chromium at niceness N (e.g. 19): it then takes only the CPU the server leaves "
-                             "idle, as a browser on another machine would; results go to results-browser-nice-N.json")
+    parser.add_argument("--repeats", type=int, default=2, help="whole sequences, each on a fresh server")
+    parser.add_argument("--tokens", type=int, default=200, help="length of the fresh prompts")
+    parser.add_argument("--profile", action="store_true", help="profile the server's reruns too")
+    parser.add_argument("--only", nargs="*", help="action kinds to run beside the first visit and reload: "
+                        "'page switch', 'new prompt', 'cell click', 'τ change', 'compare'")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--no-page", action="store_true", help="do not rewrite docs/performance.md's table")
     args = parser.parse_args()
-    out = OUT.with_name(f"results-browser-nice-{args.browser_nice}.json") if args.browser_nice else OUT
-    per_precision = 2 * args.runs + 1  # a warm-up, then new prompts opened by link and pasted into the open page
-    prompts = held_out_prompts(len(PRECISIONS) * per_precision, args.tokens)
-    report = {"prompt_tokens": args.tokens, "page": "Route explorer (quality row on)",
-              "browser_nice": args.browser_nice, "precisions": {}}
-    with served_app(embedded_env(), start_timeout=120) as base, browser_tab(nice=args.browser_nice) as tools:
-        for i, (precision, name) in enumerate(PRECISIONS.items()):
-            own = prompts[i * per_precision:(i + 1) * per_precision]
-            first = open_explorer(tools, base, own[0], precision)
-            print(f"{name}: first visit (loads the model) {first['browser_s']:.1f} s", flush=True)
-            block = report["precisions"][name] = {"first_visit": first}
-            ways = (("opened", own[1:args.runs + 1], partial(open_explorer, tools, base, precision=precision)),
-                    ("pasted", own[args.runs + 1:], partial(paste_prompt, tools, precision=precision)))
-            for how, prompts_here, measure in ways:
-                runs = []
-                for prompt in prompts_here:
-                    runs.append(measure(prompt))
-                    run = runs[-1]
-                    print(f"{name}, {how}: server {run['server_s']:.2f} s · browser {run['browser_s']:.2f} s "
-                          f"({run['tokens']} tokens) · CPU used meanwhile: server {run['server_cpu_s']} s, "
-                          f"Chromium {run['browser_cpu_s']} s", flush=True)
-                block[how] = {"runs": runs, "server_s_median": statistics.median(r["server_s"] for r in runs),
-                              "browser_s_median": round(statistics.median(r["browser_s"] for r in runs), 3),
-                              **{f"{key}_median": median_or_none([r[key] for r in runs])
-                                 for key in ("server_cpu_s", "browser_cpu_s")}}
-    print("\n| precision | prompt | server time (median) | browser, to the drawn page (median) | "
-          "CPU over the page: server / Chromium (median) |")
-    print("|---|---|---|---|---|")
-    for name, block in report["precisions"].items():
-        for how in ("opened", "pasted"):
-            r = block[how]
-            print(f"| {name} | {HOW[how]} | {r['server_s_median']:.2f} s | {r['browser_s_median']:.2f} s | "
-                  f"{r['server_cpu_s_median']} s / {r['browser_cpu_s_median']} s |")
-        print(f"| {name} | first visit (loads the model) | | {block['first_visit']['browser_s']:.1f} s | |")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    per_repeat = 2 + len(PROMPT_PAGES)
+    prompts = held_out_prompts(per_repeat * args.repeats + 1, args.tokens)
+    short = held_out_prompts(args.repeats + 1, 40)
+    repeats = []
+    for i in range(args.repeats):
+        print(f"repeat {i + 1} of {args.repeats} (fresh server):", flush=True)
+        profile_dir = Path(tempfile.mkdtemp(prefix="hero-profile-")) if args.profile else None
+        repeats.append(one_repeat(prompts[i * per_repeat:(i + 1) * per_repeat], short[i],
+                                  set(args.only) if args.only else None, profile_dir))
+    summary = summarise(repeats)
+    text = table(summary)
+    print("\n" + text)
+    args.out.write_text(json.dumps({"prompt_tokens": args.tokens, "repeats": args.repeats,
+                                    "measured_on": time.strftime("%Y-%m-%d"), "summary": summary,
+                                    "runs": repeats}, indent=1) + "\n")
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    if not args.no_page and not args.only:
+        replace_block(PERFORMANCE_PAGE, "app-latency", [f"Measured {time.strftime('%Y-%m-%d')} by `python "
+                        f"scripts/app_latency.py --repeats {args.repeats}` (medians of {args.repeats} fresh servers; "
+                        f"new prompts of {args.tokens} held-out tokens):", "", text])
+        print(f"updated {PERFORMANCE_PAGE.relative_to(ROOT)}")
     return 0
 
 

@@ -236,6 +236,13 @@ def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_st
     return cache[key]
 
 
+def cached_attribution(run: RunSpec, token: int, block: int, *, method: str, n_steps: int,
+                       baseline: str) -> Attribution | None:
+    """The attribution this session already computed for these settings, or None (nothing is run)."""
+    found = st.session_state.get(ATTRIBUTIONS, {}).get((run.args(), token, block, method, n_steps, baseline))
+    return None if found is None else Attribution.from_dict(found)
+
+
 def get_attribution(run: RunSpec, token: int, block: int, *, method: str, n_steps: int,
                     baseline: str) -> Attribution:
     if st.session_state.get("saved_active"):  # components.saved.ACTIVE: a saved trace is drawn, not this run

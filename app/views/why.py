@@ -6,7 +6,7 @@ from types import MappingProxyType
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel, show_figure
-from components.runtime import RunSpec, get_attribution
+from components.runtime import RunSpec, cached_attribution, get_attribution
 from components.saved import trace_for
 from components.widgets import (
     BIND,
@@ -31,6 +31,7 @@ METHOD_LABELS = MappingProxyType({"ablation": "token ablation",
                                   "integrated_gradients": "integrated gradients"})
 METHOD_NAMES = MappingProxyType({"ablation": "token ablation", "integrated_gradients": "integrated gradients"})
 IG_FAILED = "integrated gradients failed on this decision"  # the library's notice, which the page says once itself
+AUTO_ATTRIBUTE_TOKENS = 24  # a decision this early in the prompt is attributed at once (about a second here)
 
 st.title("Why this decision?")
 st.caption("The gate is g = σ(a + b): b is the local head's view of the token's current hidden state, a the history "
@@ -70,8 +71,47 @@ elif split["history_flips"]:
 else:
     st.caption("History does not flip this decision: b alone is on the same side of logit(τ).")
 
+
 def use_ablation() -> None:
     st.session_state[f"{P}_method"] = "ablation"
+
+
+def show_attribution(attribution) -> None:
+    """The attribution's bars and tokens, or, where integrated gradients failed their check, why not."""
+    ig_failed = attribution.method == "integrated_gradients" and not attribution.passed
+    for notice in attribution.notices:
+        if not (ig_failed and notice.startswith(IG_FAILED)):  # said once, below, with the exact split
+            st.info(notice)
+    title = (f"{METHOD_NAMES[attribution.method]}: contribution of each token to a + b "
+             f"at token {token}, L{split['layer']}")
+    total = float(attribution.scores.sum())
+    change = attribution.gate_logit - attribution.baseline_logit
+    n_attributed = len(attribution.tokens)  # tokens 0..token: a long prompt shows the window leading to the decision
+    window = (n_attributed - DEFAULT_WINDOW, n_attributed - 1) if n_attributed > MAX_WINDOW else None
+    figures["attribution"] = attribution_bars(attribution.tokens, attribution.scores, title=title, trace=trace,
+                                              window=window)
+    if ig_failed:
+        # Scores that miss their own completeness check explain nothing: say so once, keep them out of sight (a
+        # warning, not an error: the page works, the method does not fit this decision).
+        st.warning(f"Integrated gradients failed on this decision: Σ attributions = {total:+.4f} against a change "
+                   f"of {change:+.4f} (gap {attribution.delta:+.4f}, over 5 %) after {len(attribution.tries)} tries: a "
+                   f"routed block below flips its hard decision on the path, a jump gradients cannot see. The exact "
+                   f"split above is the answer: b = {split['local_logit']:+.3f}, a = {split['history_logit']:+.3f}. "
+                   "Token ablation measures each token's effect directly.")
+        st.button("Use token ablation", key=f"{P}_use_ablation", on_click=use_ablation)
+        with st.expander("The failed attribution, for the record"):
+            st.plotly_chart(figures["attribution"], key=f"{P}_attribution")
+            st.dataframe(attribution.tries, hide_index=True)
+    else:
+        st.plotly_chart(figures["attribution"], key=f"{P}_attribution")
+        st.html(attribution_html(attribution.tokens, attribution.scores))
+    if attribution.method == "integrated_gradients" and attribution.passed:
+        st.markdown(f"Completeness: Σ attributions = {total:+.4f}; a + b at the input minus at the "
+                    f"{attribution.baseline} baseline = {change:+.4f}; gap {attribution.delta:+.4f} (under 5 %, at "
+                    f"{attribution.n_steps} steps).")
+    elif attribution.method != "integrated_gradients":
+        st.markdown(f"Token ablation: each bar is a + b minus a + b with that token's embedding replaced by the "
+                    f"{attribution.baseline} baseline (sum {total:+.4f}; all tokens replaced: {change:+.4f}).")
 
 
 st.subheader("Which input tokens moved a + b?")
@@ -87,38 +127,18 @@ n_steps = cols[1].slider("Integration steps (start)", 8, 128, 16, 8, key=f"{P}_s
                               "baseline is tried, until Σ attributions matches the change to within 5 %.")
 baseline = cols[2].selectbox("Baseline", BASELINES, key=f"{P}_baseline", bind=BIND,
                              help="What a token is replaced by: the pad token's embedding, or zeros.")
-attribution = get_attribution(run, token, block, method=method, n_steps=n_steps, baseline=baseline)
-ig_failed = attribution.method == "integrated_gradients" and not attribution.passed
-for notice in attribution.notices:
-    if not (ig_failed and notice.startswith(IG_FAILED)):  # said once, below, with the exact split
-        st.info(notice)
-title = (f"{METHOD_NAMES[attribution.method]}: contribution of each token to a + b "
-         f"at token {token}, L{split['layer']}")
-total = float(attribution.scores.sum())
-change = attribution.gate_logit - attribution.baseline_logit
-n_attributed = len(attribution.tokens)  # tokens 0..token: a long prompt shows the window that leads to the decision
-window = (n_attributed - DEFAULT_WINDOW, n_attributed - 1) if n_attributed > MAX_WINDOW else None
-figures["attribution"] = attribution_bars(attribution.tokens, attribution.scores, title=title, trace=trace,
-                                          window=window)
-if ig_failed:
-    # Scores that miss their own completeness check explain nothing: say so once, keep them out of sight (a
-    # warning, not an error: the page works, the method does not fit this decision).
-    st.warning(f"Integrated gradients failed on this decision: Σ attributions = {total:+.4f} against a change of "
-               f"{change:+.4f} (gap {attribution.delta:+.4f}, over 5 %) after {len(attribution.tries)} tries: a routed "
-               f"block below flips its hard decision on the path, a jump gradients cannot see. The exact split above "
-               f"is the answer: b = {split['local_logit']:+.3f}, a = {split['history_logit']:+.3f}. Token ablation "
-               "measures each token's effect directly.")
-    st.button("Use token ablation", key=f"{P}_use_ablation", on_click=use_ablation)
-    with st.expander("The failed attribution, for the record"):
-        st.plotly_chart(figures["attribution"], key=f"{P}_attribution")
-        st.dataframe(attribution.tries, hide_index=True)
+chosen = {"method": method, "n_steps": n_steps, "baseline": baseline}
+attribution = cached_attribution(run, token, block, **chosen)
+# Attributing re-runs the prompt up to this block once per token before it (or per integration step): quadratic in
+# the prompt. A short one runs at once; a longer one waits for the button, so nothing above is held up behind it.
+runs_at_once = token + 1 <= AUTO_ATTRIBUTE_TOKENS
+if attribution is None and (runs_at_once or st.button("Attribute this decision", key=f"{P}_attribute",
+                                                      type="primary", icon=":material/play_arrow:")):
+    attribution = get_attribution(run, token, block, **chosen)
+if attribution is None:
+    st.caption(f"Attributing re-runs the model on the {token + 1} tokens up to token {token}, once per token "
+               f"({METHOD_LABELS[method]}), up to L{split['layer']}: seconds on a short prompt, about a minute on "
+               "200 tokens on a 2-core CPU. A progress bar follows it; the result stays for this session.")
 else:
-    st.plotly_chart(figures["attribution"], key=f"{P}_attribution")
-    st.html(attribution_html(attribution.tokens, attribution.scores))
-if attribution.method == "integrated_gradients" and attribution.passed:
-    st.markdown(f"Completeness: Σ attributions = {total:+.4f}; a + b at the input minus at the {attribution.baseline} "
-                f"baseline = {change:+.4f}; gap {attribution.delta:+.4f} (under 5 %, at {attribution.n_steps} steps).")
-elif attribution.method != "integrated_gradients":
-    st.markdown(f"Token ablation: each bar is a + b minus a + b with that token's embedding replaced by the "
-                f"{attribution.baseline} baseline (sum {total:+.4f}; all tokens replaced: {change:+.4f}).")
+    show_attribution(attribution)
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-token{token}-L{split['layer']}")

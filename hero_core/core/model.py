@@ -55,6 +55,11 @@ def clean_prompt(prompt: object) -> str:
         raise PromptError("the prompt is empty: type some text to route")
     return text
 
+# Tokens of one batched forward pass up to which the tau search tries several thresholds side by side: below it a
+# CPU forward pass costs about one read of the weights (a 20-token pass and a 160-token one take alike on the 135M
+# backbone), above it the arithmetic dominates and side-by-side rows cost as much as passes one after another.
+TAU_SEARCH_TOKENS = 160
+
 
 def compute_profile(model: nn.Module, router: HeroRouter) -> ComputeProfile:
     cfg = model.config
@@ -176,19 +181,35 @@ class HeroModel:
 
         Skip grows with tau, but not exactly monotonically (later gates read a residual stream that earlier
         decisions changed), so bisection keeps the best tau seen. Returns (tau, realised param skip)."""
-        from .accounting import bisect_increasing, token_compute
+        from .accounting import grid_search_increasing, search_increasing, token_compute
 
-        def realised(tau: float) -> float:
-            call = self.new_call(variant, tau, memory_read=memory_read)
-            with torch.no_grad():
-                self.forward(input_ids, attention_mask, call, use_cache=False)
-            executed = call.passes[-1].executed().cpu().numpy()  # (R, B*T)
-            if attention_mask is not None:
-                executed = executed[:, attention_mask.reshape(-1).bool().cpu().numpy()]
-            return float(token_compute(executed, self.profile)["param_skip"].mean())
+        real = attention_mask.reshape(-1).bool().cpu().numpy() if attention_mask is not None else None
+        rows, width = input_ids.shape
 
-        lo, hi = 1e-3, 1.0 - 1e-3
-        return bisect_increasing(realised, param_skip, lo, hi, iters, start=lo)
+        def realised_many(taus: list[float]) -> list[float]:
+            """The param skip at each tau, the taus side by side in one batch (a tau per row of the batch)."""
+            k = len(taus)
+            call = self.new_call(variant, taus[0], memory_read=memory_read)
+            if k > 1:  # the FFN runs where gate >= tau: a tau per token row, as a tensor
+                call.tau = torch.tensor(taus, device=input_ids.device).repeat_interleave(rows * width)
+            mask = attention_mask.repeat(k, 1) if attention_mask is not None else None
+            with torch.no_grad(), routing_call(call):  # the decisions only: the backbone without its LM head
+                self.model.base_model(input_ids=input_ids.repeat(k, 1), attention_mask=mask, use_cache=False)
+            executed = call.passes[-1].executed().cpu().numpy().reshape(-1, k, rows * width)  # (R, k, B*T)
+            return [float(token_compute(executed[:, i, real] if real is not None else executed[:, i],
+                                        self.profile)["param_skip"].mean()) for i in range(k)]
+
+        # One decision more or less moves the mean by one level: within half a level, no tau can do better.
+        n_tokens = int(real.sum()) if real is not None else int(input_ids.numel())
+        level = self.profile.ffn_params / self.profile.total_params / max(n_tokens, 1)
+        lo, hi, tol = 1e-3, 1.0 - 1e-3, level / 2 - 1e-12
+        side_by_side = min(8, TAU_SEARCH_TOKENS // input_ids.numel()) if width > 1 else 1
+        if side_by_side >= 2:
+            return grid_search_increasing(realised_many, param_skip, lo, hi, width=side_by_side,
+                                          resolution=(hi - lo) / 2 ** iters, tol=tol)
+        all_skipped = self.config.n_routed * self.profile.ffn_params / self.profile.total_params
+        return search_increasing(lambda tau: realised_many([tau])[0], param_skip, lo, hi, iters, f_lo=0.0,
+                                 f_hi=all_skipped, tol=tol)
 
     def _resolve_tau(self, enc: Encoded, variant: str, tau: float | None,
                      param_skip: float | None, memory_read: str = "learned") -> tuple[float | None, str]:
