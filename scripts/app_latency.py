@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hero_core.reports.app_browser import FIND_SKIP_MAP_JS, SKIP_MAP_JS, browser_tab, embedded_env, served_app
+from hero_core.reports.app_latency_report import latency_lines, latency_table
 from hero_core.reports.page_clock import CONTENT_JS, instrument, measure
 from hero_core.reports.readme_block import replace_block
 
@@ -49,6 +50,8 @@ COMPARE_CHECKPOINTS = ("hero-10-r4", "local-10", "hero-25", "local-25", "hero-40
 TARGETS = {"first visit": (8.0, None), "reload": (None, 2.0), "new prompt": (1.0, None), "cell click": (None, 0.5),
            "τ change": (None, 0.5), "page switch": (1.5, 3.0), "compare ×4": (None, 4.0), "compare ×6": (None, 6.0),
            "why, 40 tokens": (None, 5.0)}
+ATTRIBUTE_BUTTON_JS = ("[...document.querySelectorAll('button')].find(b => b.innerText.trim().endsWith("
+                       "'Attribute this decision'))")
 SKIP_MAP_DRAWN = f"(() => {{ const g = {FIND_SKIP_MAP_JS}; return !!(g && g.querySelector('.main-svg')); }})()"
 
 
@@ -144,7 +147,8 @@ class Session:
         return click
 
     def tau_step(self) -> Callable[[], None]:
-        self.tools.eval("document.querySelector('[data-testid=\"stSidebar\"] [role=\"slider\"]').focus(), true")
+        self.tools.eval("document.querySelector('[data-testid=\"stSidebar\"] [data-testid=\"stSlider\"] "
+                        "input[type=\"range\"]').focus(), true")
 
         def press() -> None:
             for kind in ("keyDown", "keyUp"):
@@ -188,7 +192,13 @@ def one_repeat(prompts: list[str], short_prompt: str, only: set[str] | None, pro
                     done = map_changed_js(tools) if page in ("explorer", "memory") else None
                     s.time("new prompt", f"new prompt on {PAGES[page]}", s.paste(next(fresh)), done_js=done,
                            **({"content_js": done} if done else {}))
-            s.time("why, 40 tokens", "new 40-token prompt on Why this decision?", s.paste(short_prompt))
+            s.time("new prompt", "new 40-token prompt on Why this decision?", s.paste(short_prompt))
+            if tools.eval(ATTRIBUTE_BUTTON_JS):  # a late decision is attributed on the button: time the click
+                s.time("why, 40 tokens", "attribute the 40-token prompt's decision (button)",
+                       s.mouse_click(ATTRIBUTE_BUTTON_JS),
+                       done_js="document.body.innerText.includes('contribution of each token') || "
+                               "[...document.querySelectorAll('.gtitle')].some(t => t.textContent.includes("
+                               "'contribution of each token'))")
         if wanted("cell click") or wanted("τ change"):
             measure(tools, s.goto("explorer"), new_document=True)
             s.time("cell click", "click a skip-map cell", s.click_cell(3, 5),
@@ -250,20 +260,6 @@ def summarise(repeats: list[list[dict]]) -> list[dict]:
     return out
 
 
-def table(summary: list[dict]) -> str:
-    lines = ["| action | first content (s) | idle (s) | target | server time (s) | CPU server / Chromium (s) | "
-             "Chromium script / layout (s) | SVG nodes |", "|---|---|---|---|---|---|---|---|"]
-    for r in summary:
-        want = " · ".join(f"{what} ≤ {limit:g} s" for what, limit in (("content", r["target_content_s"]),
-                                                                         ("idle", r["target_idle_s"])) if limit)
-        verdict = (("met: " if r["met"] else "**missed**: ") + want) if want else "—"
-        lines.append(f"| {r['action']} | {r.get('content_s', 0):.2f} | {r.get('idle_s', 0):.2f} | {verdict} | "
-                     f"{r.get('server_s', 0):.2f} | {r.get('server_cpu_s', '–')} / {r.get('browser_cpu_s', '–')} | "
-                     f"{r.get('browser_script_s', 0):.2f} / {r.get('browser_layout_s', 0):.2f} | "
-                     f"{int(r.get('svg_nodes', 0))} |")
-    return "\n".join(lines)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=2, help="whole sequences, each on a fresh server")
@@ -284,16 +280,14 @@ def main() -> int:
         repeats.append(one_repeat(prompts[i * per_repeat:(i + 1) * per_repeat], short[i],
                                   set(args.only) if args.only else None, profile_dir))
     summary = summarise(repeats)
-    text = table(summary)
+    text = "\n".join(latency_table(summary))
     print("\n" + text)
     args.out.write_text(json.dumps({"prompt_tokens": args.tokens, "repeats": args.repeats,
                                     "measured_on": time.strftime("%Y-%m-%d"), "summary": summary,
                                     "runs": repeats}, indent=1) + "\n")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     if not args.no_page and not args.only:
-        replace_block(PERFORMANCE_PAGE, "app-latency", [f"Measured {time.strftime('%Y-%m-%d')} by `python "
-                        f"scripts/app_latency.py --repeats {args.repeats}` (medians of {args.repeats} fresh servers; "
-                        f"new prompts of {args.tokens} held-out tokens):", "", text])
+        replace_block(PERFORMANCE_PAGE, "app-latency", latency_lines(json.loads(args.out.read_text())))
         print(f"updated {PERFORMANCE_PAGE.relative_to(ROOT)}")
     return 0
 

@@ -723,3 +723,25 @@ def test_compare_select_all_variants(app):
     at.multiselect(key="compare_variants").set_value(list(INFERENCE_VARIANTS)).run()
     assert_clean(at)
     assert at.dataframe[0].value["variant"].tolist() == list(INFERENCE_VARIANTS)
+
+
+def test_why_attributes_a_late_decision_on_the_button_only(app, tiny):
+    """A decision late in the prompt is attributed on the button (its token ablation is quadratic in the prompt), so
+    the exact split shows at once; the button's result equals the library's, and stays for the session."""
+    from hero_core.analysis.attribution import explain
+
+    at = app("why")
+    token = len(tiny.trace(DEFAULT_PROMPT).tokens) - 1
+    picker(at, "why_token").select(token)
+    picker(at, "why_block").select(2).run()
+    assert_clean(at)
+    assert token + 1 > 24  # past AUTO_ATTRIBUTE_TOKENS: nothing attributed yet
+    assert chart(at, "Decision at L2") is not None
+    assert not [title for title in charts(at) if "contribution of each token" in title]
+    at.button(key="why_attribute").click().run()
+    assert_clean(at)
+    ablation = chart(at, "token ablation: contribution")["data"][0]
+    np.testing.assert_allclose(values(ablation["y"]), explain(tiny, DEFAULT_PROMPT, token, 2, method="ablation").scores,
+                               rtol=1e-4, atol=1e-6)
+    at.run()  # a rerun without the click keeps the session's result
+    assert chart(at, "token ablation: contribution") is not None

@@ -168,6 +168,22 @@ def get_trace(run: RunSpec) -> RoutingTrace:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
+def _sweep_dicts(model_args: tuple, prompt: str, variant: str, taus: tuple[float, ...], chat_template: bool,
+                 max_tokens: int) -> list[dict]:
+    hero = model_of_args(model_args)
+    return [t.to_dict() for t in hero.traces_at_taus(prompt, taus, variant, chat_template=chat_template,
+                                                     max_tokens=max_tokens, quality=variant != "dense")]
+
+
+def get_sweep(run: RunSpec, taus: tuple[float, ...]) -> list[RoutingTrace]:
+    """``run`` at each tau of ``taus`` (its own tau ignored), with quality: a threshold sweep in batched passes."""
+    load_model(run.model)
+    with st.spinner("Sweeping τ …"):
+        return [RoutingTrace.from_dict(d) for d in _sweep_dicts(run.model.as_args(), run.prompt, run.variant,
+                                                                tuple(taus), run.chat_template, run.max_tokens)]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
 def _quality_dicts(runs_args: tuple[tuple, ...], reference_args: tuple) -> list[dict]:
     """Quality of routed runs against the dense model ``reference_args`` (a ModelSpec's args) on the same
     tokens; the dense logits are computed once for all runs."""

@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
-from components.runtime import RunSpec, get_trace, load_model, matched_tau
+from components.runtime import RunSpec, get_sweep, get_trace, load_model, matched_tau
 from components.verdict import render_baselines, render_seeds_answer
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
@@ -62,8 +62,7 @@ st.header("2 · The threshold trades compute for quality")
 tau = st.slider("τ", 0.05, 0.95, float(settings.tau), 0.05, key=f"{P}_tau", bind=BIND,
                 help="Each value re-runs the model: a decision at one block changes the hidden state the next "
                      "block sees.")
-sweep = [get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, tau=t, max_tokens=96))
-         for t in TAU_GRID]
+sweep = get_sweep(RunSpec.from_settings(settings, prompt, False, variant=variant, max_tokens=96), TAU_GRID)
 at_tau = get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, tau=float(tau), max_tokens=96))
 source_note = f"text: “{token_label(prompt, 40)}” · {app_settings.PRECISIONS[settings.model.precision]}"
 ffn_swept = [t.summary()["ffn_executed_per_token"] for t in sweep]

@@ -55,10 +55,11 @@ def clean_prompt(prompt: object) -> str:
         raise PromptError("the prompt is empty: type some text to route")
     return text
 
-# Tokens of one batched forward pass up to which the tau search tries several thresholds side by side: below it a
+# Tokens of one batched forward pass up to which several thresholds run side by side (the tau search, a tau sweep):
+# below it a
 # CPU forward pass costs about one read of the weights (a 20-token pass and a 160-token one take alike on the 135M
 # backbone), above it the arithmetic dominates and side-by-side rows cost as much as passes one after another.
-TAU_SEARCH_TOKENS = 160
+SIDE_BY_SIDE_TOKENS = 160
 
 
 def compute_profile(model: nn.Module, router: HeroRouter) -> ComputeProfile:
@@ -203,9 +204,10 @@ class HeroModel:
         n_tokens = int(real.sum()) if real is not None else int(input_ids.numel())
         level = self.profile.ffn_params / self.profile.total_params / max(n_tokens, 1)
         lo, hi, tol = 1e-3, 1.0 - 1e-3, level / 2 - 1e-12
-        side_by_side = min(8, TAU_SEARCH_TOKENS // input_ids.numel()) if width > 1 else 1
-        if side_by_side >= 2:
-            return grid_search_increasing(realised_many, param_skip, lo, hi, width=side_by_side,
+        # one token a row is a decode step, whose compiled path takes one tau: one threshold a pass there
+        per_pass = min(8, SIDE_BY_SIDE_TOKENS // input_ids.numel()) if width > 1 else 1
+        if per_pass >= 2:
+            return grid_search_increasing(realised_many, param_skip, lo, hi, width=per_pass,
                                           resolution=(hi - lo) / 2 ** iters, tol=tol)
         all_skipped = self.config.n_routed * self.profile.ffn_params / self.profile.total_params
         return search_increasing(lambda tau: realised_many([tau])[0], param_skip, lo, hi, iters, f_lo=0.0,
@@ -243,6 +245,42 @@ class HeroModel:
                                      max_tokens=max_tokens, policy=policy, param_skip=param_skip, quality=quality,
                                      memory_read=memory_read)
         return traces[0] if single else traces
+
+    def traces_at_taus(self, prompt: str, taus: Sequence[float], variant: str = "hero", *,
+                       chat_template: bool = False, max_tokens: int | None = None,
+                       quality: bool = False) -> list[RoutingTrace]:
+        """:meth:`trace` of one prompt at each tau in ``taus``, the thresholds side by side in batched passes (a
+        tau per row, up to SIDE_BY_SIDE_TOKENS tokens a pass): the traces one call per tau gives, at about the cost
+        of one call on a short prompt. ``quality`` scores every row against one dense pass of the prompt."""
+        taus = [check_tau(float(t)) for t in taus]
+        enc = self.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
+        keep = enc.attention_mask[0].bool()
+        token_ids = enc.input_ids[0][keep]
+        dense = None
+        if quality:
+            dense_log = self.backbone.dense_reference.log_probs(enc.input_ids, enc.attention_mask, lambda: log_probs(
+                self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False), use_cache=False)))
+            dense = (_kept(dense_log[0], keep), _kept(dense_log[0], keep).exp())
+        width = enc.input_ids.shape[1]
+        # one token a row is a decode step, whose compiled path takes one tau: one threshold a pass there
+        per_pass = max(1, SIDE_BY_SIDE_TOKENS // width) if width > 1 else 1
+        traces = []
+        for start in range(0, len(taus), per_pass):
+            chunk = taus[start:start + per_pass]
+            call = self.new_call(variant, chunk[0])
+            if len(chunk) > 1:  # the FFN runs where gate >= tau: a tau per token row, as a tensor
+                call.tau = torch.tensor(chunk, device=enc.input_ids.device).repeat_interleave(width)
+            with torch.no_grad():
+                logits = self.forward(enc.input_ids.repeat(len(chunk), 1), enc.attention_mask.repeat(len(chunk), 1),
+                                      call, use_cache=False)
+            for row, tau in enumerate(chunk):
+                trace = self.trace_of(call, row, token_ids.tolist(), enc.notices[0], tau_rule="given")
+                trace.tau = tau
+                if dense is not None:
+                    routed_log = _kept(log_probs(logits[row:row + 1])[0], keep)
+                    trace.quality = quality_fields(quality_of_log_probs(dense[0], routed_log, token_ids, dense[1]))
+                traces.append(trace)
+        return traces
 
     def trace_and_logits(self, prompt: str, variant: str = "hero", **options) -> tuple[RoutingTrace, torch.Tensor]:
         """:meth:`trace` of one prompt and its next-token logits (T, V, fp32) from the same pass: what trace()

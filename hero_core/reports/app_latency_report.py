@@ -1,0 +1,44 @@
+"""The app's latency table (docs/app_latency.json, written by scripts/app_latency.py) for docs/performance.md.
+
+Both scripts/app_latency.py (after a run) and the performance page's renderer (hero_core/reports/bench_report.py,
+which rewrites the whole page) draw it from here, so a rerun of either keeps the other's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def latency_table(summary: list[dict]) -> list[str]:
+    lines = ["| action | first content (s) | idle (s) | target | server time (s) | CPU server / Chromium (s) | "
+             "Chromium script / layout (s) | SVG nodes |", "|---|---|---|---|---|---|---|---|"]
+    for r in summary:
+        want = " · ".join(f"{what} ≤ {limit:g} s" for what, limit in (("content", r["target_content_s"]),
+                                                                         ("idle", r["target_idle_s"])) if limit)
+        verdict = (("met: " if r["met"] else "**missed**: ") + want) if want else "—"
+        lines.append(f"| {r['action']} | {r.get('content_s', 0):.2f} | {r.get('idle_s', 0):.2f} | {verdict} | "
+                     f"{r.get('server_s', 0):.2f} | {r.get('server_cpu_s', '–')} / {r.get('browser_cpu_s', '–')} | "
+                     f"{r.get('browser_script_s', 0):.2f} / {r.get('browser_layout_s', 0):.2f} | "
+                     f"{int(r.get('svg_nodes', 0))} |")
+    return lines
+
+
+
+def latency_lines(result: dict) -> list[str]:
+    """The measured conditions and the table, as lines of markdown."""
+    return [f"Measured {result.get('measured_on', '?')} by `python scripts/app_latency.py --repeats "
+            f"{result['repeats']}`: the app as `make run` serves it (embedded model, default checkpoint) in headless "
+            f"Chromium on the same 2-core machine; medians of {result['repeats']} fresh servers (every repeat is a "
+            f"first user); new prompts are {result['prompt_tokens']}-token held-out texts the server never saw. "
+            "*First content*: the page's heading and its first chart, metric or table of this run; *idle*: Streamlit "
+            "done, every chart drawn, the page unchanged for 0.6 s, timed at its last change. Server time: the page "
+            "script's own reruns; CPU: the server's and Chromium's processes over the action.", "",
+            *latency_table(result["summary"])]
+
+
+def load_latency(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
