@@ -15,6 +15,7 @@ from components.glossary import render_glossary
 from components.rerun_timing import timed_rerun
 from components.runtime import load_model
 from components.urlstate import restore_from_url, write_to_url
+from components.warmup import warm_defaults
 from components.widgets import show_callback_error
 
 from hero_core.core.backbone_pool import SHARED_BACKBONES
@@ -72,6 +73,7 @@ def main(record: dict) -> None:
                                    "sit near 1 and every FFN runs.")
         page.run()
         write_to_url(app_settings.current())
+        warm_defaults(settings)  # after the page: the first visitor's page is served first
     except ValueError as err:  # every user error in hero_core is a ValueError with a readable message
         st.error(str(err))
     except Exception as err:  # noqa: BLE001 - never show a traceback; log it for the operator

@@ -4,6 +4,9 @@ import pytest
 import torch
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# No background warm-up in the apps the tests start (app/components/warmup.py): it would compete with the tests that
+# follow; test_app.py checks what it computes by calling it directly.
+os.environ.setdefault("HERO_LENS_WARMUP", "0")
 
 
 @pytest.fixture(scope="session")

@@ -615,6 +615,36 @@ def test_explorer_on_the_embedded_model(monkeypatch):
 
 
 @pytest.mark.slow
+def test_compare_and_learn_open_on_what_the_warm_up_computed(monkeypatch):
+    """The server's warm-up fills the caches under the keys Compare and Learn ask for at their defaults: the pages
+    then run no forward pass, match no tau and sweep nothing."""
+    from streamlit.testing.v1 import AppTest
+
+    from hero_core.core.model import HeroModel
+
+    monkeypatch.delenv("HERO_LENS_TINY", raising=False)
+    monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
+    at = AppTest.from_file(MAIN, default_timeout=600).run()
+    assert_clean(at)
+    from components.warmup import compare_defaults, learn_defaults  # the app's own module, as the pages import it
+
+    compare_defaults(at.session_state["sb_settings"])
+    learn_defaults(at.session_state["sb_settings"])
+    calls = []
+    for name in ("forward", "tau_for_param_skip", "traces_at_taus"):
+        real = getattr(HeroModel, name)
+        monkeypatch.setattr(HeroModel, name, lambda self, *a, _real=real, _name=name, **k: calls.append(_name)
+                            or _real(self, *a, **k))
+    at.switch_page("views/compare.py").run()
+    assert_clean(at)
+    assert "Compute matched to" in " ".join(c.value for c in at.caption)  # the default pair at matched compute
+    at.switch_page("views/learn.py").run()
+    assert_clean(at)
+    assert "Compared at equal compute" in " ".join(c.value for c in at.caption)  # the tour's local twin
+    assert calls == []
+
+
+@pytest.mark.slow
 def test_wrong_checkpoint_is_an_error_message(monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 

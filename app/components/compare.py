@@ -16,7 +16,7 @@ from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 from hero_core.eval.twins import twin_name
 
 from .columns import PERCENT_1, number_columns
-from .runtime import RunSpec, load_model, matched_tau
+from .runtime import RunSpec, cached_model, load_model, matched_tau
 from .settings import PRECISIONS, Settings, checkpoint_options
 from .verdict import run_kind
 from .widgets import BIND
@@ -118,13 +118,8 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
         st.caption("Each checkpoint runs as the variant it was trained as (hero-* with history, local-* as the "
                    "trained local router, no_history), at its own τ.")
         for name in chosen:
-            model = settings.with_model(checkpoint=name).model
-            checkpoint, trained = _trained(model)
-            # each at its own trained tau (the sidebar's tau belongs to the sidebar's checkpoint)
-            runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model, variant=trained,
-                                                         tau=load_model(model).config.tau,
-                                                         label=f"{name} (trained router)"),
-                                   checkpoint, trained))
+            load_model(settings.with_model(checkpoint=name).model)  # with its spinner and a readable error
+        runs = checkpoint_runs(settings, prompt, chat, chosen)
     elif preset == "precision":
         checkpoint, trained = _trained(settings.model)
         for precision in PRECISIONS:
@@ -155,14 +150,29 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
     return [replace(r, label=label) for r, label in zip(runs, labels, strict=True)]
 
 
-def match_compute(runs: list[RunSpec], reference: RoutingTrace) -> list[RunSpec]:
+def checkpoint_runs(settings: Settings, prompt: str, chat: bool, names: list[str]) -> list[RunSpec]:
+    """Each checkpoint of ``names`` as the variant it was trained as, at its own trained tau (the sidebar's tau
+    belongs to the sidebar's checkpoint). Needs no page: the background warm-up builds the same runs."""
+    runs = []
+    for name in names:
+        model = settings.with_model(checkpoint=name).model
+        hero = cached_model(model)
+        checkpoint, trained = hero.checkpoint_name, hero.config.variant
+        runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model, variant=trained,
+                                                     tau=hero.config.tau, label=f"{name} (trained router)"),
+                               checkpoint, trained))
+    return runs
+
+
+def match_compute(runs: list[RunSpec], reference: RoutingTrace, *, page: bool = True) -> list[RunSpec]:
     """Every run after the first at the tau that realises the first run's param skip on this prompt.
 
     Why: at one shared tau a router whose gates sit higher skips less, so its better quality is mostly the extra
     FFNs it ran (at tau = 0.62 no_history skipped 4.7 % against hero's 31 %). Dense runs stay dense."""
     out = [runs[0]]
     for run in runs[1:]:
-        out.append(run if run.variant == "dense" else replace(run, tau=matched_tau(run, reference.param_skip)))
+        out.append(run if run.variant == "dense"
+                   else replace(run, tau=matched_tau(run, reference.param_skip, page=page)))
     return out
 
 

@@ -130,6 +130,11 @@ def load_model(spec: ModelSpec) -> HeroModel:
         return _load(*spec.as_args())
 
 
+def cached_model(spec: ModelSpec) -> HeroModel:
+    """The cached model for ``spec``, loaded without a spinner (callable off a page, e.g. by the warm-up)."""
+    return _load(*spec.as_args())
+
+
 def model_of_args(args: tuple) -> HeroModel:
     """The cached model of a cached call's arguments, whose first five are a ModelSpec's (``ModelSpec.as_args``):
     the cached calls take plain tuples, which hash as cache keys."""
@@ -153,15 +158,21 @@ def _matched_tau(model_args: tuple, prompt: str, variant: str, chat_template: bo
     return hero.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, param_skip)[0]
 
 
-def matched_tau(run: RunSpec, param_skip: float) -> float:
-    """The tau at which ``run`` realises the param skip closest to ``param_skip`` on its own prompt."""
+def matched_tau(run: RunSpec, param_skip: float, *, page: bool = True) -> float:
+    """The tau at which ``run`` realises the param skip closest to ``param_skip`` on its own prompt (``page``:
+    with the page's spinner; off a page, without)."""
+    args = (run.model.as_args(), run.prompt, run.variant, run.chat_template, run.max_tokens,
+            round(float(param_skip), 6))
+    if not page:
+        return _matched_tau(*args)
     load_model(run.model)
     with st.spinner("Matching compute …"):
-        return _matched_tau(run.model.as_args(), run.prompt, run.variant, run.chat_template, run.max_tokens,
-                            round(float(param_skip), 6))
+        return _matched_tau(*args)
 
 
-def get_trace(run: RunSpec) -> RoutingTrace:
+def get_trace(run: RunSpec, *, page: bool = True) -> RoutingTrace:
+    if not page:  # off a page (the warm-up): no spinner
+        return RoutingTrace.from_dict(_trace_dict(*run.args()))
     load_model(run.model)
     with st.spinner("Routing the prompt …"):
         return RoutingTrace.from_dict(_trace_dict(*run.args()))
@@ -175,12 +186,15 @@ def _sweep_dicts(model_args: tuple, prompt: str, variant: str, taus: tuple[float
                                                      max_tokens=max_tokens, quality=variant != "dense")]
 
 
-def get_sweep(run: RunSpec, taus: tuple[float, ...]) -> list[RoutingTrace]:
-    """``run`` at each tau of ``taus`` (its own tau ignored), with quality: a threshold sweep in batched passes."""
+def get_sweep(run: RunSpec, taus: tuple[float, ...], *, page: bool = True) -> list[RoutingTrace]:
+    """``run`` at each tau of ``taus`` (its own tau ignored), with quality: a threshold sweep in batched passes
+    (``page``: with the page's spinner)."""
+    args = (run.model.as_args(), run.prompt, run.variant, tuple(taus), run.chat_template, run.max_tokens)
+    if not page:
+        return [RoutingTrace.from_dict(d) for d in _sweep_dicts(*args)]
     load_model(run.model)
     with st.spinner("Sweeping τ …"):
-        return [RoutingTrace.from_dict(d) for d in _sweep_dicts(run.model.as_args(), run.prompt, run.variant,
-                                                                tuple(taus), run.chat_template, run.max_tokens)]
+        return [RoutingTrace.from_dict(d) for d in _sweep_dicts(*args)]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -1,12 +1,11 @@
 """Learn: a guided tour of dynamic depth and HeRo's depth memory, on live runs of the current model."""
 
-from dataclasses import replace
 
-import numpy as np
 import streamlit as st
 from components import settings as app_settings
 from components.exports import export_panel
-from components.runtime import RunSpec, get_sweep, get_trace, load_model, matched_tau
+from components.runtime import get_sweep, get_trace, load_model
+from components.tour import TAU_GRID, TEACHING_PROMPT, local_at_equal_compute, tour_run
 from components.verdict import render_baselines, render_seeds_answer
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
@@ -18,8 +17,6 @@ from hero_core.viz.memory_words import describe_memory, describe_read, read_at, 
 from hero_core.viz.tau_words import tau_sweep_words
 
 P = "learn"
-TEACHING_PROMPT = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
-TAU_GRID = tuple(round(t, 2) for t in np.linspace(0.1, 0.9, 9))
 PAPER_DOMAINS = ("reasoning", "code")  # where the paper finds the history matters most
 
 st.title("Learn: dynamic depth and a router with memory")
@@ -48,7 +45,7 @@ st.latex(r"g_j = \sigma(a_j + b_j)\qquad\text{FFN runs if } g_j \ge \tau,\ \text
 st.markdown("where **b** (local logit) looks at the token's current hidden state and **a** (history logit) looks "
             "at the path the token has taken through the blocks so far. Below, each square is one "
             "(token, layer), coloured by g; a white cross means the FFN was skipped.")
-base = get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, max_tokens=96))
+base = get_trace(tour_run(settings, prompt, variant))
 figures["skip map"] = skip_heatmap(base)
 st.plotly_chart(figures["skip map"], key=f"{P}_map")
 s = base.summary()
@@ -62,8 +59,8 @@ st.header("2 · The threshold trades compute for quality")
 tau = st.slider("τ", 0.05, 0.95, float(settings.tau), 0.05, key=f"{P}_tau", bind=BIND,
                 help="Each value re-runs the model: a decision at one block changes the hidden state the next "
                      "block sees.")
-sweep = get_sweep(RunSpec.from_settings(settings, prompt, False, variant=variant, max_tokens=96), TAU_GRID)
-at_tau = get_trace(RunSpec.from_settings(settings, prompt, False, variant=variant, tau=float(tau), max_tokens=96))
+sweep = get_sweep(tour_run(settings, prompt, variant), TAU_GRID)
+at_tau = get_trace(tour_run(settings, prompt, variant, tau=float(tau)))
 source_note = f"text: “{token_label(prompt, 40)}” · {app_settings.PRECISIONS[settings.model.precision]}"
 ffn_swept = [t.summary()["ffn_executed_per_token"] for t in sweep]
 # the trade has two sides: the quality each run paid (perplexity ratio to dense on the same text) beside its compute
@@ -121,10 +118,7 @@ if not plan.history:
     st.warning(plan.history_note)
 else:
     history_on = st.toggle("History on", True, key=f"{P}_history", bind=BIND)
-    # at equal compute: at one shared tau no_history skips far less, and the flips below would mostly be its extra
-    # FFNs
-    local_run = RunSpec.from_settings(settings, prompt, False, variant="no_history", max_tokens=96)
-    local = get_trace(replace(local_run, tau=matched_tau(local_run, base.param_skip)))
+    local = local_at_equal_compute(settings, prompt, base)
     st.caption(f"Compared at equal compute: `no_history` runs at τ = {local.tau:.3g}, where its param skip "
                f"({local.param_skip:.1%}) is the closest it reaches to {variant}'s {base.param_skip:.1%} at τ = "
                f"{base.tau:.3g}. At one shared τ it would skip a different share, and the decisions would differ "
