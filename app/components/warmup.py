@@ -50,7 +50,17 @@ def learn_defaults(settings: Settings) -> None:
         local_at_equal_compute(settings, TEACHING_PROMPT, base, page=False)
 
 
+def _lowest_priority() -> None:
+    """This thread (and the threads it starts) at the lowest CPU priority, where the OS allows it (Linux: niceness
+    is per thread): the warm-up then takes only the CPU that the visitor's browser and pages leave idle."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):  # not Linux, or not permitted: the warm-up runs at normal priority
+        pass
+
+
 def _warm(settings: Settings) -> None:
+    _lowest_priority()
     try:
         compare_defaults(settings)
         learn_defaults(settings)
