@@ -21,7 +21,7 @@ from hero_core.viz.memory_words import tour_plan
 
 from .compare import checkpoint_runs, default_checkpoints, match_compute
 from .runtime import cached_model, get_sweep, get_trace
-from .settings import Settings
+from .settings import ModelSpec, Settings
 from .tour import TAU_GRID, TEACHING_PROMPT, local_at_equal_compute, tour_run
 from .widgets import DEFAULT_EXAMPLE, EXAMPLES
 
@@ -70,15 +70,16 @@ def _warm(settings: Settings) -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def _start(settings: Settings) -> threading.Thread:
-    thread = threading.Thread(target=_warm, args=(settings,), name="hero-lens-warm-up", daemon=True)
+def _start(model: ModelSpec, _settings: Settings) -> threading.Thread:  # "_": not part of the cache key
+    thread = threading.Thread(target=_warm, args=(_settings,), name="hero-lens-warm-up", daemon=True)
     thread.start()
     return thread
 
 
 def warm_defaults(settings: Settings) -> threading.Thread | None:
-    """Start the warm-up once per server and settings (the real model only: the tiny test model compares no
-    checkpoints); returns its thread."""
+    """Start the warm-up once per server and model (with the settings the model was first seen with: a later tau
+    or variant in the sidebar starts nothing); the real model only (the tiny test model compares no checkpoints).
+    Returns its thread."""
     if settings.model.tiny or os.environ.get(WARMUP_ENV) == "0":
         return None
-    return _start(settings)
+    return _start(settings.model, settings)
