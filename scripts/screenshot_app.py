@@ -13,14 +13,21 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from hero_core.reports.app_browser import NO_EXCEPTION_JS, browser_tab, embedded_env, served_app
+from hero_core.reports.app_browser import (
+    ATTRIBUTE_BUTTON_JS,
+    CLICK_ATTRIBUTE_JS,
+    NO_EXCEPTION_JS,
+    browser_tab,
+    embedded_env,
+    served_app,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "screenshots"
 PROMPT = "Question: Ana has 12 apples. Then Ana gets 7 more. How many apples does Ana have now?\nAnswer: 12 + 7 = 19."
 PAGES = (("explorer", "Route explorer", 4), ("memory", "Memory view", 4), ("compare", "Compare runs", 6),
-         ("why", "Why this decision?", 2))
+         ("why", "Why this decision?", 3))
 
 
 def main() -> int:
@@ -29,6 +36,10 @@ def main() -> int:
             query = urllib.parse.urlencode({"prompt": PROMPT})
             tools.goto(f"{base}/{'' if page == 'explorer' else page}?{query}")
             tools.wait_for(f"document.querySelector('h1')?.innerText.includes({title!r})", timeout=300)
+            if page == "why":  # a decision past the 24th token is attributed on the button
+                tools.wait_for(f"!!{ATTRIBUTE_BUTTON_JS} || document.querySelectorAll('.js-plotly-plot').length >= 3",
+                               timeout=300, what="the Attribute button")
+                tools.eval(CLICK_ATTRIBUTE_JS)
             tools.wait_for(f"document.querySelectorAll('.js-plotly-plot').length >= {charts}", timeout=300,
                            what=f"{charts} charts on {page}")
             time.sleep(2.0)

@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 
 from hero_core.reports.app_browser import (
+    ATTRIBUTE_BUTTON_JS,
+    CLICK_ATTRIBUTE_JS,
     FIND_SKIP_MAP_JS,
     NO_EXCEPTION_JS,
     SKIP_MAP_JS,
@@ -148,6 +150,10 @@ def test_every_page_renders(server, browser, page, charts, marker, shots):
     tools.goto(f"{server}/{page}")
     tools.wait_for(f"document.querySelector('h1')?.innerText.includes({json.dumps(marker)})",
                    what=f"the {page} page's title")
+    if page == "why":  # a decision past the 24th token (the default: the prompt's last) is attributed on the button
+        tools.wait_for(f"!!{ATTRIBUTE_BUTTON_JS} || document.querySelectorAll('.js-plotly-plot').length >= {charts}",
+                       timeout=120, what="the Attribute button or the attribution")
+        tools.eval(CLICK_ATTRIBUTE_JS)
     tools.wait_for(f"document.querySelectorAll('.js-plotly-plot').length >= {charts}", timeout=120,
                    what=f"{charts} charts on {page}")
     time.sleep(1.0)
@@ -175,6 +181,9 @@ LOAD_PROMPTS = ["The cat sat.", "def f(x):\n    return x * 2", "Q: 12 + 7 = ? A:
                 "Long " * 20 + "prompt."]
 
 
+SHOWN_GATE_ATOL = 5e-5  # half the last digit the hover text shows of g (4 decimals)
+
+
 def test_simultaneous_sessions_get_their_own_results(server, browser_endpoint, tiny):
     """A bounded load test: six browser sessions submit different prompts at once, while plain HTTP
     clients hit the server; every page must show exactly its own prompt's trace, with no exception."""
@@ -194,13 +203,17 @@ def test_simultaneous_sessions_get_their_own_results(server, browser_endpoint, t
         with ThreadPoolExecutor(8) as pool:
             statuses = list(pool.map(http_get, ["/", "/_stcore/health"] * 12))
         assert statuses == [200] * 24
+        # What a user sees of a gate is its colour and its hover text, g to 4 decimals: compare to half that digit.
+        # Sessions running at once reorder float32 sums (thread scheduling), which moved gates by 3e-6 relative in
+        # a CI run; another session's trace would differ in size (every prompt here has its own length) or by far
+        # more than 5e-5.
         for tab, trace in zip(tabs, expected, strict=True):
             shown = wait_for_skip_map(tab, trace.n_routed * trace.n_tokens)
-            np.testing.assert_allclose(shown["gate"], trace.gate.reshape(-1), rtol=1e-6)
+            np.testing.assert_allclose(shown["gate"], trace.gate.reshape(-1), rtol=0, atol=SHOWN_GATE_ATOL)
             assert tab.eval(NO_EXCEPTION_JS)
         # Still answering, and still each session's own: re-check the first page after all have finished.
         shown = wait_for_skip_map(tabs[0], expected[0].n_routed * expected[0].n_tokens)
-        np.testing.assert_allclose(shown["gate"], expected[0].gate.reshape(-1), rtol=1e-6)
+        np.testing.assert_allclose(shown["gate"], expected[0].gate.reshape(-1), rtol=0, atol=SHOWN_GATE_ATOL)
     finally:
         for tab in tabs:
             tab.close()

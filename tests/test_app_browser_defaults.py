@@ -16,7 +16,16 @@ import pytest
 import test_app_browser as shared
 from test_app_browser import URL_PROMPT, submit_prompt, wait_for_skip_map
 
-from hero_core.reports.app_browser import NO_EXCEPTION_JS, AppDidNotStart, DevTools, embedded_env, open_tab, served_app
+from hero_core.reports.app_browser import (
+    ATTRIBUTE_BUTTON_JS,
+    CLICK_ATTRIBUTE_JS,
+    NO_EXCEPTION_JS,
+    AppDidNotStart,
+    DevTools,
+    embedded_env,
+    open_tab,
+    served_app,
+)
 
 # the fixtures of the other browser tests: the tiny model's server, one Chromium, one tab, the screenshot folder
 server, browser_endpoint, browser, shots = shared.server, shared.browser_endpoint, shared.browser, shared.shots
@@ -116,6 +125,9 @@ def test_why_explains_at_its_defaults(server, browser):
     at most one message."""
     tools = browser
     tools.goto(f"{server}/why")
+    # the decision it opens on (the prompt's last token, past the 24th) is attributed on the button
+    tools.wait_for(f"!!{ATTRIBUTE_BUTTON_JS}", timeout=180, what="the Attribute button")
+    tools.eval(CLICK_ATTRIBUTE_JS)
     tools.wait_for("[...document.querySelectorAll('.js-plotly-plot')].some(d => d._fullLayout && "
                    "d._fullLayout.title.text.includes('token ablation: contribution'))", timeout=180,
                    what="the token-ablation chart")
@@ -123,6 +135,8 @@ def test_why_explains_at_its_defaults(server, browser):
     click_label(tools, "integrated gradients")
     tools.wait_for("new URLSearchParams(location.search).get('why_method') === 'integrated gradients'",
                    what="the method in the URL")
+    tools.wait_for(f"!!{ATTRIBUTE_BUTTON_JS}", timeout=180, what="the Attribute button for the new method")
+    tools.eval(CLICK_ATTRIBUTE_JS)
     tools.wait_for("document.body.innerText.includes('Completeness:') || "
                    "document.body.innerText.includes('Integrated gradients failed')", timeout=180,
                    what="integrated gradients")

@@ -34,6 +34,10 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--remote-debugging-port=0", "--window-size=1400,1000"]
 NO_EXCEPTION_JS = ("document.querySelectorAll('[data-testid=\"stException\"]').length === 0 && "
                    "!document.body.innerText.includes('Traceback')")
+# Why this decision? attributes a decision past the 24th token on this button.
+ATTRIBUTE_BUTTON_JS = ("[...document.querySelectorAll('button')].find(b => b.innerText.trim().endsWith("
+                       "'Attribute this decision'))")
+CLICK_ATTRIBUTE_JS = f"(() => {{ const b = {ATTRIBUTE_BUTTON_JS}; if (b) b.click(); return true; }})()"
 # Streamlit's theme wraps titles in <b>; plotly decodes typed arrays into _fullData.
 FIND_SKIP_MAP_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d => d._fullLayout && "
                     "d._fullLayout.title.text.replace(/<[^>]*>/g, '').startsWith('Skip map'))")

@@ -42,3 +42,30 @@ def load_latency(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def readme_words(result: dict) -> list[str]:
+    """The README's sentence on the app's speed, every figure read from the benchmark's summary."""
+    rows = {r["action"]: r for r in result["summary"]}
+    switches = [r for r in result["summary"] if r["kind"] == "page switch"]
+    missed = [r["action"] for r in result["summary"] if not r["met"]]
+
+    def span(key: str) -> str:
+        values = [r[key] for r in switches]
+        return f"{min(values):.1f}–{max(values):.1f} s"
+
+    def idle(action: str) -> str:
+        return f"{rows[action]['idle_s']:.1f} s" if action in rows else "not measured"
+
+    explorer = rows.get("new prompt on Route explorer", {})
+    drawn, settled = explorer.get("content_s", float("nan")), explorer.get("idle_s", float("nan"))
+    return [f"a switch to any page at its defaults shows its first content in {span('content_s')} and is idle in "
+            f"{span('idle_s')}; a new {result['prompt_tokens']}-token prompt's skip map appears in "
+            f"{drawn:.1f} s (the page idle in {settled:.1f} s); a skip-map click is idle in "
+            f"{idle('click a skip-map cell')}, a τ step in "
+            f"{idle('τ one step up (sidebar)')}; Compare with 4 / 6 checkpoints in "
+            f"{idle('Compare with 4 checkpoint(s), by link')} / {idle('Compare with 6 checkpoint(s), by link')}; the "
+            f"first visit shows its first chart after {rows['first visit (model load included)']['content_s']:.1f} s "
+            f"(the model load included), a reload is idle in {idle('reload of Route explorer')}. "
+            f"{len(missed)} of {len(rows)} targets are not met yet: "
+            + ", ".join(missed) + " ([what bounds each](docs/experiments/app-latency/README.md))."]
