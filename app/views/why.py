@@ -132,9 +132,11 @@ attribution = cached_attribution(run, token, block, **chosen)
 # Attributing re-runs the prompt up to this block once per token before it (or per integration step): quadratic in
 # the prompt. A short one runs at once; a longer one waits for the button, so nothing above is held up behind it.
 runs_at_once = token + 1 <= AUTO_ATTRIBUTE_TOKENS
-if attribution is None and (runs_at_once or st.button("Attribute this decision", key=f"{P}_attribute",
-                                                      type="primary", icon=":material/play_arrow:")):
+button_slot = st.empty()  # the button goes once its result is drawn
+if attribution is None and (runs_at_once or button_slot.button("Attribute this decision", key=f"{P}_attribute",
+                                                               type="primary", icon=":material/play_arrow:")):
     attribution = get_attribution(run, token, block, **chosen)
+    button_slot.empty()
 if attribution is None:
     st.caption(f"Attributing re-runs the model on the {token + 1} tokens up to token {token}, once per token "
                f"({METHOD_LABELS[method]}), up to L{split['layer']}: seconds on a short prompt, about a minute on "

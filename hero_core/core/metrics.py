@@ -26,6 +26,11 @@ def log_probs(logits: torch.Tensor) -> torch.Tensor:
     return logits.float().log_softmax(-1)
 
 
+def kept_rows(rows: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """``rows[keep]`` without copying an unpadded row (T, V) of a 49k vocabulary."""
+    return rows if bool(keep.all()) else rows[keep]
+
+
 def _nll(log_p: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
     return -log_p[:-1].gather(1, token_ids[1:, None]).squeeze(1)
 

@@ -22,9 +22,10 @@ from .families import ffn_width
 from .inject import decoder_layers, ffn_parameter_count, inject, matmul_parameter_count, wrapped_layers
 from .labels import piece_texts
 from .memory import check_memory_read
-from .metrics import log_probs, quality_of_log_probs, token_quality
+from .metrics import kept_rows, log_probs, quality_of_log_probs, token_quality
 from .router import HeroRouter
 from .side_by_side import side_by_side, spare_core
+from .tau_search import matched_tau, traces_at_taus
 from .trace import RoutingTrace, quality_fields
 
 log = logging.getLogger(__name__)
@@ -54,13 +55,6 @@ def clean_prompt(prompt: object) -> str:
     if not text.strip():
         raise PromptError("the prompt is empty: type some text to route")
     return text
-
-# Tokens of one batched forward pass up to which several thresholds run side by side (the tau search, a tau sweep):
-# below it a
-# CPU forward pass costs about one read of the weights (a 20-token pass and a 160-token one take alike on the 135M
-# backbone), above it the arithmetic dominates and side-by-side rows cost as much as passes one after another.
-SIDE_BY_SIDE_TOKENS = 160
-
 
 def compute_profile(model: nn.Module, router: HeroRouter) -> ComputeProfile:
     cfg = model.config
@@ -178,40 +172,9 @@ class HeroModel:
 
     def tau_for_param_skip(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, variant: str,
                            param_skip: float, *, iters: int = 12, memory_read: str = "learned") -> tuple[float, float]:
-        """The tau whose run on this very input realises the param skip closest to ``param_skip``.
-
-        Skip grows with tau, but not exactly monotonically (later gates read a residual stream that earlier
-        decisions changed), so bisection keeps the best tau seen. Returns (tau, realised param skip)."""
-        from .accounting import grid_search_increasing, search_increasing, token_compute
-
-        real = attention_mask.reshape(-1).bool().cpu().numpy() if attention_mask is not None else None
-        rows, width = input_ids.shape
-
-        def realised_many(taus: list[float]) -> list[float]:
-            """The param skip at each tau, the taus side by side in one batch (a tau per row of the batch)."""
-            k = len(taus)
-            call = self.new_call(variant, taus[0], memory_read=memory_read)
-            if k > 1:  # the FFN runs where gate >= tau: a tau per token row, as a tensor
-                call.tau = torch.tensor(taus, device=input_ids.device).repeat_interleave(rows * width)
-            mask = attention_mask.repeat(k, 1) if attention_mask is not None else None
-            with torch.no_grad(), routing_call(call):  # the decisions only: the backbone without its LM head
-                self.model.base_model(input_ids=input_ids.repeat(k, 1), attention_mask=mask, use_cache=False)
-            executed = call.passes[-1].executed().cpu().numpy().reshape(-1, k, rows * width)  # (R, k, B*T)
-            return [float(token_compute(executed[:, i, real] if real is not None else executed[:, i],
-                                        self.profile)["param_skip"].mean()) for i in range(k)]
-
-        # One decision more or less moves the mean by one level: within half a level, no tau can do better.
-        n_tokens = int(real.sum()) if real is not None else int(input_ids.numel())
-        level = self.profile.ffn_params / self.profile.total_params / max(n_tokens, 1)
-        lo, hi, tol = 1e-3, 1.0 - 1e-3, level / 2 - 1e-12
-        # one token a row is a decode step, whose compiled path takes one tau: one threshold a pass there
-        per_pass = min(8, SIDE_BY_SIDE_TOKENS // input_ids.numel()) if width > 1 else 1
-        if per_pass >= 2:
-            return grid_search_increasing(realised_many, param_skip, lo, hi, width=per_pass,
-                                          resolution=(hi - lo) / 2 ** iters, tol=tol)
-        all_skipped = self.config.n_routed * self.profile.ffn_params / self.profile.total_params
-        return search_increasing(lambda tau: realised_many([tau])[0], param_skip, lo, hi, iters, f_lo=0.0,
-                                 f_hi=all_skipped, tol=tol)
+        """The tau whose run on this very input realises the param skip closest to ``param_skip``; returns (tau,
+        realised param skip). How it searches: :func:`hero_core.core.tau_search.matched_tau`."""
+        return matched_tau(self, input_ids, attention_mask, variant, param_skip, iters=iters, memory_read=memory_read)
 
     def _resolve_tau(self, enc: Encoded, variant: str, tau: float | None,
                      param_skip: float | None, memory_read: str = "learned") -> tuple[float | None, str]:
@@ -249,38 +212,10 @@ class HeroModel:
     def traces_at_taus(self, prompt: str, taus: Sequence[float], variant: str = "hero", *,
                        chat_template: bool = False, max_tokens: int | None = None,
                        quality: bool = False) -> list[RoutingTrace]:
-        """:meth:`trace` of one prompt at each tau in ``taus``, the thresholds side by side in batched passes (a
-        tau per row, up to SIDE_BY_SIDE_TOKENS tokens a pass): the traces one call per tau gives, at about the cost
-        of one call on a short prompt. ``quality`` scores every row against one dense pass of the prompt."""
-        taus = [check_tau(float(t)) for t in taus]
-        enc = self.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
-        keep = enc.attention_mask[0].bool()
-        token_ids = enc.input_ids[0][keep]
-        dense = None
-        if quality:
-            dense_log = self.backbone.dense_reference.log_probs(enc.input_ids, enc.attention_mask, lambda: log_probs(
-                self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False), use_cache=False)))
-            dense = (_kept(dense_log[0], keep), _kept(dense_log[0], keep).exp())
-        width = enc.input_ids.shape[1]
-        # one token a row is a decode step, whose compiled path takes one tau: one threshold a pass there
-        per_pass = max(1, SIDE_BY_SIDE_TOKENS // width) if width > 1 else 1
-        traces = []
-        for start in range(0, len(taus), per_pass):
-            chunk = taus[start:start + per_pass]
-            call = self.new_call(variant, chunk[0])
-            if len(chunk) > 1:  # the FFN runs where gate >= tau: a tau per token row, as a tensor
-                call.tau = torch.tensor(chunk, device=enc.input_ids.device).repeat_interleave(width)
-            with torch.no_grad():
-                logits = self.forward(enc.input_ids.repeat(len(chunk), 1), enc.attention_mask.repeat(len(chunk), 1),
-                                      call, use_cache=False)
-            for row, tau in enumerate(chunk):
-                trace = self.trace_of(call, row, token_ids.tolist(), enc.notices[0], tau_rule="given")
-                trace.tau = tau
-                if dense is not None:
-                    routed_log = _kept(log_probs(logits[row:row + 1])[0], keep)
-                    trace.quality = quality_fields(quality_of_log_probs(dense[0], routed_log, token_ids, dense[1]))
-                traces.append(trace)
-        return traces
+        """:meth:`trace` of one prompt at each tau in ``taus``, the thresholds side by side in batched passes
+        (:func:`hero_core.core.tau_search.traces_at_taus`)."""
+        return traces_at_taus(self, prompt, taus, variant, chat_template=chat_template, max_tokens=max_tokens,
+                              quality=quality)
 
     def trace_and_logits(self, prompt: str, variant: str = "hero", **options) -> tuple[RoutingTrace, torch.Tensor]:
         """:meth:`trace` of one prompt and its next-token logits (T, V, fp32) from the same pass: what trace()
@@ -320,8 +255,8 @@ class HeroModel:
             keep = enc.attention_mask[b].bool()
             trace = self.trace_of(call, b, enc.input_ids[b][keep].tolist(), enc.notices[b], tau_rule=rule)
             if dense is not None:
-                dense_log, dense_p = (_kept(x[b], keep) for x in dense)
-                trace.quality = quality_fields(quality_of_log_probs(dense_log, _kept(routed_log[b], keep),
+                dense_log, dense_p = (kept_rows(x[b], keep) for x in dense)
+                trace.quality = quality_fields(quality_of_log_probs(dense_log, kept_rows(routed_log[b], keep),
                                                                     enc.input_ids[b][keep], dense_p))
             traces.append(trace)
         return traces, routed, enc.attention_mask
@@ -431,11 +366,6 @@ class HeroModel:
             forgetting=self.router.forgetting().detach().cpu().double().numpy(), profile=self.profile,
             notices=notices, n_prompt_tokens=n_prompt_tokens, tau_rule=tau_rule,
             forgetting_init=self.config.rho_init, memory_kernel=self.config.memory_kernel)
-
-
-def _kept(rows: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """``rows[keep]`` without copying an unpadded row (T, V) of a 49k vocabulary."""
-    return rows if bool(keep.all()) else rows[keep]
 
 
 def _token_quality(dense: torch.Tensor, routed: torch.Tensor, ids: torch.Tensor) -> dict[str, np.ndarray]:
