@@ -277,7 +277,11 @@ def main() -> int:
                         "'page switch', 'new prompt', 'cell click', 'τ change', 'compare'")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--no-page", action="store_true", help="do not rewrite docs/performance.md's table")
+    parser.add_argument("--render", action="store_true",
+                        help="measure nothing: draw the page's table and the README's sentence from --out")
     args = parser.parse_args()
+    if args.render:
+        return render(json.loads(args.out.read_text()))
     per_repeat = 2 + len(PROMPT_PAGES)
     prompts = held_out_prompts(per_repeat * args.repeats + 1, args.tokens)
     short = held_out_prompts(args.repeats + 1, 40)
@@ -295,10 +299,15 @@ def main() -> int:
                                     "runs": repeats}, indent=1) + "\n")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     if not args.no_page and not args.only:
-        result = json.loads(args.out.read_text())
-        replace_block(PERFORMANCE_PAGE, "app-latency", latency_lines(result))
-        refresh_block(README, "app-latency-words", readme_words(result))
-        print(f"updated {PERFORMANCE_PAGE.relative_to(ROOT)}")
+        render(json.loads(args.out.read_text()))
+    return 0
+
+
+def render(result: dict) -> int:
+    """docs/performance.md's table and the README's sentence, from a run's results."""
+    replace_block(PERFORMANCE_PAGE, "app-latency", latency_lines(result))
+    print(f"updated {PERFORMANCE_PAGE.relative_to(ROOT)}")
+    refresh_block(README, "app-latency-words", readme_words(result))
     return 0
 
 
