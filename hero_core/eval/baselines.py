@@ -6,8 +6,11 @@ returns ``(executed, gate)``, and the block computes ``g * FFN(u)`` for executed
 
 * :func:`static_pruning` (ShortGPT-style): the same FFNs are dropped for every token, chosen by a
   calibration importance score, the FFN's *block influence* ``1 - cos(hbar, hbar + FFN(u))`` averaged over
-  calibration tokens (ShortGPT's BI metric, applied to the FFN sub-layer). Dropped FFNs contribute
-  nothing (g = 1 on every token, so the adapter term vanishes); kept ones run unscaled.
+  calibration tokens (ShortGPT's BI metric, applied to the FFN sub-layer). The policy returns g = 1 on every
+  token; what stands in for a dropped FFN then follows the checkpoint's branch scaling: with the paper's
+  (``g * FFN``, ``(1 - g) * Adapter``) the adapter term vanishes and the block adds nothing, with ``unscaled``
+  branches, as every bundled checkpoint is trained, the trained adapter runs at full weight in its place. Kept
+  FFNs run unscaled.
 * :func:`random_skipping`: every (token, block) skips with the same probability, taking the trained
   adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs.
 * :func:`oracle_skipping` (not deployable): runs both branches and skips where the adapter's relative error on
