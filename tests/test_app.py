@@ -58,9 +58,15 @@ def cells(spec: dict, index: int = 0) -> dict:
 def assert_skip_map_is(spec: dict, trace, index: int = 0) -> None:
     c = cells(spec, index)
     R, T = trace.n_routed, trace.n_tokens
-    np.testing.assert_array_equal(values(c["x"]), np.tile(np.arange(T), R))
-    np.testing.assert_array_equal(values(c["y"]), np.repeat(np.arange(1, R + 1), T))
-    np.testing.assert_allclose(values(c["marker"]["color"]), trace.gate.reshape(-1), rtol=1e-6, atol=1e-7)
+    if c.get("type") == "heatmap":  # a map only looked at (Compare's stacked maps): one image of g
+        np.testing.assert_array_equal(values(c["x"]), np.arange(T))
+        np.testing.assert_array_equal(values(c["y"]), np.arange(1, R + 1))
+        np.testing.assert_allclose(np.asarray(values(c["z"]), dtype=float).reshape(R, T), trace.gate, rtol=1e-6,
+                                   atol=1e-7)
+    else:  # a clickable map: one marker per cell
+        np.testing.assert_array_equal(values(c["x"]), np.tile(np.arange(T), R))
+        np.testing.assert_array_equal(values(c["y"]), np.repeat(np.arange(1, R + 1), T))
+        np.testing.assert_allclose(values(c["marker"]["color"]), trace.gate.reshape(-1), rtol=1e-6, atol=1e-7)
     crosses = [d for d in spec["data"] if d.get("name") == SKIPPED_NAME][index]
     blocks, tokens = np.nonzero(~trace.executed)
     np.testing.assert_array_equal(values(crosses["x"]), tokens)

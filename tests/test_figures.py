@@ -182,7 +182,10 @@ def test_skip_heatmaps_share_axes(traces):
     assert len(cells) == 2
     marks = [d for d in fig["data"] if d.get("name") == F.SKIPPED_NAME]
     assert [len(values(m["x"])) for m in marks] == [int((~t.executed).sum()) for t in traces.values()][:2]
-    np.testing.assert_array_equal(values(cells[1]["marker"]["color"]), traces["no_history"].gate.reshape(-1))
+    np.testing.assert_array_equal(np.asarray(values(cells[1]["z"])).reshape(traces["no_history"].gate.shape),
+                                  traces["no_history"].gate)  # one heatmap image per run: these maps are not clicked
+    status = ["✓ executed" in h for row in cells[0]["hovertext"] for h in row]  # the verdict in text, too
+    np.testing.assert_array_equal(status, traces["hero"].executed.reshape(-1))
     assert fig["layout"]["xaxis"]["matches"] == "x2" or fig["layout"]["xaxis2"].get("matches") == "x"
 
 
