@@ -60,7 +60,8 @@ def main(record: dict) -> None:
     show_callback_error()
     try:
         # a saved trace draws without any model: then a model loads only where a page asks for one
-        if saved_traces.render_sidebar() is None:
+        live = saved_traces.render_sidebar() is None
+        if live:
             hero = load_model(settings.model)
             st.sidebar.caption(f"Loaded **{hero.backbone.name}**{' (NF4)' if hero.backbone.quantization else ''} · "
                                f"checkpoint **{hero.checkpoint_name}** · {hero.config.n_routed} routed layers · "
@@ -73,7 +74,8 @@ def main(record: dict) -> None:
                                    "sit near 1 and every FFN runs.")
         page.run()
         write_to_url(app_settings.current())
-        warm_defaults(settings)  # after the page: the first visitor's page is served first
+        if live:  # after the page, so the first visitor's page is served first; a saved trace loads no model
+            warm_defaults(settings)
     except ValueError as err:  # every user error in hero_core is a ValueError with a readable message
         st.error(str(err))
     except Exception as err:  # noqa: BLE001 - never show a traceback; log it for the operator
