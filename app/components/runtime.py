@@ -161,21 +161,22 @@ def _matched_tau(model_args: tuple, prompt: str, variant: str, chat_template: bo
 def matched_tau(run: RunSpec, param_skip: float, *, page: bool = True) -> float:
     """The tau at which ``run`` realises the param skip closest to ``param_skip`` on its own prompt (``page``:
     with the page's spinner; off a page, without)."""
-    args = (run.model.as_args(), run.prompt, run.variant, run.chat_template, run.max_tokens,
-            round(float(param_skip), 6))
+    return _cached_call(run.model, "Matching compute …", page, _matched_tau, run.model.as_args(), run.prompt,
+                        run.variant, run.chat_template, run.max_tokens, round(float(param_skip), 6))
+
+
+def _cached_call(model: ModelSpec, message: str, page: bool, call, *args):
+    """``call(*args)`` (a cached computation): on a page after loading ``model`` under its spinner and with
+    ``message``'s spinner; off a page (the warm-up thread) plainly."""
     if not page:
-        return _matched_tau(*args)
-    load_model(run.model)
-    with st.spinner("Matching compute …"):
-        return _matched_tau(*args)
+        return call(*args)
+    load_model(model)
+    with st.spinner(message):
+        return call(*args)
 
 
 def get_trace(run: RunSpec, *, page: bool = True) -> RoutingTrace:
-    if not page:  # off a page (the warm-up): no spinner
-        return RoutingTrace.from_dict(_trace_dict(*run.args()))
-    load_model(run.model)
-    with st.spinner("Routing the prompt …"):
-        return RoutingTrace.from_dict(_trace_dict(*run.args()))
+    return RoutingTrace.from_dict(_cached_call(run.model, "Routing the prompt …", page, _trace_dict, *run.args()))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -189,12 +190,9 @@ def _sweep_dicts(model_args: tuple, prompt: str, variant: str, taus: tuple[float
 def get_sweep(run: RunSpec, taus: tuple[float, ...], *, page: bool = True) -> list[RoutingTrace]:
     """``run`` at each tau of ``taus`` (its own tau ignored), with quality: a threshold sweep in batched passes
     (``page``: with the page's spinner)."""
-    args = (run.model.as_args(), run.prompt, run.variant, tuple(taus), run.chat_template, run.max_tokens)
-    if not page:
-        return [RoutingTrace.from_dict(d) for d in _sweep_dicts(*args)]
-    load_model(run.model)
-    with st.spinner("Sweeping τ …"):
-        return [RoutingTrace.from_dict(d) for d in _sweep_dicts(*args)]
+    dicts = _cached_call(run.model, "Sweeping τ …", page, _sweep_dicts, run.model.as_args(), run.prompt, run.variant,
+                         tuple(taus), run.chat_template, run.max_tokens)
+    return [RoutingTrace.from_dict(d) for d in dicts]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
