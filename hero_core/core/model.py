@@ -244,8 +244,7 @@ class HeroModel:
             if not quality:
                 return None
             # once per input and backbone, whichever router asks (hero_core.core.dense_reference)
-            dense_log = self.backbone.dense_reference.log_probs(enc.input_ids, enc.attention_mask, lambda: log_probs(
-                self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False), use_cache=False)))
+            dense_log = self.dense_log_probs(enc)
             return dense_log, dense_log.exp()
 
         (routed, routed_log), dense = side_by_side(routed_pass, dense_pass,
@@ -260,6 +259,12 @@ class HeroModel:
                                                                     enc.input_ids[b][keep], dense_p))
             traces.append(trace)
         return traces, routed, enc.attention_mask
+
+    def dense_log_probs(self, enc: Encoded) -> torch.Tensor:
+        """The dense model's log-probabilities (B, T, V) on ``enc``: computed once per input and backbone, whichever
+        router asks (hero_core.core.dense_reference)."""
+        return self.backbone.dense_reference.log_probs(enc.input_ids, enc.attention_mask, lambda: log_probs(
+            self.forward(enc.input_ids, enc.attention_mask, self.new_call("dense", record=False), use_cache=False)))
 
     def logits(self, prompt: str, variant: str = "hero", *, tau: float | None = None,
                chat_template: bool = False, max_tokens: int | None = None, policy=None,

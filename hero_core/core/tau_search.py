@@ -75,8 +75,7 @@ def traces_at_taus(hero, prompt: str, taus: Sequence[float], variant: str = "her
     token_ids = enc.input_ids[0][keep]
     dense = None
     if quality:
-        dense_log = hero.backbone.dense_reference.log_probs(enc.input_ids, enc.attention_mask, lambda: log_probs(
-            hero.forward(enc.input_ids, enc.attention_mask, hero.new_call("dense", record=False), use_cache=False)))
+        dense_log = hero.dense_log_probs(enc)
         dense = (kept_rows(dense_log[0], keep), kept_rows(dense_log[0], keep).exp())
     width = enc.input_ids.shape[1]
     # one token a row is a decode step, whose compiled path takes one tau: one threshold a pass there
