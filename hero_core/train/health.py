@@ -4,8 +4,8 @@ do when the run degrades.
 A run *degrades* when its held-out loss stays more than ``tolerance`` (a share) above the best seen for
 ``patience`` evaluations in a row. The guard then says so loudly and, by ``on_degrade``:
 
-* ``rollback``: the router and optimiser go back to the best state and the learning rate is multiplied by
-  ``lr_factor`` (the run goes on from the best step's weights, not its step count);
+* ``rollback``: the router, the optimiser and the budget's alpha go back to the best state and the learning rate
+  is multiplied by ``lr_factor`` (the run goes on from the best step's weights, not its step count);
 * ``stop``: the best state is restored and the run ends there;
 * ``warn``: only the warning, in the log and the health record.
 

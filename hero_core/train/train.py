@@ -200,7 +200,7 @@ def train(cfg: TrainConfig, hero: HeroModel | None = None, *, progress: bool = T
     for step in bar:
         row, alpha = _train_step(run, order, step, alpha)
         done = step + 1
-        verdict = check_health_if_due(run, done, row)
+        verdict, alpha = check_health_if_due(run, done, row, alpha)  # a rollback restores alpha too
         _log_step(run, bar, row)
         save_state_if_due(run, done, alpha)
         if verdict == "stop":

@@ -70,23 +70,29 @@ def held_out_loss(run: TrainingRun) -> tuple[float, float]:
     return sum(losses) / n, sum(skips) / n
 
 
-def check_health_if_due(run: TrainingRun, done: int, row: dict) -> str:
+def check_health_if_due(run: TrainingRun, done: int, row: dict, alpha: float) -> tuple[str, float]:
     """Every ``eval_every`` steps (and after the last): evaluate, add the result to the step's log row, keep the
-    best state and act on a degradation. Returns the guard's verdict, or "stop" when the run must end now."""
+    best state (with the budget's alpha, which the controller budget steers with the weights) and act on a
+    degradation. Returns the guard's verdict, or "stop" when the run must end now, and the alpha the next step
+    starts from: the best state's after a rollback, else ``alpha`` unchanged."""
     guard = run.guard
     if guard is None or (done % run.cfg.eval_every and done != run.cfg.steps):
-        return "ok"
+        return "ok", alpha
     loss, skip = held_out_loss(run)
     verdict = guard.observe(done, loss, skip)
     row.update(held_out_loss=loss, held_out_skip=skip, health=verdict)
     if verdict == "best" and run.accelerator.is_main_process:
-        save_state(run.state_dir / "best", run.hero, run.optimizer, done, 0.0, run.clock.spent())
+        save_state(run.state_dir / "best", run.hero, run.optimizer, done, alpha, run.clock.spent())
     if verdict == "degraded" and guard.on_degrade != "warn":
         run.accelerator.wait_for_everyone()  # the best state is on disk, written by the main process
-        load_state(run.state_dir / "best", run.hero, run.optimizer)
+        restored = load_state(run.state_dir / "best", run.hero, run.optimizer)
+        if restored is None:  # the record must not claim a rollback whose state was never loaded
+            raise RuntimeError(f"the degradation guard found no best state under {run.state_dir / 'best'}")
+        alpha = restored[1]
         if guard.on_degrade == "stop":
-            return "stop"
-    return verdict
+            return "stop", alpha
+        guard.rollbacks[-1]["alpha"] = alpha  # on record: the alpha the run goes on from, with the best weights
+    return verdict, alpha
 
 
 def keep_best_if_degraded(run: TrainingRun) -> None:
