@@ -338,7 +338,7 @@ def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab)
     that control is not a fair one), and labels that say which run is an ablation."""
     from hero_core.core.model import DEFAULT_CHECKPOINT as default
     from hero_core.eval import measured
-    from hero_core.eval.twins import CONTROL_CAVEATS, counterpart
+    from hero_core.eval.twins import bundled_control_caveat, counterpart
 
     local, no_memread = counterpart(default, "local"), counterpart(default, "no_memread")
     tab.goto(f"{embedded_server}/compare?compare_preset=Variants")
@@ -351,8 +351,8 @@ def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab)
         assert rows, other
         assert measured.matched_words(rows).replace("**", "") in text
         assert f"{other} ppl ratio [95 % CI]" in text
-        if other in CONTROL_CAVEATS:
-            assert CONTROL_CAVEATS[other] in text
+        if caveat := bundled_control_caveat(other):
+            assert caveat in text
     assert f"inference-time ablation of {default}" in text
     names = tab.wait_for(f"(() => {{ const d = {chart_js('Skip rate per routed layer')}; "
                          "return d ? d._fullData.map(t => t.name) : null; })()", timeout=300, what="the layer chart")

@@ -198,18 +198,18 @@ def test_compare_states_the_held_out_verdict_and_formats_its_numbers(app, monkey
 
 
 def test_compare_warns_when_the_trained_control_is_not_a_fair_one(app, monkeypatch):
-    """A trained control whose own training degraded or was unsteady (twins.CONTROL_CAVEATS) keeps its row, with the
+    """A trained control whose own training degraded or was unsteady (twins.UNSTEADY_CONTROLS) keeps its row, with the
     warning, once."""
     import components.verdict as verdict
 
-    from hero_core.eval.twins import CONTROL_CAVEATS
+    from hero_core.eval.twins import bundled_control_caveat
 
     monkeypatch.setattr(verdict, "pairs_for",
                         lambda *a: [verdict.Pair("hero-10-r4", "no_memread-10-r4", "no_memread"),
                                     verdict.Pair("hero-10-r4", "local-10", "no_history")])
     at = app("compare")
     assert_clean(at)
-    assert [w.value for w in at.warning if "control" in w.value] == [CONTROL_CAVEATS["no_memread-10-r4"]]
+    assert [w.value for w in at.warning if "control" in w.value] == [bundled_control_caveat("no_memread-10-r4")]
 
 
 def test_verdict_pairs_for_runs():

@@ -197,3 +197,63 @@ def test_a_checkpoint_trained_again_after_its_measurement_is_named():
     assert retrained_since(result) == ["hero-25"]
     assert retrained_note(result)[0].startswith("**Measured before a retrain.** hero-25 was trained again")
     assert retrained_note({"checkpoints": {"hero-10": {"training": {"timing": timing}}}}) == []
+
+
+def _retain_fig(examples: dict) -> dict:
+    return {"retain": 95.0, "low": 90.0, "high": 99.0, "examples": examples}
+
+
+def test_the_readme_headline_counts_examples_steps_and_the_floor_from_its_records():
+    from hero_core.core.model import DEFAULT_CHECKPOINT
+    from hero_core.reports.readme_headline import NOISE_FLOOR_RUN, headline_block
+
+    twin = f"local-10@{DEFAULT_CHECKPOINT}"
+    retain = {"retain": {name: _retain_fig({"a": 7, "b": 7}) for name in (DEFAULT_CHECKPOINT, twin)}}
+    retain_100 = {"retain": {name: _retain_fig({"a": 40, "b": 13}) for name in (DEFAULT_CHECKPOINT, twin)}}
+    floor = {"kept": {NOISE_FLOOR_RUN: {"kept": 0.912, "kept_low": 0.85, "kept_high": 0.97, "dense_correct": 31}}}
+    kept = {"overall": {"kept": 0.5, "kept_low": 0.4, "kept_high": 0.6, "dense_correct": 31}}
+    report = {"kept": {DEFAULT_CHECKPOINT: kept, twin: kept}}
+    seeds = {"summary": {"measures": [], "arms": {"hero": {"runs": ["x", "y"]}}, "differences": {}},
+             "retain_missing": ""}
+    measured = _measured([(DEFAULT_CHECKPOINT, "local-10")])
+    text = "\n".join(headline_block(measured, retain, report, retain_100, seeds, None, floor,
+                                    {"x": {"steps_done": 123}, "y": {"steps_done": 123}}))
+    assert "Retain % [95 % CI], 7 examples per task |" in text
+    assert "**Retain at up to 40 examples per task (b 13)**" in text
+    assert "dense in bf16 keeps 91.2 % [85.0, 97.0] of the 31 answers dense fp32 gets right" in text
+    assert "first training stage (123 steps) of each arm" in text
+    uncounted = {"retain": {k: {**v, "examples": {}} for k, v in retain["retain"].items()}}
+    bare = "\n".join(headline_block(measured, uncounted, report, None, seeds, None, None,
+                                    {"x": {"steps_done": 123}, "y": None}))
+    assert "examples per task" not in bare and "floor" not in bare  # no record: no number
+    assert "first training stage of each arm" in bare and "steps" not in bare
+
+
+def test_the_readme_headline_quotes_the_stored_records():
+    """On the project's own files: each figure is recomputed here from the record it comes from."""
+    import json
+    from pathlib import Path
+
+    from hero_core.reports import readme_headline as R
+
+    root = Path(__file__).resolve().parents[1]
+    stored = {p: json.loads((root / p).read_text()) if (root / p).is_file() else None
+              for p in ("docs/bigbench.json", "docs/answers.json", "docs/experiments/retain-100/bigbench-100.json",
+                        "docs/seeds.json", "docs/experiments/answers-noise-floor/kept.json")}
+    if None in stored.values():
+        pytest.skip("a result file is not in this checkout")
+    bigbench, answers, retain_100, seeds, floor = stored.values()
+    text = "\n".join(R.headline_block(json.loads((root / "hero_core/checkpoints/measured.json").read_text()),
+                                      bigbench, answers, retain_100, seeds, None, floor))
+    counts = {n for fig in bigbench["retain"].values() for n in fig.get("examples", {}).values()}
+    if len(counts) == 1:
+        assert f"{counts.pop()} examples per task |" in text
+    f = floor["kept"]["dense bf16 of dense fp32"]
+    assert f"dense in bf16 keeps {100 * f['kept']:.1f} % [{100 * f['kept_low']:.1f}" in text
+    runs = [r for arm in seeds["summary"]["arms"].values() for r in arm["runs"]]
+    steps = {json.loads((root / "hero_core/checkpoints" / r / "hero_config.json").read_text())["training"]["steps_done"]
+             for r in runs}
+    if len(steps) == 1:
+        assert f"first training stage ({steps.pop()} steps)" in text
+    hundred = retain_100["retain"][R.DEFAULT_CHECKPOINT]["examples"]
+    assert f"{max(hundred.values())} examples per task" in text

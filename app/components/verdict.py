@@ -17,7 +17,7 @@ import streamlit as st
 from hero_core.eval import measured as measured_results
 from hero_core.eval.frontier import REFERENCE_LABELS, REFERENCE_NOTES
 from hero_core.eval.seeds import load_shipped as load_seeds
-from hero_core.eval.twins import CONTROL_CAVEATS, counterpart, counterparts
+from hero_core.eval.twins import bundled_control_caveat, counterpart, counterparts
 from hero_core.viz.frontier_figure import frontier_chart
 
 # what a trained checkpoint's variant means, in words a label can carry
@@ -94,8 +94,8 @@ def render_verdict(pairs: list[Pair], measured: dict | None, *, what: str) -> No
             box.caption(f"{pair.stands_for} here is an inference-time ablation of {pair.reference}: the held-out set "
                         f"measures the router **trained** that way, {pair.other}, which stands in for it below.")
         box.markdown(measured_results.matched_words(rows))
-        if pair.other in CONTROL_CAVEATS:
-            box.warning(CONTROL_CAVEATS[pair.other])
+        if caveat := bundled_control_caveat(pair.other):
+            box.warning(caveat)
         box.dataframe(verdict_table(rows), hide_index=True)
     if any(p.other.startswith("local-") for p in pairs):
         render_seeds_answer(box)

@@ -12,6 +12,7 @@ checkpoint realises there at its own tau (:func:`match_twin`; bisection by
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -25,15 +26,74 @@ _ROLE = {"hero": 0, "no_memread": 1, LOCAL: 2}  # row order within a budget and 
 # checkpoints, their twins, and recipe 2 with its ablation twin, trained by `make checkpoints`.
 ALWAYS_SHOWN = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40", "hero-10-r2", "no_memread-10-r2")
 # Trained controls whose own training went wrong or was unsteady, so a comparison with them is not about the component
-# they lack alone; every page that reads a hero checkpoint against one of them says so (from its training record).
-CONTROL_CAVEATS = {
-    "no_memread-10-r4": "no_memread-10-r4 is an unsteady control: retrained under the degradation guard (the run it "
-                        "replaced had degraded unnoticed after step ~800), it degraded again (held-out loss 47 % above "
-                        "its best at step 425), was rolled back to step 250 with half the learning rate, then drifted "
-                        "again and ended 12 % above its best, inside the guard's 15 % tolerance. Part of hero-10-r4's "
-                        "lead over it is that instability, not the memory read alone; over three training seeds of the "
-                        "first stage the two arms are not separable (docs/seeds.md).",
+# they lack alone; every page that reads a hero checkpoint against one of them says so (control_caveat). Here only
+# what no record holds: why the control was trained again. Every figure of the caveat is read from its training record.
+UNSTEADY_CONTROLS = {
+    "no_memread-10-r4": "retrained under the degradation guard after the run it replaced had degraded unnoticed",
 }
+LACKS = {"no_memread": "the memory read", LOCAL: "history", "no_aux": "the auxiliary loss", "no_pos": "position"}
+_SHARE_WORDS = {0.5: "half", 0.25: "a quarter of"}  # a rollback's learning-rate scale, as a reader says it
+
+
+def _above(loss: float, best: float) -> str:
+    return f"{100 * (loss / best - 1):.0f} %"
+
+
+def _rollback_words(rollback: Mapping[str, Any]) -> str:
+    scale = rollback["lr_scale"]
+    lr = f"{_SHARE_WORDS[scale]} the" if scale in _SHARE_WORDS else f"{scale:g} times the"
+    return (f"degraded (held-out loss {_above(rollback['loss'], rollback['best_loss'])} above its best at step "
+            f"{rollback['at_step']}) and was rolled back to step {rollback['to_step']} with {lr} learning rate")
+
+
+def _health_words(health: Mapping[str, Any]) -> str:
+    """What the guard saw, from the health record: each rollback, then where the run ended against its best."""
+    rollbacks = [r for r in health.get("rollbacks") or [] if r.get("to_step") is not None]
+    said = "; then it ".join(_rollback_words(r) for r in rollbacks) if rollbacks else "was never rolled back"
+    final, best, tolerance = health["final_loss"], health["best_loss"], health["rule"]["tolerance"]
+    where = "inside" if final <= best * (1 + tolerance) else "beyond"
+    kept = "" if health.get("kept") == "final" else f"; the checkpoint keeps the state of step {health['best_step']}"
+    then = ", then drifted again and" if rollbacks and final > best else " and"
+    return (f"under the guard it {said}{then} ended {_above(final, best)} above its best, {where} the guard's "
+            f"{100 * tolerance:.0f} % tolerance{kept}")
+
+
+def _seeds_words(kind: str, seeds: Mapping[str, Any] | None) -> str:
+    """Where the across-seed summary measures the same two arms: how many seeds, and whether they separate."""
+    row = ((seeds or {}).get("differences") or {}).get(f"hero - {kind}")
+    arms = (seeds or {}).get("arms") or {}
+    if not row or "hero" not in arms or kind not in arms:
+        return ""
+    n = min(len(arms["hero"]["runs"]), len(arms[kind]["runs"]))
+    apart = [m.split(":")[-1] for m, cell in row.items() if cell.get("verdict", "not separable") != "not separable"]
+    verdict = f"they separate on {', '.join(apart)}" if apart else "the two arms are not separable"
+    return f"; over {n} training seeds of the first stage {verdict} (docs/seeds.md)"
+
+
+def control_caveat(name: str, training: Mapping[str, Any] | None, seeds: Mapping[str, Any] | None = None) -> str | None:
+    """The caveat a page shows beside ``name`` when it is an unsteady control (None otherwise): its training
+    record's ``health`` and, where given, the across-seed summary (``arms`` and ``differences``, as in
+    hero_core/checkpoints/seeds.json) give every figure; a record that lacks one leaves its clause out."""
+    health = (training or {}).get("health") or {}
+    parsed = parse_name(name)
+    if name not in UNSTEADY_CONTROLS or parsed is None:
+        return None
+    hero = "-".join(["hero", str(parsed.budget), *parsed.tags])
+    guard = f"; {_health_words(health)}" if health.get("final_loss") is not None else ""
+    return (f"{name} is an unsteady control: {UNSTEADY_CONTROLS[name]}{guard}. Part of {hero}'s "
+            f"lead over it is that instability, not {LACKS.get(parsed.kind, 'the part it lacks')} alone"
+            f"{_seeds_words(parsed.kind, seeds)}.")
+
+
+def bundled_control_caveat(name: str) -> str | None:
+    """:func:`control_caveat` of a bundled checkpoint, from its own hero_config.json and the shipped seed summary."""
+    from ..core.checkpoint import BUNDLED_DIR, CONFIG_FILE
+    from .seeds import load_shipped
+
+    config = BUNDLED_DIR / name / CONFIG_FILE
+    if name not in UNSTEADY_CONTROLS or not config.is_file():
+        return None
+    return control_caveat(name, json.loads(config.read_text(encoding="utf-8")).get("training"), load_shipped())
 
 
 @dataclass(frozen=True)

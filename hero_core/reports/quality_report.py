@@ -16,7 +16,8 @@ from pathlib import Path
 from ..core.files import say_wrote
 from ..core.model import DEFAULT_CHECKPOINT
 from ..eval.frontier import REFERENCE_LABELS, at_skip
-from ..eval.twins import CONTROL_CAVEATS
+from ..eval.seeds import load_shipped as load_seeds
+from ..eval.twins import control_caveat
 from .pages import add_path_arguments, save_figure, table_head, table_row
 from .readme_block import replace_block
 
@@ -321,8 +322,10 @@ def ablation_tables(frontier: dict, checkpoints: dict, stages: tuple = ABLATION_
                           f"{100 * gap:.1f} points on a domain: part of a difference in ratio is that skip, not "
                           "the component (the frontier figure shows what a point of skip costs)."]
         lines += matched_ablation_table(frontier, matched)
-        lines += [f"\n**Caveat.** {CONTROL_CAVEATS[n]}" for n in matched if n in CONTROL_CAVEATS]
-        lines += guard_notes({n: checkpoints.get(n, {}) for n in matched if n not in CONTROL_CAVEATS})
+        seeds = load_seeds()
+        caveats = {n: control_caveat(n, checkpoints.get(n, {}).get("training"), seeds) for n in matched}
+        lines += [f"\n**Caveat.** {caveats[n]}" for n in matched if caveats[n]]
+        lines += guard_notes({n: checkpoints.get(n, {}) for n in matched if not caveats[n]})
         left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
         if left_out:
             lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]

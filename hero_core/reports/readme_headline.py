@@ -7,10 +7,11 @@ docs/results.md; a row whose numbers are missing is left out here and named belo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.checkpoint import BUNDLED_DIR, CONFIG_FILE
 from ..core.model import DEFAULT_CHECKPOINT
 from ..eval.headline import kept_figures, retain_figures
 from ..eval.twins import twin_name
@@ -19,14 +20,48 @@ ROOT = Path(__file__).resolve().parents[2]
 PAIRS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")  # each shown beside its local twin
 DOMAINS = ("chat", "code", "reasoning")
 HEADER = ("run", "what it is", "param skip % (chat / code / reasoning)",
-          "perplexity ratio (chat / code / reasoning)", "Retain % [95 % CI], 10 examples per task")
+          "perplexity ratio (chat / code / reasoning)", "Retain % [95 % CI]")  # + the examples the rows were run on
 RETAIN_100 = ROOT / "docs" / "experiments" / "retain-100" / "bigbench-100.json"
 RESULTS = ROOT / "docs" / "results.json"
 SEEDS = ROOT / "docs" / "seeds.json"
+NOISE_FLOOR = ROOT / "docs" / "experiments" / "answers-noise-floor" / "kept.json"
+NOISE_FLOOR_RUN = "dense bf16 of dense fp32"  # the comparison of kept.json that skips nothing (compare.py's name)
 
 
 def _load(path: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def examples_per_task(figures: Iterable[Mapping[str, Any] | None]) -> str | None:
+    """How many BIG-bench examples per task the Retain figures were graded on ("10 examples per task"; "up to 100
+    examples per task (riddle_sense 49)" where a task holds fewer), from their ``examples`` counts; None when no
+    figure records them."""
+    counts: dict[str, int] = {}
+    for fig in figures:
+        for task, n in ((fig or {}).get("examples") or {}).items():
+            counts[task] = min(n, counts.get(task, n))
+    if not counts:
+        return None
+    most = max(counts.values())
+    fewer = ", ".join(f"{task} {n}" for task, n in sorted(counts.items()) if n < most)
+    return f"up to {most} examples per task ({fewer})" if fewer else f"{most} examples per task"
+
+
+def stage_steps(training: Mapping[str, Mapping[str, Any] | None]) -> str | None:
+    """The steps the seed runs trained for ("750 steps", or "700–750 steps" when they differ), from each run's
+    training record (``steps_done``); None when a run's record is missing."""
+    steps = [(record or {}).get("steps_done") for record in training.values()]
+    if not steps or None in steps:
+        return None
+    low, high = min(steps), max(steps)
+    return f"{low} steps" if low == high else f"{low}–{high} steps"
+
+
+def _seed_training(seeds: Mapping[str, Any] | None) -> dict[str, dict | None]:
+    """Each seed run's training record, read from its bundled hero_config.json (None where it is not bundled)."""
+    runs = [r for arm in ((seeds or {}).get("summary") or {}).get("arms", {}).values() for r in arm["runs"]]
+    configs = {run: _load(BUNDLED_DIR / run / CONFIG_FILE) for run in runs}
+    return {run: (config or {}).get("training") for run, config in configs.items()}
 
 
 def _matched_rows(measured: Mapping[str, Any], hero: str, twin: str) -> dict[str, dict] | None:
@@ -65,21 +100,29 @@ def _retain_100_sentence(report: Mapping[str, Any] | None) -> str | None:
     diff = hero.get("vs_twin") or {}
     gap = (f" (HeRo − twin {diff['difference']:+.1f} points [{diff['low']:+.1f}, {diff['high']:+.1f}])"
            if {"difference", "low", "high"} <= set(diff) else "")
-    return (f"**Retain at 100 examples per task** (the yardstick; one training seed each): the default "
+    examples = examples_per_task([hero, twin])
+    title = f"Retain at {examples}" if examples else "Retain on the larger sample"
+    return (f"**{title}** (the yardstick; one training seed each): the default "
             f"{_retain_cell(hero)} %, its local twin {_retain_cell(twin)} %{gap} "
             "([retain-100](docs/experiments/retain-100/README.md)).")
 
 
-def _answers_sentence(answers: Mapping[str, Any] | None) -> str | None:
+def _kept_cell(fig: Mapping[str, Any]) -> str:
+    return f"{100 * fig['kept']:.1f} % [{100 * fig['kept_low']:.1f}, {100 * fig['kept_high']:.1f}]"
+
+
+def _answers_sentence(answers: Mapping[str, Any] | None, noise_floor: Mapping[str, Any] | None = None) -> str | None:
     kept = kept_figures(answers)
     hero, twin = kept.get(DEFAULT_CHECKPOINT), kept.get(f"{twin_name(DEFAULT_CHECKPOINT)}@{DEFAULT_CHECKPOINT}")
     if not hero or not twin or hero.get("kept") is None or twin.get("kept") is None:
         return None
     of = f" (of the {hero['dense_correct']} answers-suite prompts dense gets right)"
-    return (f"**Answers kept**{of}: the default {100 * hero['kept']:.1f} % [{100 * hero['kept_low']:.1f}, "
-            f"{100 * hero['kept_high']:.1f}], its twin {100 * twin['kept']:.1f} % [{100 * twin['kept_low']:.1f}, "
-            f"{100 * twin['kept_high']:.1f}] (one training seed each). This measure has a floor here: dense in "
-            "bf16 keeps 88 % of dense fp32's ([answers-noise-floor](docs/experiments/answers-noise-floor/README.md)).")
+    floor = ((noise_floor or {}).get("kept") or {}).get(NOISE_FLOOR_RUN)
+    floor_words = (f" This measure has a floor here: dense in bf16 keeps {_kept_cell(floor)} of the "
+                   f"{floor['dense_correct']} answers dense fp32 gets right "
+                   "([answers-noise-floor](docs/experiments/answers-noise-floor/README.md))." if floor else "")
+    return (f"**Answers kept**{of}: the default {_kept_cell(hero)}, its twin {_kept_cell(twin)} (one training seed "
+            f"each).{floor_words}")
 
 
 def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
@@ -110,17 +153,23 @@ def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
 
 def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, Any] | None,
                    answers: Mapping[str, Any] | None, retain_100: Mapping[str, Any] | None = None,
-                   seeds: Mapping[str, Any] | None = None, results: Mapping[str, Any] | None = None) -> list[str]:
-    """The markdown lines between the README's ``headline`` markers."""
+                   seeds: Mapping[str, Any] | None = None, results: Mapping[str, Any] | None = None,
+                   noise_floor: Mapping[str, Any] | None = None,
+                   seed_training: Mapping[str, Mapping[str, Any] | None] | None = None) -> list[str]:
+    """The markdown lines between the README's ``headline`` markers. ``seed_training`` holds each seed run's
+    training record (default: read from the bundled checkpoints the seed report names)."""
     retain = retain_figures(bigbench)
-    rows, left_out = [], []
+    rows, left_out, shown = [], [], []
     for hero in PAIRS:
         pair = pair_rows(measured or {}, retain, hero)
         if pair is None:
             left_out.append(hero)
         else:
             rows += pair
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+            shown += [retain.get(hero), retain.get(f"{twin_name(hero)}@{hero}")]
+    examples = examples_per_task(shown)
+    header = (*HEADER[:-1], f"{HEADER[-1]}, {examples}" if examples else HEADER[-1])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     notes = ["Perplexity ratio: routed / dense on held-out text (1 = unchanged; below 1 on chat is the sharpened-"
              "target artefact explained in docs/results.md). Each twin is read at its checkpoint's param skip. "
@@ -130,11 +179,13 @@ def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, An
     if seeds is not None:
         from ..eval.seeds import answer_sentence
 
-        stage = "The seeds are the first training stage (750 steps) of each arm."
+        steps = stage_steps(_seed_training(seeds) if seed_training is None else seed_training)
+        stage = f"The seeds are the first training stage{f' ({steps})' if steps else ''} of each arm."
         retain = ("" if "retain" in seeds["summary"]["measures"] else
                   " Retain across seeds is not measured yet: " + seeds.get("retain_missing", ""))
         notes.append(f"{answer_sentence(seeds)} {stage}{retain} Every seed: [docs/seeds.md](docs/seeds.md).")
-    for sentence in (baselines_sentence(results), _retain_100_sentence(retain_100), _answers_sentence(answers)):
+    for sentence in (baselines_sentence(results), _retain_100_sentence(retain_100),
+                     _answers_sentence(answers, noise_floor)):
         if sentence:
             notes.append(sentence)
     return lines + [line for note in notes for line in ("", note)]
@@ -145,4 +196,5 @@ def write_readme_headline(readme: Path, measured_path: Path, bigbench: dict | No
     from .readme_block import refresh_block
 
     return refresh_block(readme, "headline", headline_block(_load(measured_path), bigbench, answers,
-                                                            _load(RETAIN_100), _load(SEEDS), _load(RESULTS)))
+                                                            _load(RETAIN_100), _load(SEEDS), _load(RESULTS),
+                                                            _load(NOISE_FLOOR)))
