@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate)
 
     for name, module in (("train", "train.train_cli"), ("eval", "eval"), ("bench", "bench"), ("data", "core.data"),
-                         ("frontier", "eval.frontier"), ("sweep", "eval.sweep")):
+                         ("frontier", "eval.frontier"), ("sweep", "eval.sweep"),
+                         ("study", "study_cli")):
         try:
             mod = __import__(f"hero_core.{module}", fromlist=["add_arguments"])
         except ModuleNotFoundError as err:

@@ -104,14 +104,22 @@ def ratio_interval(nll: np.ndarray, nll_dense: np.ndarray, n_pred: np.ndarray, *
                    seed: int = 0) -> tuple[float, float, float]:
     """:func:`pooled_perplexity_ratio` over texts (per-text NLL sums and prediction counts) and its 95 %
     bootstrap interval over texts."""
-    diff = nll - nll_dense
     point = pooled_perplexity_ratio(nll, nll_dense, n_pred)
-    picks = bootstrap_picks(len(diff), n_boot=samples, rng=np.random.default_rng(seed))
-    boot = np.exp(diff[picks].sum(1) / np.maximum(n_pred[picks].sum(1), 1))
+    picks = bootstrap_picks(len(nll), n_boot=samples, rng=np.random.default_rng(seed))
+    boot = pooled_ratio_replicates(nll, nll_dense, n_pred, picks)
     # np.percentile at 2.5 / 97.5, not percentile_interval: quantiles at (1 - level) / 2 differ in the last bit,
     # and the frontier's recorded intervals were taken this way
     low, high = np.percentile(boot, [2.5, 97.5])
     return point, float(low), float(high)
+
+
+def pooled_ratio_replicates(nll, nll_dense, n_pred, picks: np.ndarray) -> np.ndarray:
+    """:func:`pooled_perplexity_ratio` on each row of ``picks`` ((n_boot, n) text indices): the one resampled
+    pooled ratio of the project, behind :func:`ratio_interval` and the study's paired bootstrap
+    (:mod:`hero_core.eval.study.stats`), so the two cannot drift apart."""
+    diff = np.asarray(nll, dtype=float) - np.asarray(nll_dense, dtype=float)
+    counts = np.asarray(n_pred, dtype=float)
+    return np.exp(diff[picks].sum(-1) / np.maximum(counts[picks].sum(-1), 1))
 
 
 # -- the item bootstrap -----------------------------------------------------------------------------------------

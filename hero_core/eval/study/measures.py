@@ -1,0 +1,193 @@
+"""Measuring one run of a study, at the tau that meets the study's param skip on its own calibration split:
+held-out perplexity per domain (per-text NLL sums against dense), multiple-choice accuracy against dense on the
+study's items, and the fixed references at the same skip (static pruning, random skipping, the oracle: the run's
+own adapters, :mod:`hero_core.eval.baselines`).
+
+Every run reads the same texts and items in the same order (the paired bootstrap relies on it): the built-in
+domains' eval split, or the held-out split of ``--data`` by hash (hero_core.core.splits). Each measurement is
+stored as soon as it is done (``<run>.ppl.json``, ``<run>.refs.json``, ``<run>.mc.json`` under the study's
+measures folder) with the settings it was taken at, and reused while they match.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .stats import TextSums
+
+DOMAINS = ("chat", "code", "reasoning")
+REFERENCES = ("static_pruning", "random_skip", "oracle")
+CALIBRATION_BLOCKS, CALIBRATION_LEN = 8, 128
+
+
+def store_file(store: Path, name: str, kind: str) -> Path:
+    return store / f"{name.replace('/', '__')}.{kind}.json"
+
+
+def stored(path: Path, settings: dict) -> dict | None:
+    """The measurement at ``path`` when it was taken at ``settings``; None otherwise (or when there is none)."""
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if data.get("settings") == settings else None
+
+
+def write(path: Path, data: dict) -> None:
+    from ...core.files import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data) + "\n")
+
+
+def ppl_settings(spec) -> dict:
+    """The settings a perplexity measurement depends on (the bundled store's files carry exactly these)."""
+    out = {"limit": spec.limit, "max_tokens": spec.max_tokens, "target_skip": spec.skip}
+    return out | ({"data": spec.data} if spec.data else {})
+
+
+# -- the texts every run reads ------------------------------------------------------------------------------------
+def data_items(path: str, tokenizer) -> dict[str, list[str]]:
+    """The items of ``--data`` by split (hash of the text, as training splits them)."""
+    from ...core.corpus import chat_formatter, corpus_files, read_source
+    from ...core.splits import split_of
+
+    out: dict[str, list[str]] = {"train": [], "eval": []}
+    for file in corpus_files(path):
+        for item in read_source(file, chat_formatter(tokenizer)).items:
+            out[split_of(item)].append(item)
+    return out
+
+
+def held_out_texts(hero, spec) -> dict[str, list[str]]:
+    """Held-out texts per domain: the built-in domains' eval split, or ``--data``'s held-out items ("data")."""
+    if spec.data:
+        texts = data_items(spec.data, hero.tokenizer)["eval"][: spec.limit]
+        if not texts:
+            raise ValueError(f"--data {spec.data!r} has no held-out items (one in five by hash): add text")
+        return {"data": texts}
+    from ...core.data import domain_texts
+
+    return {d: domain_texts(d, "eval", spec.limit, hero=hero) for d in DOMAINS}
+
+
+def calibration(hero, spec):
+    """Token blocks of the calibration split (train split, never the held-out texts) for tau and the references."""
+    import torch
+
+    if not spec.data:
+        from ..calibration import calibration_blocks
+
+        return calibration_blocks(hero)
+    from ...core.blocks import token_blocks
+
+    blocks = token_blocks(data_items(spec.data, hero.tokenizer)["train"], hero.tokenizer, CALIBRATION_LEN)
+    if not blocks:
+        raise ValueError(f"--data {spec.data!r} is too short for one {CALIBRATION_LEN}-token calibration block")
+    return torch.tensor(blocks[:CALIBRATION_BLOCKS], dtype=torch.long)
+
+
+# -- the measurements -------------------------------------------------------------------------------------------
+def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[str, dict]:
+    """Per method: per-text NLL sums against dense and the mean param skip on the held-out text."""
+    from ...core.accounting import token_compute
+    from ..engine import run_texts
+    from ..methods import HeroMethod
+
+    rows: dict[str, list] = {m.name: [] for m in methods}
+    for text in run_texts(hero, methods, texts, HeroMethod(hero, "dense"), max_tokens=max_tokens, batch_size=2,
+                          desc=desc):
+        for m in methods:
+            run = text.runs[m.name]
+            skip = float(token_compute(run.executed, m.profile)["param_skip"].mean())
+            rows[m.name].append((run.nll_sum, run.dense_nll_sum, run.n_pred, skip))
+    out = {}
+    for name, cells in rows.items():
+        nll, dense, n_pred, skip = (np.asarray(col, dtype=float) for col in zip(*cells, strict=True))
+        out[name] = {"param_skip": float(skip.mean()), **TextSums(nll, dense, n_pred).to_json()}
+    return out
+
+
+def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
+    """The run at the tau meeting the study's skip on ``blocks``: per domain its param skip and per-text sums."""
+    from ..calibration import calibrate_tau
+    from ..methods import HeroMethod
+
+    tau, realised = calibrate_tau(hero, blocks, spec.skip, iters=10)
+    method = HeroMethod(hero, hero.config.variant, tau=tau, name="run")
+    domains = {d: _sums(hero, [method], t, spec.max_tokens, f"{hero.checkpoint_name} {d}")["run"]
+               for d, t in texts.items()}
+    return {"tau": tau, "calibration_skip": realised, "domains": domains}
+
+
+def oracle_at_skip(hero, blocks, skip: float):
+    """The oracle's adapter-error threshold meeting ``skip`` on ``blocks``: (policy, threshold, realised skip)."""
+    from ...core.accounting import bisect_increasing
+    from ..baselines import oracle_skipping
+    from ..calibration import realised_skip
+
+    # skip grows with the threshold: a higher bar on the adapter's error lets more tokens take the adapter
+    threshold, realised = bisect_increasing(
+        lambda e: realised_skip(hero, blocks, "hero", 0.5, policy=oracle_skipping(hero, e)), skip, 0.0, 2.0, 10)
+    return oracle_skipping(hero, threshold), threshold, realised
+
+
+def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
+    """Static pruning, random skipping and the oracle at the study's skip, each with the run's adapters."""
+    from ..baselines import matched_policies
+    from ..calibration import realised_skip
+    from ..methods import HeroMethod
+
+    texts_of_blocks = [hero.tokenizer.decode(b) for b in blocks.tolist()]
+    fixed = matched_policies(hero, spec.skip, texts_of_blocks)
+    oracle, threshold, oracle_skip = oracle_at_skip(hero, blocks, spec.skip)
+    policies = {"static_pruning": fixed["static_pruning"], "random_skip": fixed["random_skip"], "oracle": oracle}
+    methods = [HeroMethod(hero, "hero", name=name, policy=policy) for name, policy in policies.items()]
+    calibration_skip = {name: realised_skip(hero, blocks, "hero", 0.5, policy=policies[name])
+                        for name in ("static_pruning",)} | {"oracle": oracle_skip}
+    per_domain = {d: _sums(hero, methods, t, spec.max_tokens, f"{hero.checkpoint_name} references {d}")
+                  for d, t in texts.items()}
+    return {"oracle_threshold": threshold, "calibration_skip": calibration_skip,
+            "references": {name: {d: per_domain[d][name] for d in texts} for name in REFERENCES}}
+
+
+# -- multiple choice ---------------------------------------------------------------------------------------------
+def read_tasks(path: str) -> list:
+    """``--tasks``: a JSONL of {question, choices, answer} (answer: the right choice's index or its text)."""
+    from ..bigbench import MCExample
+
+    items = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        try:
+            question, choices, answer = row["question"], [str(c) for c in row["choices"]], row["answer"]
+        except KeyError as err:
+            raise ValueError(f"{path}:{number}: every item needs question, choices and answer ({err} missing)") from err
+        right = answer if isinstance(answer, int) else choices.index(str(answer)) if str(answer) in choices else -1
+        if not 0 <= right < len(choices) or len(choices) < 2:
+            raise ValueError(f"{path}:{number}: answer {answer!r} is not one of its {len(choices)} choices")
+        items.append(MCExample(f"Question: {question}\nAnswer:", tuple(f" {c}" for c in choices),
+                               tuple(float(i == right) for i in range(len(choices)))))
+    if not items:
+        raise ValueError(f"--tasks {path!r} holds no items")
+    return items
+
+
+def measure_mc(hero, items: list, tau: float | None) -> list[float]:
+    """Per-item grades (1 / 0) of the run at ``tau`` (None: dense) on the multiple-choice items."""
+    from ..methods import HeroMethod
+    from ..scoring import score_multiple_choice
+
+    method = HeroMethod(hero, "dense") if tau is None else HeroMethod(hero, hero.config.variant, tau=tau)
+    return score_multiple_choice(method, items)["grades"]
+
+
+def tasks_settings(spec) -> dict:
+    import hashlib
+
+    digest = hashlib.sha256(Path(spec.tasks).read_bytes()).hexdigest()[:16]
+    return {"tasks": digest, "target_skip": spec.skip}

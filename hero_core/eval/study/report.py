@@ -1,0 +1,175 @@
+"""A study's report: every number as ``study.json`` and the page ``study.md`` (every seed, each arm's mean and
+spread, the paired differences with their verdicts, the references at the same skip, each run's training
+health), and the sentences that answer the question.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+
+from .stats import ItemMeans, Retained, TextSums, summarise
+
+FORMAT_VERSION = 1
+ARM_WORDS = {"hero": "HeRo", "no_history": "local", "no_memread": "no-read"}
+
+
+def measure_name(measure: str) -> str:
+    kind, _, detail = measure.partition(":")
+    if kind == "ppl":
+        return f"{detail} ppl ratio"
+    return {"mc:accuracy": "MC accuracy %", "mc:retained": "MC retained %"}.get(measure, measure)
+
+
+def units_of(measured: dict, dense_mc: list[float] | None) -> dict:
+    """One run's measurements as bootstrap units, {measure: unit}."""
+    units = {f"ppl:{d}": TextSums.from_json(v) for d, v in measured["ppl"]["domains"].items()}
+    if measured.get("mc") is not None and dense_mc is not None:
+        grades = np.asarray(measured["mc"]["grades"], dtype=float)
+        units["mc:accuracy"] = ItemMeans(grades)
+        units["mc:retained"] = Retained(grades, np.asarray(dense_mc, dtype=float))
+    return units
+
+
+def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense_mc: list[float] | None,
+                 notes: dict[str, str], *, n_boot: int | None = None) -> dict:
+    """The report of the runs measured so far (``measured``: run name -> {"ppl", "refs", "mc", "health"})."""
+    from ...core.checkpoint import health_line
+
+    arms = {arm: [j.name for j in jobs if j.arm == arm and j.name in measured] for arm in spec.arms}
+    arms = {arm: names for arm, names in arms.items() if names}
+    units = {name: units_of(m, dense_mc) for name, m in measured.items()}
+    domains = list(next(iter(measured.values()))["ppl"]["domains"]) if measured else []
+    measures = [f"ppl:{d}" for d in domains] + ["mc:accuracy", "mc:retained"]
+    runs = {}
+    for job in jobs:
+        m = measured.get(job.name)
+        runs[job.name] = {"arm": job.arm, "seed": job.seed, "folder": job.folder, "given": job.given,
+                          "measured": m is not None}
+        if m is not None:
+            ppl = m["ppl"]
+            runs[job.name] |= {"tau": ppl["tau"], "calibration_skip": ppl["calibration_skip"],
+                               "param_skip": float(np.mean([v["param_skip"] for v in ppl["domains"].values()])),
+                               "health": m.get("health"), "health_line": health_line(m.get("health")),
+                               "measures": {k: float(u.point()) for k, u in units[job.name].items()}}
+    report = {"format_version": FORMAT_VERSION, "kind": "study", "title": spec.title,
+              "date": datetime.date.today().isoformat(), "spec": spec.to_json(), "plan": plan,
+              "target_skip": spec.skip, "limit": spec.limit, "max_tokens": spec.max_tokens, "domains": domains,
+              "arms": arms, "runs": runs, "measurements": measured, "dense_mc_grades": dense_mc, "notes": notes,
+              "missing": [j.name for j in jobs if j.name not in measured]}
+    if len(arms) >= 2 and list(arms)[0] == spec.arms[0]:
+        kwargs = {} if n_boot is None else {"n_boot": n_boot}
+        report["summary"] = summarise(arms, units, measures, **kwargs)
+        report["references"] = reference_summary(arms, measured)
+        report["verdicts"] = {name: verdict_sentence(name, row, report["summary"])
+                              for name, row in report["summary"]["differences"].items()}
+    return report
+
+
+def reference_summary(arms: dict[str, list[str]], measured: dict) -> dict:
+    """Per reference, arm and domain: the mean over the arm's seeds of its perplexity ratio and param skip (each
+    reference runs with that run's adapters)."""
+    out: dict = {}
+    for arm, names in arms.items():
+        refs = [measured[n]["refs"] for n in names if measured[n].get("refs")]
+        for ref_set in refs[:1]:
+            for ref, per_domain in ref_set["references"].items():
+                for domain in per_domain:
+                    cells = [r["references"][ref][domain] for r in refs]
+                    out.setdefault(ref, {}).setdefault(arm, {})[domain] = {
+                        "ppl_ratio": float(np.mean([TextSums.from_json(c).point() for c in cells])),
+                        "param_skip": float(np.mean([c["param_skip"] for c in cells])), "seeds": len(cells)}
+    return out
+
+
+def _signed(measure: str, x: float) -> str:
+    return f"{x:+.1f}" if measure.startswith("mc:") else f"{x:+.3f}"
+
+
+def _value(measure: str, x: float) -> str:
+    if x != x:  # NaN: a spread over one seed
+        return "–"
+    return f"{x:.1f}" if measure.startswith("mc:") else f"{x:.3f}"
+
+
+def interval(measure: str, cell: dict) -> str:
+    return f"{_signed(measure, cell['difference'])} [{_signed(measure, cell['low'])}, {_signed(measure, cell['high'])}]"
+
+
+def verdict_sentence(comparison: str, row: dict, summary: dict) -> str:
+    """"not separable", or which arm is ahead on what and by how much, with the number of seeds behind it."""
+    first, second = comparison.split(" - ")
+    seeds = f"{len(summary['arms'][first]['runs'])} and {len(summary['arms'][second]['runs'])} seeds"
+    ahead = [f"{first if cell['verdict'] == 'first ahead' else second} is ahead on {measure_name(m)} by "
+             f"{abs(cell['difference']):.3g} (difference {interval(m, cell)})"
+             for m, cell in row.items() if cell["verdict"] != "not separable"]
+    if not ahead:
+        return f"{first} vs {second}: not separable on any measure ({seeds})."
+    rest = "; not separable on the rest" if len(ahead) < len(row) else ""
+    return f"{first} vs {second}: " + "; ".join(ahead) + f"{rest} ({seeds})."
+
+
+def render_markdown(report: dict) -> str:
+    """study.md: the setup, every seed, each arm over its seeds, the differences and verdicts, the references at
+    the same skip, each run's training health."""
+    spec, lines = report["spec"], [f"# {report['title']}", ""]
+    lines += [f"Generated by `python -m hero_core study` ({report['date']}) on {report['plan']['backbone']} "
+              f"({report['plan']['data']}). Arms {', '.join(spec['arms'])}, {spec['seeds']} training seed(s) each, "
+              f"{spec['steps']} steps to {spec['skip']:.0%} param skip; every run measured at the tau that gives "
+              f"**{spec['skip']:.0%} param skip** on its calibration blocks (train split). Perplexity ratio "
+              f"(routed / dense, lower is better) on {spec['limit']} held-out texts per domain (at most "
+              f"{spec['max_tokens']} tokens each).", ""]
+    lines += [f"- {note}" for note in report["notes"].values()] + [""]
+    if report["missing"]:
+        lines += [f"Not measured yet: {', '.join(report['missing'])}.", ""]
+    summary = report.get("summary")
+    if summary is None:
+        return "\n".join(lines + ["Not enough measured runs for a comparison yet (the first arm and one other).", ""])
+    measures = summary["measures"]
+    heads = " | ".join(measure_name(m) for m in measures)
+    lines += ["## Every seed", "", f"| arm | run | seed | tau | param skip (held-out text) | {heads} |",
+              "|---|---|---|---|---|" + "---|" * len(measures)]
+    for arm, row in summary["arms"].items():
+        for i, name in enumerate(row["runs"]):
+            run = report["runs"][name]
+            cells = " | ".join(_value(m, row[m]["per_seed"][i]) for m in measures)
+            lines.append(f"| {arm} | {name} | {run['seed']} | {run['tau']:.3f} | {run['param_skip']:.1%} | {cells} |")
+    lines += ["", "## Each arm over its seeds (mean ± sd [min, max])", "", f"| arm | seeds | {heads} |",
+              "|---|---|" + "---|" * len(measures)]
+    for arm, row in summary["arms"].items():
+        cells = " | ".join(f"{_value(m, row[m]['mean'])} ± {_value(m, row[m]['sd'])} [{_value(m, row[m]['min'])}, "
+                           f"{_value(m, row[m]['max'])}]" for m in measures)
+        lines.append(f"| {arm} | {len(row['runs'])} | {cells} |")
+    lines += ["", "## Differences between arms", "",
+              "Mean over seeds of the first arm minus the second, with a 95 % interval from a paired hierarchical "
+              "bootstrap: per replicate each arm's seeds are drawn with replacement and one draw of the texts (or "
+              "items) is shared by every run, so both arms are read on the same texts. Perplexity: negative = the "
+              "first arm is better; accuracy: positive = the first arm is better.", "",
+              f"| comparison | {heads} |", "|---|" + "---|" * len(measures)]
+    for name, row in summary["differences"].items():
+        cells = " | ".join(f"{interval(m, row[m])} {row[m]['verdict']}" for m in measures)
+        lines.append(f"| {name} | {cells} |")
+    lines += ["", *[f"**{v}**" for v in report["verdicts"].values()], ""]
+    if report.get("answer"):
+        lines += [report["answer"], ""]
+    lines += _reference_lines(report)
+    health = [f"- {name}: {run['health_line']}" for name, run in report["runs"].items() if run["measured"]]
+    lines += ["## Training health of each run", "", *health, ""]
+    return "\n".join(lines)
+
+
+def _reference_lines(report: dict) -> list[str]:
+    refs = report.get("references") or {}
+    if not refs:
+        return []
+    lines = ["## References at the same skip", "",
+             "Each with the run's own adapters, mean over the arm's seeds: perplexity ratio (param skip on the "
+             "held-out text). The oracle is not deployable (it runs both branches to choose).", "",
+             "| reference | arm | " + " | ".join(report["domains"]) + " |",
+             "|---|---|" + "---|" * len(report["domains"])]
+    for ref, per_arm in refs.items():
+        for arm, cells in per_arm.items():
+            lines.append(f"| {ref} | {arm} | " + " | ".join(
+                f"{cells[d]['ppl_ratio']:.3f} ({cells[d]['param_skip']:.1%})" for d in report["domains"]) + " |")
+    return lines + [""]

@@ -1,0 +1,143 @@
+"""A study in one call: :func:`run_study` prints the plan, trains every arm x seed that is not finished (lanes),
+measures every finished run that lacks a stored measurement, and writes ``OUT/study.json`` and ``OUT/study.md``.
+
+The same call continues an interrupted study: finished runs are never trained again, stored measurements are
+reused while their settings match, and the report is rebuilt from everything stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from . import measures as m
+from .lanes import finished, train_missing
+from .report import build_report, render_markdown
+from .spec import RunJob, StudyError, StudySpec, load_or_write_spec, measure_step_seconds, plan, plan_lines, plan_runs
+
+REPORT_FILE, PAGE_FILE = "study.json", "study.md"
+
+
+def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = None, plan_only: bool = False,
+              render_only: bool = False, max_runs: int | None = None, progress: bool = True,
+              n_boot: int | None = None, say: Callable[[str], None] = print) -> dict:
+    """Run (or continue) the study ``spec``; returns the plan (``plan_only``) or the report. ``train_run`` trains
+    one run from its job's JSON (hero_core.study_cli.train_study_run; needed only when a run is unfinished).
+    ``render_only``: neither train nor measure; report what is stored. ``max_runs``: train at most that many
+    runs in this call."""
+    load_or_write_spec(spec, write=not plan_only)  # before anything is read: another study's folder is refused
+    jobs = plan_runs(spec)
+    done = {j.name for j in jobs if finished(j, spec)}
+    backbone = None if render_only else _load_backbone(spec)
+    probe = None if backbone is None else _probe(backbone)
+    if probe is not None:
+        check_reachable(spec.skip, probe)
+    step = None if probe is None or len(done) == len(jobs) else measure_step_seconds(probe, spec)
+    the_plan = plan(spec, jobs, done, step, backbone.name if backbone else (spec.backbone or "the embedded model"))
+    for line in plan_lines(the_plan):
+        say(line)
+    if plan_only:
+        return the_plan
+    if not render_only and len(done) < len(jobs):
+        if train_run is None:
+            raise ValueError("runs are unfinished and no trainer was given (python -m hero_core study trains them)")
+        train_missing(spec, jobs, train_run, max_runs=max_runs, progress=progress)
+        done = {j.name for j in jobs if finished(j, spec)}
+    measured, dense_mc, notes = collect(spec, [j for j in jobs if j.name in done], backbone, progress)
+    report = build_report(spec, the_plan, jobs, measured, dense_mc, notes, n_boot=n_boot)
+    write_report(Path(spec.out), report)
+    for sentence in report.get("verdicts", {}).values():
+        say(sentence)
+    return report
+
+
+def write_report(out: Path, report: dict) -> None:
+    from ...core.files import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / REPORT_FILE, json.dumps(report, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(out / PAGE_FILE, render_markdown(report))
+
+
+def _load_backbone(spec: StudySpec):
+    from ...core.backbones import load_backbone
+
+    return load_backbone(spec.backbone, device="auto")
+
+
+def _probe(backbone):
+    """A fresh router on the backbone: its compute profile and a timed step."""
+    from ...core.model import HeroModel, fresh_router
+
+    return HeroModel(backbone, fresh_router(backbone), "plan")
+
+
+def check_reachable(skip: float, hero) -> None:
+    """Refuse a param skip that skipping every routed FFN of every token would not reach (a small model's
+    embeddings can outweigh its FFNs)."""
+    from ...core.accounting import ffns_for_param_skip
+
+    most = hero.config.n_routed / ffns_for_param_skip(1.0, hero.profile)
+    if skip >= most:
+        raise StudyError(f"--skip {skip:g} is out of reach on {hero.backbone.name}: skipping every routed FFN of "
+                         f"every token gives {most:.1%} param skip; choose a smaller --skip")
+
+
+def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tuple[dict, list | None, dict]:
+    """Every finished run's measurements, from the store or measured now (``backbone`` None: stored only)."""
+    ppl_settings = m.ppl_settings(spec)
+    mc_settings = m.tasks_settings(spec) if spec.tasks else None
+    refs_settings = ppl_settings | {"references": list(m.REFERENCES)}
+    notes = {"mc": (f"Multiple choice: the items of {spec.tasks}, accuracy and accuracy retained against dense on the "
+                    "same items." if spec.tasks else "Multiple-choice accuracy left out: no --tasks file given."),
+             "bigbench": bigbench_note(spec)}
+    store = spec.store
+    dense_mc = None
+    if mc_settings is not None:
+        dense_file = m.store_file(store, "dense", "mc")
+        found = m.stored(dense_file, mc_settings)
+        dense_mc = found["grades"] if found else None
+    texts = blocks = items = None
+    measured = {}
+    for job in jobs:
+        ppl = m.stored(m.store_file(store, job.name, "ppl"), ppl_settings)
+        refs = m.stored(m.store_file(store, job.name, "refs"), refs_settings) if spec.references else None
+        mc = m.stored(m.store_file(store, job.name, "mc"), mc_settings) if mc_settings else None
+        lacking = (ppl is None or (spec.references and refs is None)
+                   or (mc_settings is not None and (mc is None or dense_mc is None)))
+        if lacking and backbone is not None:
+            from ...core.model import load_checkpoint
+
+            hero = load_checkpoint(job.folder, backbone)
+            if texts is None:
+                texts, blocks = m.held_out_texts(hero, spec), m.calibration(hero, spec)
+                items = m.read_tasks(spec.tasks) if spec.tasks else None
+            if ppl is None:
+                info = hero.training_info
+                ppl = m.measure_ppl(hero, texts, blocks, spec) | {
+                    "settings": ppl_settings, "seed": info.get("train_config", {}).get("seed", job.seed),
+                    "variant": hero.config.variant, "health": info.get("health"),
+                    "tokens_seen": int(info.get("tokens_seen", 0))}
+                m.write(m.store_file(store, job.name, "ppl"), ppl)
+            if spec.references and refs is None:
+                refs = m.measure_references(hero, texts, blocks, spec) | {"settings": refs_settings}
+                m.write(m.store_file(store, job.name, "refs"), refs)
+            if mc_settings and dense_mc is None:
+                dense_mc = m.measure_mc(hero, items, None)
+                m.write(m.store_file(store, "dense", "mc"), {"settings": mc_settings, "grades": dense_mc})
+            if mc_settings and mc is None:
+                mc = {"settings": mc_settings, "grades": m.measure_mc(hero, items, ppl["tau"])}
+                m.write(m.store_file(store, job.name, "mc"), mc)
+        if ppl is not None:
+            measured[job.name] = {"ppl": ppl, "refs": refs, "mc": mc, "health": ppl.get("health")}
+    return measured, dense_mc, notes
+
+
+def bigbench_note(spec: StudySpec) -> str:
+    if not spec.bigbench:
+        return "BIG-bench left out: no checkout or archive given (--bigbench PATH)."
+    if not Path(spec.bigbench).exists():
+        return f"BIG-bench left out: {spec.bigbench} is not on this machine."
+    return (f"BIG-bench left out: {spec.bigbench} is here, but the study does not grade BIG-bench yet "
+            "(python -m hero_core eval does, per checkpoint).")

@@ -1,0 +1,99 @@
+"""A whole study on a tiny model: plan, training interrupted and resumed (no finished run trained again), the
+measurements and the report built from them; the plan on a tiny model of another family."""
+
+import json
+import random
+
+import pytest
+
+from hero_core.core.tiny import tiny_model_dir
+from hero_core.eval.study import StudyError, StudySpec, run_study
+from hero_core.eval.study.measures import store_file
+from hero_core.eval.study.stats import TextSums
+from hero_core.study_cli import train_study_run
+
+WORDS = "the a memory router layer token skip gate block model text value sum code data chat".split()
+# A few steps of small blocks, the guard on every second step: seconds per run on the tiny model
+# The tiny model's embeddings outweigh its FFNs: skipping all of them is ~2 % of its parameters
+SKIP = 0.01
+QUICK = {"data_blocks": 12, "eval_every": 2, "eval_blocks": 2, "save_every": 2, "warm_start": False,
+         "gate_warm_start": False}
+
+
+@pytest.fixture(scope="module")
+def study_inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    rng = random.Random(0)
+    lines = [json.dumps({"text": " ".join(rng.choice(WORDS) for _ in range(60)) + f" item {i}."}) for i in range(150)]
+    (root / "text.jsonl").write_text("\n".join(lines) + "\n")
+    items = [{"question": f"Which word is number {i}?", "choices": ["one", "two", "three"], "answer": i % 3}
+             for i in range(6)]
+    (root / "tasks.jsonl").write_text("\n".join(json.dumps(x) for x in items) + "\n")
+    return root, tiny_model_dir("llama", root / "tiny-llama")
+
+
+def _spec(root, backbone, out, **kw):
+    return StudySpec(out=str(out), arms=("hero", "no_history"), seeds=2, steps=4, backbone=str(backbone),
+                     data=str(root / "text.jsonl"), tasks=str(root / "tasks.jsonl"), limit=4, max_tokens=32,
+                     batch_size=2, seq_len=32, train_overrides=QUICK, **{"skip": SKIP} | kw)
+
+
+def test_a_study_is_resumed_without_training_a_finished_run_again(study_inputs, tmp_path, monkeypatch):
+    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path / "cache"))
+    root, backbone = study_inputs
+    spec, trained = _spec(root, backbone, tmp_path / "study"), []
+
+    def counting(payload):
+        trained.append(payload["job"]["name"])
+        train_study_run(payload)
+
+    said = []
+    first = run_study(spec, train_run=counting, max_runs=1, progress=False, n_boot=200, say=said.append)
+    assert trained == ["hero-seed0"] and "to train" in "\n".join(said)  # the plan came first
+    assert first["missing"] == ["hero-seed1", "no_history-seed0", "no_history-seed1"] and "summary" not in first
+    weights = tmp_path / "study" / "runs" / "hero-seed0" / "hero_adapter.safetensors"
+    stamp = weights.stat().st_mtime_ns
+
+    report = run_study(spec, train_run=counting, progress=False, n_boot=200, say=said.append)
+    assert trained == ["hero-seed0", "hero-seed1", "no_history-seed0", "no_history-seed1"]  # each once
+    assert weights.stat().st_mtime_ns == stamp
+    again = run_study(spec, train_run=counting, progress=False, n_boot=200, say=said.append)
+    assert len(trained) == 4 and again["summary"] == report["summary"]  # nothing trained, the same numbers
+
+    # the report's numbers are the stored per-run measurements
+    store = tmp_path / "study" / "measures"
+    for arm, row in report["summary"]["arms"].items():
+        for name, value in zip(row["runs"], row["ppl:data"]["per_seed"], strict=True):
+            stored = json.loads(store_file(store, name, "ppl").read_text())
+            assert value == TextSums.from_json(stored["domains"]["data"]).point()
+            assert report["runs"][name]["tau"] == stored["tau"] and report["runs"][name]["arm"] == arm
+            assert report["runs"][name]["health"]["final_step"] == 4  # trained under the guard
+    assert set(report["summary"]["measures"]) == {"ppl:data", "mc:accuracy", "mc:retained"}
+    assert set(report["references"]) == {"static_pruning", "random_skip", "oracle"}
+    assert "hero vs no_history" in report["verdicts"]["hero - no_history"]
+    page = (tmp_path / "study" / "study.md").read_text()
+    assert all(f"| {name} |" in page for name in report["runs"]) and "BIG-bench left out" in page
+    assert json.loads((tmp_path / "study" / "study.json").read_text())["summary"] == report["summary"]
+
+    with pytest.raises(StudyError, match="another study"):
+        run_study(_spec(root, backbone, tmp_path / "study", skip=0.2), train_run=counting, progress=False,
+                  say=said.append)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "qwen3"])
+def test_the_plan_on_a_tiny_model_of_another_family(family, tmp_path, study_inputs):
+    root, _ = study_inputs
+    backbone = tiny_model_dir(family, tmp_path / family, chat_template=family != "gpt2")
+    said = []
+    spec = StudySpec(out=str(tmp_path / "out"), backbone=str(backbone), data=str(root / "text.jsonl"), steps=10,
+                     lanes=2, batch_size=2, seq_len=32, skip=SKIP)
+    plan = run_study(spec, plan_only=True, say=said.append)
+    assert [r["name"] for r in plan["runs"]] == [f"{a}-seed{s}" for a in spec.arms for s in range(3)]
+    assert plan["tokens_per_run"] == 10 * 2 * 32 and plan["step_seconds"] > 0
+    # 9 runs on 2 lanes: 5 runs one after another in the busier lane
+    assert plan["estimated_hours"] == pytest.approx(5 * 10 * plan["step_seconds"] / 3600)
+    assert said[0].startswith(f"Study on {backbone.name}") or family in said[0] or str(backbone) in said[0]
+    assert not (tmp_path / "out").exists()  # a plan writes nothing
+    with pytest.raises(StudyError, match="out of reach"):
+        run_study(StudySpec(out=str(tmp_path / "out"), backbone=str(backbone), skip=0.5), plan_only=True,
+                  say=said.append)
