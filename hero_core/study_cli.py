@@ -90,7 +90,8 @@ def run_cli(args) -> int:
     from .core.config import TRAINABLE_VARIANTS
 
     spec = spec_from_args(args)
-    unknown = [a for a in spec.arms if a not in TRAINABLE_VARIANTS]
+    # an arm is the variant its runs train; the bundled study's runs are trained already and keep their names
+    unknown = [] if args.bundled else [a for a in spec.arms if a not in TRAINABLE_VARIANTS]
     if unknown:
         raise ValueError(f"unknown arm(s) {unknown}; choose router variants from {', '.join(TRAINABLE_VARIANTS)}")
     report = run_study(spec, train_run=train_study_run, plan_only=args.plan, render_only=args.render)

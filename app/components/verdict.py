@@ -16,7 +16,7 @@ import streamlit as st
 
 from hero_core.eval import measured as measured_results
 from hero_core.eval.frontier import REFERENCE_LABELS, REFERENCE_NOTES
-from hero_core.eval.seeds import load_shipped as load_seeds
+from hero_core.eval.study.bundled import load_shipped as load_seeds
 from hero_core.eval.twins import bundled_control_caveat, counterpart, counterparts
 from hero_core.viz.frontier_figure import frontier_chart
 
@@ -115,7 +115,7 @@ def render_seeds_answer(where) -> None:
     seeds = load_seeds()
     if seeds is None:
         where.caption("Each checkpoint above is one training run: how far another training seed moves these numbers "
-                      "is not measured in this install (`make checkpoints-seeds results-seeds`).")
+                      "is not measured in this install (`make study`).")
         return
     where.markdown("**Across training seeds** (first training stage of each arm, at "
                    f"{seeds['target_skip']:.0%} param skip): " + seeds["answer"].replace(

@@ -17,7 +17,7 @@ from . import checkpoint as ckpt
 from .config import VARIANTS
 
 # The memory question over training seeds: the first stage of HeRo with recipe 2's memory, its local twin and its
-# no-memory-read twin (hero_core.train.recipes trains them; hero_core.eval.seeds compares them). Seed 0 is the
+# no-memory-read twin (hero_core.train.recipes trains them; hero_core.eval.study.bundled compares them). Seed 0 is the
 # bundled run; the extra seeds are bundled under checkpoints/seeds/ as ``<arm>-seed<N>``.
 SEED_ARMS = ("hero-10-r2-s1", "local-10-s1", "no_memread-10-r2-s1")
 EXTRA_SEEDS = (1, 2)

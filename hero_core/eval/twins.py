@@ -88,7 +88,7 @@ def control_caveat(name: str, training: Mapping[str, Any] | None, seeds: Mapping
 def bundled_control_caveat(name: str) -> str | None:
     """:func:`control_caveat` of a bundled checkpoint, from its own hero_config.json and the shipped seed summary."""
     from ..core.checkpoint import BUNDLED_DIR, CONFIG_FILE
-    from .seeds import load_shipped
+    from .study.bundled import load_shipped
 
     config = BUNDLED_DIR / name / CONFIG_FILE
     if name not in UNSTEADY_CONTROLS or not config.is_file():

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..core.files import say_wrote
 from ..core.model import DEFAULT_CHECKPOINT
 from ..eval.frontier import REFERENCE_LABELS, at_skip
-from ..eval.seeds import load_shipped as load_seeds
+from ..eval.study.bundled import load_shipped as load_seeds
 from ..eval.twins import control_caveat
 from .pages import add_path_arguments, save_figure, table_head, table_row
 from .readme_block import replace_block

@@ -177,7 +177,7 @@ def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, An
     if left_out:
         notes.append(f"Not in the table (a result file lacks their numbers): {', '.join(left_out)}.")
     if seeds is not None:
-        from ..eval.seeds import answer_sentence
+        from ..eval.study.bundled import answer_sentence
 
         steps = stage_steps(_seed_training(seeds) if seed_training is None else seed_training)
         stage = f"The seeds are the first training stage{f' ({steps})' if steps else ''} of each arm."

@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[3]
 STORE = ROOT / "docs" / "seeds"  # one JSON per measured run, committed: the study's measurements and report
 PUBLISHED = ROOT / "docs" / "seeds.json"  # the report the README's answer is drawn from (scripts/results_report.py)
 SHIPPED = ROOT / "hero_core" / "checkpoints" / "seeds.json"  # the answer the app quotes (docs/ is not shipped)
-ARMS = ("hero", "no_history", "no_memread")
+# "local" is the bundled checkpoints' name for the no_history arm (local-10-s1 ...), the name the pages and the
+# twins' caveats (hero_core.eval.twins) read the across-seed summary by; these runs are never trained here.
+ARMS = ("hero", "local", "no_memread")
 RETAIN_MISSING = ("no BIG-bench grades are stored for every run (the task data must be on the machine that measures "
                   "them: `python -m hero_core eval --fetch-bigbench`).")
 
@@ -40,10 +42,10 @@ def bundled_spec(out: Path = STORE, **settings) -> StudySpec:
 def answer_sentence(report: dict) -> str:
     """The answer to "does history help on this backbone?" that the README and the app quote."""
     s = report["summary"]
-    row = s["differences"].get("hero - no_history")
+    row = s["differences"].get("hero - local")
     if row is None:
         return "No local-twin seeds are measured here: the question is not answered."
-    n_hero, n_local = len(s["arms"]["hero"]["runs"]), len(s["arms"]["no_history"]["runs"])
+    n_hero, n_local = len(s["arms"]["hero"]["runs"]), len(s["arms"]["local"]["runs"])
     ppl = [m for m in s["measures"] if m.startswith("ppl:")]
     better = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "first ahead"]
     worse = [m.split(":")[1] for m in ppl if row[m]["verdict"] == "second ahead"]
@@ -75,7 +77,9 @@ def publish(report: dict) -> list[Path]:
     from ...core.files import atomic_write_text
 
     report = report | {"answer": answer_sentence(report), "retain_missing": RETAIN_MISSING}
-    atomic_write_text(PUBLISHED, json.dumps(report, indent=1, sort_keys=True) + "\n")
+    # the per-text numbers stay in docs/seeds/ (each run's file and study.json): this one is what pages quote
+    quoted = {k: v for k, v in report.items() if k not in ("measurements", "dense_mc_grades")}
+    atomic_write_text(PUBLISHED, json.dumps(quoted, indent=1, sort_keys=True) + "\n")
     atomic_write_text(PUBLISHED.with_suffix(".md"), render_markdown(report))
     atomic_write_text(SHIPPED, json.dumps(shipped_summary(report), indent=1, sort_keys=True) + "\n")
     return [PUBLISHED, PUBLISHED.with_suffix(".md"), SHIPPED]

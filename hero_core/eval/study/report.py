@@ -12,7 +12,6 @@ import numpy as np
 from .stats import ItemMeans, Retained, TextSums, summarise
 
 FORMAT_VERSION = 1
-ARM_WORDS = {"hero": "HeRo", "no_history": "local", "no_memread": "no-read"}
 
 
 def measure_name(measure: str) -> str:

@@ -56,7 +56,8 @@ def write_report(out: Path, report: dict) -> None:
     from ...core.files import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / REPORT_FILE, json.dumps(report, indent=1, sort_keys=True) + "\n")
+    # compact: every per-text number is in it, one a line would be most of the file
+    atomic_write_text(out / REPORT_FILE, json.dumps(report, sort_keys=True) + "\n")
     atomic_write_text(out / PAGE_FILE, render_markdown(report))
 
 
@@ -92,6 +93,11 @@ def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tu
     notes = {"mc": (f"Multiple choice: the items of {spec.tasks}, accuracy and accuracy retained against dense on the "
                     "same items." if spec.tasks else "Multiple-choice accuracy left out: no --tasks file given."),
              "bigbench": bigbench_note(spec)}
+    if not spec.data:
+        notes["chat"] = ("A chat ratio below 1 is not a gain over dense: the held-out chat texts are the dense model's "
+                         "own replies, and routers trained on the renormalised top-k target put more probability on "
+                         "dense's own tokens than dense does (docs/results.md). Compare arms with each other, not "
+                         "with 1.")
     store = spec.store
     dense_mc = None
     if mc_settings is not None:
@@ -131,6 +137,10 @@ def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tu
                 m.write(m.store_file(store, job.name, "mc"), mc)
         if ppl is not None:
             measured[job.name] = {"ppl": ppl, "refs": refs, "mc": mc, "health": ppl.get("health")}
+    unreferenced = [name for name, run in measured.items() if spec.references and run["refs"] is None]
+    if unreferenced:
+        notes["references"] = (f"References at the same skip not measured yet for {len(unreferenced)} run(s) "
+                               f"({', '.join(unreferenced)}): the command without --render measures them.")
     return measured, dense_mc, notes
 
 
