@@ -44,7 +44,7 @@ def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense_
     runs = {}
     for job in jobs:
         m = measured.get(job.name)
-        runs[job.name] = {"arm": job.arm, "seed": job.seed, "folder": job.folder, "given": job.given,
+        runs[job.name] = {"arm": job.arm, "seed": job.seed, "checkpoint": job.checkpoint, "given": job.given,
                           "measured": m is not None}
         if m is not None:
             ppl = m["ppl"]
@@ -53,7 +53,7 @@ def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense_
                                "health": m.get("health"), "health_line": health_line(m.get("health")),
                                "measures": {k: float(u.point()) for k, u in units[job.name].items()}}
     report = {"format_version": FORMAT_VERSION, "kind": "study", "title": spec.title,
-              "date": datetime.date.today().isoformat(), "spec": spec.to_json(), "plan": plan,
+              "date": datetime.date.today().isoformat(), "spec": spec.record(), "plan": plan,
               "target_skip": spec.skip, "limit": spec.limit, "max_tokens": spec.max_tokens, "domains": domains,
               "arms": arms, "runs": runs, "measurements": measured, "dense_mc_grades": dense_mc, "notes": notes,
               "missing": [j.name for j in jobs if j.name not in measured]}

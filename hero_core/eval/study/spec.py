@@ -16,7 +16,8 @@ DEFAULT_ARMS = ("hero", "no_history", "no_memread")
 SPEC_FILE = "study_spec.json"
 # Settings that change no number already measured: how many processes train side by side, and which further
 # measures are taken (each stored measurement carries its own settings).
-NOT_RESULTS = ("lanes", "references", "tasks", "bigbench")
+# Where the study lives is not what it measures either.
+NOT_RESULTS = ("lanes", "references", "tasks", "bigbench", "out", "measures_dir")
 
 
 class StudyError(ValueError):
@@ -64,12 +65,24 @@ class StudySpec:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in data.items() if k not in NOT_RESULTS}
 
     def to_json(self) -> dict:
-        return {**self.results_settings(), "lanes": self.lanes}
+        """Every setting, paths as given (what a lane process rebuilds the spec from)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+    def record(self) -> dict:
+        """The settings as the study folder keeps them: its own paths relative to it, so the folder can move."""
+        out = Path(self.out)
+        return self.to_json() | {"out": ".", "measures_dir": relative(self.store, out)}
 
     @classmethod
     def from_json(cls, data: dict) -> StudySpec:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def relative(path: Path | str, start: Path | str) -> str:
+    import os
+
+    return os.path.relpath(Path(path).resolve(), Path(start).resolve())
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,7 @@ class RunJob:
     name: str
     folder: str
     given: bool  # a finished run the spec names (the bundled study): used, never trained
+    checkpoint: str  # how the report names it: a bundled name as is, a folder relative to the study's
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -92,9 +106,11 @@ def plan_runs(spec: StudySpec) -> list[RunJob]:
     for arm in spec.arms:
         for seed in range(spec.seeds):
             given = spec.existing.get(f"{arm}/{seed}")
-            name = (given if not Path(given).is_dir() else Path(given).name) if given else f"{arm}-seed{seed}"
+            bundled = given is not None and not Path(given).is_dir()
+            name = (given if bundled else Path(given).name) if given else f"{arm}-seed{seed}"
             folder = str(resolve_given(given)) if given else str(Path(spec.out) / "runs" / name)
-            jobs.append(RunJob(arm, seed, name, folder, given is not None))
+            checkpoint = given if bundled else relative(folder, spec.out)
+            jobs.append(RunJob(arm, seed, name, folder, given is not None, checkpoint))
     return jobs
 
 
@@ -118,7 +134,7 @@ def load_or_write_spec(spec: StudySpec, *, write: bool = True) -> None:
     if not write:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(spec.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(spec.record(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 # -- the plan ---------------------------------------------------------------------------------------------------
@@ -154,7 +170,8 @@ def plan(spec: StudySpec, jobs: list[RunJob], finished: set[str], step_seconds: 
     hours = None if step_seconds is None else waves * spec.steps * step_seconds / 3600
     return {"backbone": backbone_name, "data": spec.data or "the built-in chat / code / reasoning mix",
             "arms": list(spec.arms), "seeds": spec.seeds, "skip": spec.skip, "steps": spec.steps,
-            "runs": [j.to_json() | {"finished": j.name in finished} for j in jobs],
+            "runs": [{"arm": j.arm, "seed": j.seed, "name": j.name, "checkpoint": j.checkpoint,
+                      "finished": j.name in finished} for j in jobs],
             "to_train": [j.name for j in to_train], "tokens_per_run": tokens_per_run,
             "tokens_to_train": tokens_per_run * len(to_train), "lanes": spec.lanes,
             "step_seconds": step_seconds, "estimated_hours": hours}
