@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast lint checkpoints checkpoints-seeds results-seeds bench results results-headline results-bigbench install browser-deps clean
+.PHONY: run test test-fast lint checkpoints study bench results results-headline results-bigbench install browser-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -50,24 +50,15 @@ checkpoints: $(STAMP)
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_A) & \
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_B); wait
 
-# The extra training seeds of the memory question (issue "Does history help?"): the first stage of HeRo, its local
-# twin and its no-memory-read twin with seeds 1 and 2 (seed 0 is the bundled run), one lane per seed, one thread each;
-# ~50 min of one core per run. Resumable like `checkpoints`; finished runs land in hero_core/checkpoints/seeds/.
-SEED_LANE_1 ?= hero-10-r2-s1-seed1 local-10-s1-seed1 no_memread-10-r2-s1-seed1
-SEED_LANE_2 ?= hero-10-r2-s1-seed2 local-10-s1-seed2 no_memread-10-r2-s1-seed2
-checkpoints-seeds: $(STAMP)
-	$(PY) scripts/make_checkpoints.py --prepare-only --only $(firstword $(SEED_LANE_1))
-	$(PY) scripts/make_checkpoints.py --threads 1 --only $(SEED_LANE_1) & \
-	$(PY) scripts/make_checkpoints.py --threads 1 --only $(SEED_LANE_2); wait
-
-# Does history help, over the training seeds (docs/seeds.md): every bundled seed of the three arms at 10 % param skip,
-# held-out perplexity (~2 min of one core per run) and, where the BIG-bench data is here, Retain at 100 examples per
-# task (~7 min per run). Each run's measurements are stored in docs/seeds/ as they finish; a rerun measures only
-# what is missing, then renders the page and the README's sentence (results-headline).
-RETAIN_LIMIT ?= 100
-results-seeds: $(STAMP)
-	-$(PY) -m hero_core eval --fetch-bigbench
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core.eval.seeds --retain-limit $(RETAIN_LIMIT)
+# Does history help, over the training seeds (docs/seeds.md): the bundled instance of `python -m hero_core study`. Its
+# spec maps HeRo's first stage (recipe 2's memory), its local twin and its no-memory-read twin, seeds 0-2, to the
+# bundled checkpoints (hero_core/checkpoints/ and checkpoints/seeds/), which it takes as finished and never trains
+# (`make checkpoints` trains them). It measures only what docs/seeds/ lacks at 10 % param skip (held-out perplexity
+# ~2 min of one core per run; static pruning, random skipping and the oracle at the same skip: three more passes), then
+# draws docs/seeds.md, docs/seeds.json and the README's answer from the stored measurements.
+# Your own model: python -m hero_core study --backbone DIR [--data PATH] [--tasks ITEMS.jsonl] --lanes 2 --out DIR
+study: $(STAMP)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core study --bundled
 	$(PY) scripts/results_report.py
 
 # Every result, in four steps. Rough times on this project's 2-core CPU with nothing else running (about twice that
