@@ -30,6 +30,7 @@ PAGES = (
     ("views/dataset.py", "Data set", ":material/dataset:", "dataset"),
     ("views/generate.py", "Generate", ":material/edit_note:", "generate"),
     ("views/why.py", "Why this decision?", ":material/help:", "why"),
+    ("views/study.py", "Study", ":material/science:", "study"),
 )
 
 

@@ -6,6 +6,8 @@ health), and the sentences that answer the question.
 from __future__ import annotations
 
 import datetime
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -172,3 +174,32 @@ def _reference_lines(report: dict) -> list[str]:
             lines.append(f"| {ref} | {arm} | " + " | ".join(
                 f"{cells[d]['ppl_ratio']:.3f} ({cells[d]['param_skip']:.1%})" for d in report["domains"]) + " |")
     return lines + [""]
+
+
+def read_report(folder: str | Path) -> dict:
+    """A study folder's report, or :class:`StudyError` saying plainly what is wrong with the folder: missing, a study
+    not measured yet (its spec is there, the report not), a file that is not a study's report, or a report with no
+    comparison yet."""
+    from .spec import SPEC_FILE, StudyError
+
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise StudyError(f"{folder} is not a folder on this machine")
+    path = folder / "study.json"
+    if not path.is_file():
+        if (folder / SPEC_FILE).is_file():
+            raise StudyError(f"{folder} holds a study that has not written its report yet (training or measuring is "
+                             "unfinished): run the same `python -m hero_core study` command again to continue it")
+        raise StudyError(f"{folder} holds no study (no study.json): point at the --out folder of "
+                         "`python -m hero_core study`")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise StudyError(f"{path} cannot be read as a study report ({err})") from err
+    if not isinstance(report, dict) or report.get("kind") != "study":
+        raise StudyError(f"{path} is not a study report (written by `python -m hero_core study`)")
+    if "summary" not in report:
+        missing = ", ".join(report.get("missing", [])) or "most runs"
+        raise StudyError(f"{folder}: the study is half-finished; not measured yet: {missing}. Run the same command "
+                         "again to continue it")
+    return report
