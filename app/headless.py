@@ -34,6 +34,7 @@ def _app_components():
 
 
 CUSTOM_CHECKPOINT = _app_components().CUSTOM_CHECKPOINT
+SIDEBAR = importlib.import_module("components.sidebar_keys")  # the sidebar's widget keys
 
 
 def open_route_explorer(model_dir: Path, checkpoint: Path, device: str, prompt: str, timeout: float) -> dict:
@@ -45,11 +46,11 @@ def open_route_explorer(model_dir: Path, checkpoint: Path, device: str, prompt: 
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(APP_MAIN), default_timeout=timeout)
-    at.session_state["sb_backbone_kind"] = "local directory"
-    at.session_state["sb_backbone_path"] = str(model_dir)
-    at.session_state["sb_checkpoint"] = CUSTOM_CHECKPOINT
-    at.session_state["sb_checkpoint_path"] = str(checkpoint)
-    at.session_state["sb_device"] = device
+    at.session_state[SIDEBAR.BACKBONE_KIND] = "local directory"
+    at.session_state[SIDEBAR.BACKBONE_PATH] = str(model_dir)
+    at.session_state[SIDEBAR.CHECKPOINT] = CUSTOM_CHECKPOINT
+    at.session_state[SIDEBAR.CHECKPOINT_PATH] = str(checkpoint)
+    at.session_state[SIDEBAR.DEVICE] = device
     at.session_state["shared_prompt"] = prompt
     at.run()
     page = {"problems": [f"exception: {e.value}" for e in at.exception] + [f"error: {e.value}" for e in at.error],

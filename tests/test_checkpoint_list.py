@@ -50,8 +50,8 @@ def test_every_bundled_checkpoint_has_a_line_from_its_config():
 
 
 def test_the_default_by_name_is_the_same_model_as_default():
-    assert ModelSpec(checkpoint=DEFAULT_CHECKPOINT).as_args() == ModelSpec(checkpoint=DEFAULT_CHOICE).as_args()
-    assert ModelSpec(checkpoint="local-10").as_args() != ModelSpec().as_args()
+    assert ModelSpec(checkpoint=DEFAULT_CHECKPOINT).canonical() == ModelSpec(checkpoint=DEFAULT_CHOICE).canonical()
+    assert ModelSpec(checkpoint="local-10").canonical() != ModelSpec().canonical()
 
 
 def test_the_glossary_explains_every_recipe_code():

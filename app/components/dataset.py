@@ -9,7 +9,7 @@ Cancel) takes finished items from the cache and only routes the rest. The loop i
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import streamlit as st
@@ -19,9 +19,10 @@ from hero_core.core.config import INFERENCE_VARIANTS
 from hero_core.eval.sweep import SweepResult, SweepRun, run_item
 from hero_core.eval.sweep_data import Item, bundled_items, read_prompts
 
+from . import sidebar_keys
 from .columns import FRACTION_AS_PERCENT, number_column, number_columns
 from .compare import default_checkpoints
-from .runtime import load_model, model_of_args
+from .runtime import cached_model, load_model
 from .settings import ModelSpec, Settings, tiny_mode
 from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
 
@@ -31,6 +32,7 @@ OPEN_FLAG = "dataset_open_explorer"
 # The run settings live in the URL, written by hand (like ?set= and ?n=) and not bound to the widgets: a bound
 # parameter makes st.switch_page raise ("cannot clear query parameters … bound to widgets"), and Open → switches.
 URL_SETTINGS = ("runs", "max_tokens", "set_chat", "match")  # set_chat: ?chat= is the pages' shared toggle
+MAX_DATASET_RUNS = 4
 # Human headers and percentages, as on the other pages (the tables once showed snake_case and fractions).
 QUALITY_COLUMNS = MappingProxyType({
     "matched_to": st.column_config.TextColumn("matched to", help="The run whose param skip this one was set to."),
@@ -63,13 +65,14 @@ class AppRun:
     variant: str
     tau: float
 
-    def key(self) -> tuple:
-        return (self.label, self.model.as_args(), self.variant, self.tau)
+    def key(self) -> AppRun:
+        """The run as the item cache keys on it (the model's canonical spec)."""
+        return replace(self, model=self.model.canonical())
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _bundled(name: str, n: int, model_args: tuple) -> list[Item]:
-    hero = model_of_args(model_args) if name == "chat" else None  # chat texts are the dense model's replies
+def _bundled(name: str, n: int, spec: ModelSpec) -> list[Item]:
+    hero = cached_model(spec) if name == "chat" else None  # chat texts are the dense model's replies
     return bundled_items(name, n, hero=hero)
 
 
@@ -77,7 +80,7 @@ def bundled(name: str, n: int, spec: ModelSpec) -> list[Item]:
     if name == "chat":
         load_model(spec)
     with st.spinner(f"Preparing {n} {name} prompts …"):
-        return _bundled(name, int(n), spec.as_args())
+        return _bundled(name, int(n), spec.canonical())
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -100,7 +103,7 @@ def restore_settings(prefix: str, run_options: list[str]) -> None:
         return
     st.session_state[f"{prefix}_url_read"] = True
     params = st.query_params
-    runs = [r for r in params.get("runs", "").split(",") if r in run_options][:4]
+    runs = [r for r in params.get("runs", "").split(",") if r in run_options][:MAX_DATASET_RUNS]
     if runs:
         st.session_state[runs_key(prefix)] = list(dict.fromkeys(runs))
     if params.get("max_tokens", "").isdigit() and 16 <= int(params["max_tokens"]) <= 2048:
@@ -147,10 +150,10 @@ def pick_runs(settings: Settings, *, prefix: str) -> list[AppRun]:
     key = runs_key(prefix)
     start = {} if key in st.session_state else {"default": default}
     if _variants_only():
-        variants = st.multiselect("Runs (variants of the sidebar's checkpoint)", options, key=key, max_selections=4,
-                                  **start)
+        variants = st.multiselect("Runs (variants of the sidebar's checkpoint)", options, key=key,
+                                  max_selections=MAX_DATASET_RUNS, **start)
         return [AppRun(v, settings.model, v, settings.tau) for v in variants]
-    chosen = st.multiselect("Checkpoints", options, key=key, max_selections=4, **start,
+    chosen = st.multiselect("Checkpoints", options, key=key, max_selections=MAX_DATASET_RUNS, **start,
                             help="Each runs as the variant it was trained as, at its own τ. The first is the "
                                  "reference for matched compute.")
     runs = []
@@ -162,8 +165,8 @@ def pick_runs(settings: Settings, *, prefix: str) -> list[AppRun]:
 
 
 @st.cache_data(show_spinner=False, max_entries=20_000)
-def _item_rows(runs: tuple, item: tuple, index: int, max_tokens: int, chat: bool, matched: bool) -> dict:
-    sweep_runs = [SweepRun(label, model_of_args(args), variant, tau) for label, args, variant, tau in runs]
+def _item_rows(runs: tuple[AppRun, ...], item: tuple, index: int, max_tokens: int, chat: bool, matched: bool) -> dict:
+    sweep_runs = [SweepRun(run.label, cached_model(run.model), run.variant, run.tau) for run in runs]
     return run_item(sweep_runs, Item(*item), index, max_tokens=max_tokens, chat_template=chat, match_compute=matched)
 
 
@@ -232,10 +235,10 @@ def open_in_explorer(text: str, run: AppRun, chat: bool) -> None:
         st.session_state[key] = chat
     st.session_state.pop(SHARED_CELL, None)
     if not run.model.tiny:
-        st.session_state["sb_checkpoint"] = run.model.checkpoint
-        st.session_state["sb_tau_origin"] = (run.model.backbone, run.model.checkpoint)
-    st.session_state["sb_variant"] = run.variant
-    st.session_state["sb_tau"] = float(run.tau)
+        st.session_state[sidebar_keys.CHECKPOINT] = run.model.checkpoint
+        st.session_state[sidebar_keys.TAU_ORIGIN] = (run.model.backbone, run.model.checkpoint)
+    st.session_state[sidebar_keys.VARIANT] = run.variant
+    st.session_state[sidebar_keys.TAU] = float(run.tau)
     st.session_state[OPEN_FLAG] = True
 
 

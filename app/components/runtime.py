@@ -1,5 +1,8 @@
 """Cached model calls: one model per :class:`ModelSpec` (``st.cache_resource``), one result per
-(prompt, settings) (``st.cache_data``, as plain serialisable dicts rebuilt into traces).
+(settings, prompt) (``st.cache_data``, as plain serialisable dicts rebuilt into traces).
+
+Every cached call takes the typed, frozen values themselves (a ModelSpec, the sidebar's :class:`Settings`), in
+their canonical form, so the cache keys on exactly what was chosen: no tuple that a caller must slice in order.
 
 Models are shared by every session; they hold no per-call state (hero_core passes it through a
 ContextVar), so concurrent sessions are safe.
@@ -11,7 +14,7 @@ import copy
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import streamlit as st
@@ -23,7 +26,7 @@ from hero_core.core.backbone_pool import SHARED_BACKBONES
 from hero_core.core.metrics import compare_to_dense, quality_dict
 from hero_core.core.model import HeroModel
 
-from .settings import DEFAULT_CHOICE, ModelSpec, Settings
+from .settings import DEFAULT_CHOICE, DEFAULT_TAU, ModelSpec, Settings
 
 log = logging.getLogger(__name__)
 WARMUP_PROMPT = "Warm up the kernels."
@@ -51,8 +54,10 @@ class RunSpec:
                   "chat_template": chat_template, "max_tokens": settings.max_tokens} | changes
         return cls(**fields)
 
-    def args(self) -> tuple:
-        return (*self.model.as_args(), self.prompt, self.variant, self.tau, self.chat_template, self.max_tokens)
+    @property
+    def settings(self) -> Settings:
+        """What the run computes with, as the cached calls key on it (its labels are for the page only)."""
+        return Settings(self.model, self.variant, self.tau, self.max_tokens).canonical()
 
 
 def _tiny_model(precision: str, device: str) -> HeroModel:
@@ -79,13 +84,13 @@ def _tiny_model(precision: str, device: str) -> HeroModel:
 # Routers are ~7 MB each and share their backbone (hero_core.core.backbone_pool holds one per backbone, precision
 # and device), so many can stay loaded: Compare with six runs loads the backbone once.
 @st.cache_resource(show_spinner=False, max_entries=24)
-def _load(backbone: str, precision: str, device: str, checkpoint: str, tiny: bool) -> HeroModel:
-    if tiny:
-        hero = _tiny_model(precision, device)
+def _load(spec: ModelSpec) -> HeroModel:
+    if spec.tiny:
+        hero = _tiny_model(spec.precision, spec.device)
     else:
-        hero = load_hero(None if checkpoint == DEFAULT_CHOICE else checkpoint, backbone=backbone or None,
-                         quantization="nf4" if precision == "nf4" else None, device=device,
-                         dtype="bf16" if precision == "bf16" else "fp32", shared=True)
+        hero = load_hero(None if spec.checkpoint == DEFAULT_CHOICE else spec.checkpoint,
+                         backbone=spec.backbone or None, quantization=spec.quantization, device=spec.device,
+                         dtype="bf16" if spec.precision == "bf16" else "fp32", shared=True)
     hero.trace(WARMUP_PROMPT)  # the first forward pays one-off costs; pay them inside the loading spinner
     return hero
 
@@ -127,42 +132,41 @@ def load_model(spec: ModelSpec) -> HeroModel:
     if not spec.tiny or THREADS_ENV in os.environ:
         _set_threads(cpu_threads())
     with st.spinner(f"Loading {spec.describe()} …"):
-        return _load(*spec.as_args())
+        return _load(spec.canonical())
 
 
 def cached_model(spec: ModelSpec) -> HeroModel:
     """The cached model for ``spec``, loaded without a spinner (callable off a page, e.g. by the warm-up)."""
-    return _load(*spec.as_args())
-
-
-def model_of_args(args: tuple) -> HeroModel:
-    """The cached model of a cached call's arguments, whose first five are a ModelSpec's (``ModelSpec.as_args``):
-    the cached calls take plain tuples, which hash as cache keys."""
-    return _load(*args[:5])
+    return _load(spec.canonical())
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _trace_dict(backbone, precision, device, checkpoint, tiny, prompt, variant, tau, chat_template,
-                max_tokens) -> dict:
-    hero = _load(backbone, precision, device, checkpoint, tiny)
+def _trace_dict(settings: Settings, prompt: str, chat_template: bool) -> dict:
+    hero = _load(settings.model)
     # quality=True: the dense model runs on the same tokens, so every route is shown with what it cost
-    return hero.trace(prompt, variant=variant, tau=tau, chat_template=chat_template, max_tokens=max_tokens,
-                      quality=variant != "dense").to_dict()
+    return hero.trace(prompt, variant=settings.variant, tau=settings.tau, chat_template=chat_template,
+                      max_tokens=settings.max_tokens, quality=settings.variant != "dense").to_dict()
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _matched_tau(model_args: tuple, prompt: str, variant: str, chat_template: bool, max_tokens: int,
-                 param_skip: float) -> float:
-    hero = model_of_args(model_args)
-    enc = hero.encode([prompt], chat_template=chat_template, max_tokens=max_tokens)
-    return hero.tau_for_param_skip(enc.input_ids, enc.attention_mask, variant, param_skip)[0]
+def _matched_tau(settings: Settings, prompt: str, chat_template: bool, param_skip: float) -> float:
+    """(The search sets its own tau: the caller passes :func:`_tau_free` settings.)"""
+    hero = _load(settings.model)
+    enc = hero.encode([prompt], chat_template=chat_template, max_tokens=settings.max_tokens)
+    return hero.tau_for_param_skip(enc.input_ids, enc.attention_mask, settings.variant, param_skip)[0]
 
 
 def matched_tau(run: RunSpec, param_skip: float, *, page: bool = True) -> float:
     """The tau at which ``run`` realises the param skip closest to ``param_skip`` on its own prompt (``page``:
     with the page's spinner; off a page, without)."""
-    return _cached_call(run.model, "Matching compute …", page, _matched_tau, run.model.as_args(), run.prompt,
-                        run.variant, run.chat_template, run.max_tokens, round(float(param_skip), 6))
+    return _cached_call(run.model, "Matching compute …", page, _matched_tau, _tau_free(run.settings), run.prompt,
+                        run.chat_template, round(float(param_skip), 6))
+
+
+def _tau_free(settings: Settings) -> Settings:
+    """``settings`` for a call that chooses its own taus (the matched-tau search, a sweep): one cache entry whatever
+    tau the run had."""
+    return replace(settings, tau=DEFAULT_TAU)
 
 
 def _cached_call(model: ModelSpec, message: str, page: bool, call, *args):
@@ -176,43 +180,43 @@ def _cached_call(model: ModelSpec, message: str, page: bool, call, *args):
 
 
 def get_trace(run: RunSpec, *, page: bool = True) -> RoutingTrace:
-    return RoutingTrace.from_dict(_cached_call(run.model, "Routing the prompt …", page, _trace_dict, *run.args()))
+    return RoutingTrace.from_dict(_cached_call(run.model, "Routing the prompt …", page, _trace_dict, run.settings,
+                                               run.prompt, run.chat_template))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _sweep_dicts(model_args: tuple, prompt: str, variant: str, taus: tuple[float, ...], chat_template: bool,
-                 max_tokens: int) -> list[dict]:
-    hero = model_of_args(model_args)
-    return [t.to_dict() for t in hero.traces_at_taus(prompt, taus, variant, chat_template=chat_template,
-                                                     max_tokens=max_tokens, quality=variant != "dense")]
+def _sweep_dicts(settings: Settings, prompt: str, chat_template: bool, taus: tuple[float, ...]) -> list[dict]:
+    hero = _load(settings.model)
+    return [t.to_dict() for t in hero.traces_at_taus(prompt, taus, settings.variant, chat_template=chat_template,
+                                                     max_tokens=settings.max_tokens,
+                                                     quality=settings.variant != "dense")]
 
 
 def get_sweep(run: RunSpec, taus: tuple[float, ...], *, page: bool = True) -> list[RoutingTrace]:
     """``run`` at each tau of ``taus`` (its own tau ignored), with quality: a threshold sweep in batched passes
     (``page``: with the page's spinner)."""
-    dicts = _cached_call(run.model, "Sweeping τ …", page, _sweep_dicts, run.model.as_args(), run.prompt, run.variant,
-                         tuple(taus), run.chat_template, run.max_tokens)
+    dicts = _cached_call(run.model, "Sweeping τ …", page, _sweep_dicts, _tau_free(run.settings), run.prompt,
+                         run.chat_template, tuple(taus))
     return [RoutingTrace.from_dict(d) for d in dicts]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _quality_dicts(runs_args: tuple[tuple, ...], reference_args: tuple) -> list[dict]:
-    """Quality of routed runs against the dense model ``reference_args`` (a ModelSpec's args) on the same
-    tokens; the dense logits are computed once for all runs."""
-    ref = model_of_args(reference_args)
-    dense, ids = None, None
+def _quality_dicts(runs: tuple[Settings, ...], reference: ModelSpec, prompt: str, chat: bool) -> list[dict]:
+    """Quality of routed runs of ``prompt`` (all at one max_tokens) against the dense model ``reference`` on the
+    same tokens; the dense logits are computed once for all runs."""
+    ref = _load(reference)
+    max_tokens = runs[0].max_tokens
+    dense = ref.logits(prompt, variant="dense", chat_template=chat, max_tokens=max_tokens).cpu()
+    ids = ref.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
     out = []
-    for run_args in runs_args:
-        hero = model_of_args(run_args)
-        prompt, variant, tau, chat, max_tokens = run_args[5:]
-        if dense is None:
-            dense = ref.logits(prompt, variant="dense", chat_template=chat, max_tokens=max_tokens).cpu()
-            ids = ref.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
+    for run in runs:
+        hero = _load(run.model)
         run_ids = hero.encode([prompt], chat_template=chat, max_tokens=max_tokens).input_ids[0].cpu()
         if not torch.equal(run_ids, ids):
             raise ValueError("the runs tokenise the prompt differently, so their quality cannot be compared token "
                              "by token: compare runs on the same backbone")
-        routed = hero.logits(prompt, variant=variant, tau=tau, chat_template=chat, max_tokens=max_tokens).cpu()
+        routed = hero.logits(prompt, variant=run.variant, tau=run.tau, chat_template=chat,
+                             max_tokens=max_tokens).cpu()
         out.append(compare_to_dense(dense, routed, ids))
     return out
 
@@ -232,33 +236,55 @@ def get_qualities(runs: list[RunSpec], reference: ModelSpec, traces: list[Routin
     (hero_core.core.dense_reference). Only a run at another precision is scored again, against the reference's."""
     if len({(r.prompt, r.chat_template, r.max_tokens) for r in runs}) > 1:
         raise ValueError("runs to score together must share the prompt, chat-template and length settings")
-    same = [r.model.as_args()[:3] == reference.as_args()[:3] and r.model.tiny == reference.tiny
-            and t.quality is not None for r, t in zip(runs, traces, strict=True)]
+    same = [_same_dense_model(r.model, reference) and t.quality is not None for r, t in zip(runs, traces, strict=True)]
     others = [r for r, s in zip(runs, same, strict=True) if not s]
     scored = iter([])
     if others:
         for spec in {r.model for r in others} | {reference}:
             load_model(spec)
         with st.spinner("Scoring against the dense model …"):
-            scored = iter(_quality_dicts(tuple(r.args() for r in others), reference.as_args()))
+            scored = iter(_quality_dicts(tuple(r.settings for r in others), reference.canonical(), runs[0].prompt,
+                                         runs[0].chat_template))
     return [quality_of_trace(t) if s else next(scored) for t, s in zip(traces, same, strict=True)]
 
 
-ATTRIBUTIONS = "attribution_cache"  # session state: {args: Attribution dict}, newest last
+def _same_dense_model(model: ModelSpec, reference: ModelSpec) -> bool:
+    """Whether ``model``'s dense pass is ``reference``'s: the same backbone, precision and device (any router)."""
+    return (replace(model.canonical(), checkpoint=DEFAULT_CHOICE) ==
+            replace(reference.canonical(), checkpoint=DEFAULT_CHOICE))
+
+
+ATTRIBUTIONS = "attribution_cache"  # session state: {AttributionKey: Attribution dict}, newest last
 MAX_ATTRIBUTIONS = 16
 
 
-def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_steps: int, baseline: str,
-                      progress) -> dict:
+@dataclass(frozen=True)
+class AttributionKey:
+    """One attribution: the run's settings and prompt, the decision (token, block) and the method's options."""
+
+    settings: Settings
+    prompt: str
+    chat_template: bool
+    token: int
+    block: int
+    method: str
+    n_steps: int
+    baseline: str
+
+    @classmethod
+    def of(cls, run: RunSpec, token: int, block: int, method: str, n_steps: int, baseline: str) -> AttributionKey:
+        return cls(run.settings, run.prompt, run.chat_template, token, block, method, n_steps, baseline)
+
+
+def _attribution_dict(key: AttributionKey, progress) -> dict:
     """An attribution, cached per session (not st.cache_data: that would record the progress bar's updates
     and replay them on every cache hit)."""
     cache = st.session_state.setdefault(ATTRIBUTIONS, {})
-    key = (run_args, token, block, method, n_steps, baseline)
     if key not in cache:
-        hero = model_of_args(run_args)
-        prompt, variant, tau, chat, max_tokens = run_args[5:]
-        cache[key] = explain(hero, prompt, token, block, variant=variant, tau=tau, chat_template=chat, method=method,
-                             n_steps=n_steps, baseline=baseline, max_tokens=max_tokens, progress=progress).to_dict()
+        run = key.settings
+        cache[key] = explain(_load(run.model), key.prompt, key.token, key.block, variant=run.variant, tau=run.tau,
+                             chat_template=key.chat_template, method=key.method, n_steps=key.n_steps,
+                             baseline=key.baseline, max_tokens=run.max_tokens, progress=progress).to_dict()
         while len(cache) > MAX_ATTRIBUTIONS:
             cache.pop(next(iter(cache)))
     return cache[key]
@@ -267,7 +293,7 @@ def _attribution_dict(run_args: tuple, token: int, block: int, method: str, n_st
 def cached_attribution(run: RunSpec, token: int, block: int, *, method: str, n_steps: int,
                        baseline: str) -> Attribution | None:
     """The attribution this session already computed for these settings, or None (nothing is run)."""
-    found = st.session_state.get(ATTRIBUTIONS, {}).get((run.args(), token, block, method, n_steps, baseline))
+    found = st.session_state.get(ATTRIBUTIONS, {}).get(AttributionKey.of(run, token, block, method, n_steps, baseline))
     return None if found is None else Attribution.from_dict(found)
 
 
@@ -283,6 +309,6 @@ def get_attribution(run: RunSpec, token: int, block: int, *, method: str, n_step
         bar.progress(done / max(total, 1), text=f"Attributing the decision: {done} of {total} {what} …")
 
     with st.spinner(f"Attributing the decision ({method.replace('_', ' ')}) …"):
-        result = _attribution_dict(run.args(), token, block, method, n_steps, baseline, progress)
+        result = _attribution_dict(AttributionKey.of(run, token, block, method, n_steps, baseline), progress)
     bar.empty()
     return Attribution.from_dict(result)

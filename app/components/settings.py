@@ -1,7 +1,8 @@
 """The sidebar: which model, checkpoint, variant and threshold every page uses.
 
-Settings live in widget state (keys ``sb_*``), rendered by ``main.py`` on every run so they persist
-across pages; :func:`current` rebuilds the frozen :class:`Settings` from them.
+Settings live in widget state (the keys of :mod:`components.sidebar_keys`), rendered by ``main.py`` on every run so
+they persist across pages. :func:`render_sidebar` builds the one frozen :class:`Settings` of the run from them;
+pages read it with :func:`current` and hand it on, down to the cached model calls, which key on it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from hero_core.core.config import INFERENCE_VARIANTS, VARIANTS
 from hero_core.core.families import FAMILIES
 from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
+from . import sidebar_keys as keys
+
 TINY_ENV = "HERO_LENS_TINY"
 DEFAULT_CHOICE = "default"  # the checkpoint choice: the bundled DEFAULT_CHECKPOINT where it fits the backbone
 CUSTOM_CHECKPOINT = "directory…"
@@ -38,7 +41,7 @@ VARIANT_HELP = MappingProxyType({**{v: spec.description for v, spec in VARIANTS.
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What identifies one loaded model: one cached instance per spec."""
+    """What identifies one loaded model: one cached instance per :meth:`canonical` spec (frozen, so hashable)."""
 
     backbone: str = ""  # "" = the embedded SmolLM2-135M-Instruct; else a local HF directory
     precision: str = "full"  # "full" | "nf4"
@@ -54,16 +57,19 @@ class ModelSpec:
         backbone = "tiny random Llama" if self.tiny else (self.backbone or "embedded SmolLM2-135M-Instruct")
         return f"{backbone} · {PRECISIONS[self.precision]} · {self.device} · checkpoint {self.checkpoint}"
 
-    def as_args(self) -> tuple[str, str, str, str, bool]:
-        # the default chosen by its own name is the same model as "default": one cache entry, one router
-        checkpoint = self.checkpoint
-        if checkpoint == BUNDLED_DEFAULT and not self.backbone and not self.tiny:
-            checkpoint = DEFAULT_CHOICE
-        return (self.backbone, self.precision, self.device, checkpoint, self.tiny)
+    def canonical(self) -> ModelSpec:
+        """The spec the model caches key on: the default chosen by its own name is the same model as "default"
+        (one cache entry, one router)."""
+        if self.checkpoint == BUNDLED_DEFAULT and not self.backbone and not self.tiny:
+            return replace(self, checkpoint=DEFAULT_CHOICE)
+        return self
 
 
 @dataclass(frozen=True)
 class Settings:
+    """A run's settings as the sidebar chose them: built once per script run, handed to every page and, through
+    :class:`components.runtime.RunSpec`, to every cached call, whose cache keys on it (frozen, so hashable)."""
+
     model: ModelSpec
     variant: str = "hero"
     tau: float = DEFAULT_TAU
@@ -71,6 +77,10 @@ class Settings:
 
     def with_model(self, **changes) -> Settings:
         return replace(self, model=replace(self.model, **changes))
+
+    def canonical(self) -> Settings:
+        """These settings as a cache key: the model's canonical spec (see :meth:`ModelSpec.canonical`)."""
+        return replace(self, model=self.model.canonical())
 
 
 def tiny_mode() -> bool:
@@ -164,30 +174,30 @@ def checkpoint_label(choice: str, backbone: str = "", tiny: bool = False) -> str
 
 
 def render_sidebar() -> Settings:
-    """Draw the shared settings in the sidebar and return them."""
+    """Draw the shared settings in the sidebar; return them, and keep them for :func:`current`."""
     tiny = tiny_mode()
     sb = st.sidebar
     sb.subheader("Model")
     if tiny:
         sb.caption(f"Test mode ({TINY_ENV}=1): a tiny random 4-layer Llama; its text is gibberish.")
-    kind = sb.radio("Backbone", ["embedded", "local directory"], key="sb_backbone_kind", horizontal=True,
+    kind = sb.radio("Backbone", ["embedded", "local directory"], key=keys.BACKBONE_KIND, horizontal=True,
                     help="Embedded: SmolLM2-135M-Instruct shipped with HeRo Lens. Or any local Hugging Face "
                          f"model directory with safetensors weights of a supported family ({FAMILY_NAMES}).",
                     disabled=tiny)
     backbone = ""
     if kind == "local directory" and not tiny:
-        backbone = sb.text_input("Model directory", key="sb_backbone_path", placeholder="/path/to/hf_model").strip()
-    precision = sb.selectbox("Precision", list(PRECISIONS), format_func=PRECISIONS.get, key="sb_precision",
+        backbone = sb.text_input("Model directory", key=keys.BACKBONE_PATH, placeholder="/path/to/hf_model").strip()
+    precision = sb.selectbox("Precision", list(PRECISIONS), format_func=PRECISIONS.get, key=keys.PRECISION,
                              help="The backbone's precision; router weights stay fp32. In bfloat16 a prompt's "
                                   "routing decisions run in bf16 autocast when the router was trained that way "
                                   "(every bundled one was), so a few decisions near τ differ from full precision.")
-    device = sb.selectbox("Device", DEVICES, key="sb_device")
-    research = sb.toggle("Show training stages and research runs", key="sb_research", disabled=tiny,
+    device = sb.selectbox("Device", DEVICES, key=keys.DEVICE)
+    research = sb.toggle("Show training stages and research runs", key=keys.RESEARCH, disabled=tiny,
                          help="Intermediate stages (-s1), recipe probes (-r2, -r3, -r5 …) and the extra training "
                               "seeds (seeds/…): what the results pages measure. The glossary explains the names.")
     choice = sb.selectbox("Checkpoint", checkpoint_options(tiny, research=research,
-                                                           keep=st.session_state.get("sb_checkpoint")),
-                          key="sb_checkpoint", format_func=lambda c: checkpoint_label(c, backbone, tiny),
+                                                           keep=st.session_state.get(keys.CHECKPOINT)),
+                          key=keys.CHECKPOINT, format_func=lambda c: checkpoint_label(c, backbone, tiny),
                           help=f"Router checkpoint. 'default' is the bundled {BUNDLED_DEFAULT} when it fits the "
                                "backbone, else fresh untrained routers. Then the checkpoints as trained at 10 / 25 "
                                "/ 40 % param skip, the ablations, and (switch above) the research runs.")
@@ -196,7 +206,7 @@ def render_sidebar() -> Settings:
     checkpoint = choice
     if choice == CUSTOM_CHECKPOINT:
         # An empty path stays empty: loading it fails with a message instead of quietly using the default.
-        checkpoint = sb.text_input("Checkpoint directory", key="sb_checkpoint_path",
+        checkpoint = sb.text_input("Checkpoint directory", key=keys.CHECKPOINT_PATH,
                                    placeholder="/path/to/checkpoint").strip()
     if backbone:
         caption, refusal = model_dir_notes(backbone, checkpoint)
@@ -207,23 +217,25 @@ def render_sidebar() -> Settings:
     sb.subheader("Routing")
     # A newly chosen checkpoint brings the variant it was trained as (local-* -> no_history) and its own tau.
     origin = (backbone, checkpoint)
-    if st.session_state.get("sb_tau_origin") != origin:
-        st.session_state["sb_tau_origin"] = origin
-        st.session_state["sb_tau"], st.session_state["sb_variant"] = checkpoint_defaults(checkpoint, backbone, tiny)
-    variant = sb.selectbox("Variant", INFERENCE_VARIANTS, key="sb_variant",
+    if st.session_state.get(keys.TAU_ORIGIN) != origin:
+        st.session_state[keys.TAU_ORIGIN] = origin
+        st.session_state[keys.TAU], st.session_state[keys.VARIANT] = checkpoint_defaults(checkpoint, backbone, tiny)
+    variant = sb.selectbox("Variant", INFERENCE_VARIANTS, key=keys.VARIANT,
                            format_func=lambda v: f"{v} — {VARIANT_HELP[v]}")
-    tau = sb.slider("τ (what-if threshold)", 0.01, 0.99, step=0.01, key="sb_tau",
+    tau = sb.slider("τ (what-if threshold)", 0.01, 0.99, step=0.01, key=keys.TAU,
                     help="An FFN runs when its gate g ≥ τ. The slider starts at the checkpoint's own τ (calibrated "
                          "to its budget); move it to see what a different threshold would do (every block is "
                          "re-run, so later gates change too).")
     with sb.expander("Advanced"):
-        max_tokens = st.number_input("Max prompt tokens", 16, 2048, APP_MAX_TOKENS, 16, key="sb_max_tokens",
+        max_tokens = st.number_input("Max prompt tokens", 16, 2048, APP_MAX_TOKENS, 16, key=keys.MAX_TOKENS,
                                      bind="query-params", help="Longer prompts are truncated, with a notice.")
-    return Settings(ModelSpec(backbone=backbone, precision=precision, device=device, checkpoint=checkpoint,
-                              tiny=tiny), variant=variant, tau=float(tau), max_tokens=int(max_tokens))
+    settings = Settings(ModelSpec(backbone=backbone, precision=precision, device=device, checkpoint=checkpoint,
+                                  tiny=tiny), variant=variant, tau=float(tau), max_tokens=int(max_tokens))
+    st.session_state[keys.SETTINGS] = settings  # the run's one value: pages read it back through current()
+    return settings
 
 
 def current() -> Settings:
     """The settings chosen in the sidebar (defaults before the sidebar first ran)."""
-    found = st.session_state.get("sb_settings")
+    found = st.session_state.get(keys.SETTINGS)
     return found if isinstance(found, Settings) else Settings(ModelSpec(tiny=tiny_mode()))
