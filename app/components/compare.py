@@ -10,14 +10,14 @@ import streamlit as st
 
 from hero_core import RoutingTrace
 from hero_core.analysis.spans import first_token_lift
-from hero_core.core.checkpoint import bundled_names
+from hero_core.core.checkpoint import bundled_names, seed_names
 from hero_core.core.config import INFERENCE_VARIANTS
 from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 from hero_core.eval.twins import twin_name
 
 from .columns import PERCENT_1, number_columns
 from .runtime import RunSpec, cached_model, load_model, matched_tau
-from .settings import PRECISIONS, Settings, checkpoint_options
+from .settings import DEFAULT_CHOICE, PRECISIONS, Settings, checkpoint_options
 from .verdict import run_kind
 from .widgets import BIND
 
@@ -42,6 +42,19 @@ RUN_COLUMNS = MappingProxyType(number_columns({
 }))
 DEFAULT_VARIANTS = ("hero", "no_history", "no_memread")
 MAX_RUNS = 6
+
+
+def comparable_checkpoints() -> list[str]:
+    """Every bundled checkpoint a run can use: the main list, then the extra training seeds (``seeds/…``), which the
+    seeds question compares against each other and their first seed."""
+    return bundled_names() + seed_names()
+
+
+def custom_checkpoints(tiny: bool) -> list[str]:
+    """The Custom preset's checkpoint choices: "default", then every bundled checkpoint and seed run, in the
+    sidebar's order (a directory of your own is the sidebar's alone)."""
+    comparable = set(comparable_checkpoints())
+    return [o for o in checkpoint_options(tiny) if o in comparable or o == DEFAULT_CHOICE]
 
 
 def default_checkpoints() -> list[str]:
@@ -108,7 +121,7 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
             st.info("The tiny test model has a single random router: comparing checkpoints needs the real "
                     "backbone (unset HERO_LENS_TINY).")
             return []
-        options = bundled_names()
+        options = comparable_checkpoints()
         if len(options) < 2:
             st.info("Comparing checkpoints needs at least two bundled checkpoints (hero-10, local-10, …); "
                     f"available: {', '.join(options) or 'none yet'}. Run `make checkpoints` to train them.")
@@ -131,8 +144,7 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
                    "dense model. Gates near τ may flip under bf16 or 4-bit rounding: the margins tell.")
     else:
         n = st.number_input("Runs", 1, MAX_RUNS, 2, key=f"{prefix}_n_runs", bind=BIND)
-        options = checkpoint_options(settings.model.tiny)
-        options = [o for o in options if o in bundled_names() or o == "default"]
+        options = custom_checkpoints(settings.model.tiny)
         for i in range(int(n)):
             cols = st.columns(3)
             checkpoint = cols[0].selectbox(f"Run {i + 1} checkpoint", options, key=f"{prefix}_ckpt_{i}", bind=BIND)

@@ -8,19 +8,19 @@ address bar travels by id (:mod:`components.links`).
 
 Each page's own controls (Compare's preset, the Memory mode, every Generate setting …) are Streamlit widgets bound
 to the URL (``bind="query-params"``, their key is the parameter's name): Streamlit restores them on load, writes
-them as they change, and leaves a parameter out while its widget shows its default.
+them as they change, and leaves a parameter out while its widget shows its default. Their values are checked first
+(:mod:`components.link_params`): a value no control can use is reported, like the sidebar's.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from hero_core.analysis.attribution import BASELINES
 from hero_core.core.config import INFERENCE_VARIANTS
 from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
-from hero_core.eval.sweep_data import BUNDLED_SETS
-from hero_core.viz.memory_figures import MEMORY_MODE_LABELS
 
+from . import sidebar_keys
+from .link_params import link_problems
 from .links import prompt_from_link, prompt_params
 from .settings import (
     DEFAULT_CHOICE,
@@ -34,16 +34,6 @@ from .settings import (
 from .widgets import SHARED_CELL, SHARED_CHAT, SHARED_PROMPT
 
 RESTORED = "url_restored"
-# Page controls bound to the URL that take one of a fixed set of values (as the link writes them: a radio's label).
-# Streamlit drops a value its widget cannot show without a word; these are checked first and reported like the
-# sidebar's checkpoint and tau.
-PAGE_CHOICES = {
-    "compare_preset": ("Checkpoints", "Variants", "Precision", "Custom"),
-    "memory_mode": tuple(MEMORY_MODE_LABELS.values()),
-    "why_baseline": BASELINES,
-    "set": BUNDLED_SETS,
-}
-PAGE_COUNTS = {"n": (1, 500), "compare_n_runs": (1, 6)}  # whole numbers in a range
 URL_CHAT = "chat"  # ?chat=1: the pages' shared chat-template toggle is on
 
 
@@ -78,25 +68,26 @@ def restore_from_url() -> list[str]:
         problems.append(problem)
     if params.get(URL_CHAT) == "1":
         st.session_state[SHARED_CHAT] = True
-    problems.extend(_page_problems())
+    problems.extend(link_problems())
     if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block", "precision")):
         return problems
-    _choose("precision", PRECISIONS, "sb_precision", problems)
+    _choose("precision", PRECISIONS, sidebar_keys.PRECISION, problems)
     checkpoint = params.get("checkpoint") or DEFAULT_CHOICE
     if checkpoint == BUNDLED_DEFAULT:  # the default by its own name: the same model
         checkpoint = DEFAULT_CHOICE
     if checkpoint not in checkpoint_options(tiny_mode()):
         problems.append(f"checkpoint {checkpoint!r} is not bundled here")
         checkpoint = DEFAULT_CHOICE
-    st.session_state["sb_checkpoint"] = checkpoint
+    st.session_state[sidebar_keys.CHECKPOINT] = checkpoint
     # the sidebar resets tau and variant when the checkpoint changes: start from this checkpoint's own, then the URL's
-    st.session_state["sb_tau_origin"] = ("", checkpoint)
-    st.session_state["sb_tau"], st.session_state["sb_variant"] = checkpoint_defaults(checkpoint, "", tiny_mode())
-    _choose("variant", INFERENCE_VARIANTS, "sb_variant", problems)
+    st.session_state[sidebar_keys.TAU_ORIGIN] = ("", checkpoint)
+    tau, variant = checkpoint_defaults(checkpoint, "", tiny_mode())
+    st.session_state[sidebar_keys.TAU], st.session_state[sidebar_keys.VARIANT] = tau, variant
+    _choose("variant", INFERENCE_VARIANTS, sidebar_keys.VARIANT, problems)
     if "tau" in params:
         tau = _number(params.get("tau"))
         if tau is not None and 0.01 <= tau <= 0.99:
-            st.session_state["sb_tau"] = round(tau, 2)
+            st.session_state[sidebar_keys.TAU] = round(tau, 2)
         else:
             problems.append(f"tau must be a number between 0.01 and 0.99, got {params.get('tau')!r}")
     token, block = _number(params.get("token"), int), _number(params.get("block"), int)
@@ -113,21 +104,6 @@ def restore_from_url() -> list[str]:
                 problems.append(f"{name} {value} is dropped: a selected cell needs both a token and a block")
     return problems
 
-
-def _page_problems() -> list[str]:
-    """Page parameters of the link whose value no control can show: reported and removed from the address bar."""
-    problems = []
-    for name, allowed in PAGE_CHOICES.items():
-        value = st.query_params.get(name)
-        if value is not None and value not in allowed:
-            problems.append(f"unknown {name} {value!r} (one of {', '.join(allowed)})")
-            del st.query_params[name]
-    for name, (low, high) in PAGE_COUNTS.items():
-        value = st.query_params.get(name)
-        if value is not None and not (value.isdigit() and low <= int(value) <= high):
-            problems.append(f"{name} must be a whole number from {low} to {high}, got {value!r}")
-            del st.query_params[name]
-    return problems
 
 
 def write_to_url(settings: Settings) -> None:
