@@ -11,6 +11,7 @@ from hero_core.core.tiny import tiny_model_dir
 from hero_core.eval.study import StudyError, StudySpec, run_study
 from hero_core.eval.study.measures import store_file
 from hero_core.eval.study.stats import TextSums
+from hero_core.eval.suites import load_eval_tasks
 from hero_core.study_cli import train_study_run
 
 WORDS = "the a memory router layer token skip gate block model text value sum code data chat".split()
@@ -30,12 +31,18 @@ def study_inputs(tmp_path_factory):
     items = [{"question": f"Which word is number {i}?", "choices": ["one", "two", "three"], "answer": i % 3}
              for i in range(6)]
     (root / "tasks.jsonl").write_text("\n".join(json.dumps(x) for x in items) + "\n")
+    for task in load_eval_tasks()["main"]:  # a folder of extracted BIG-bench tasks, four examples each
+        examples = [{"input": f"{task} question {i}", "target_scores": {"yes": float(i % 2), "no": float(1 - i % 2)}}
+                    for i in range(4)]
+        (root / "bigbench" / task).mkdir(parents=True)
+        (root / "bigbench" / task / "task.json").write_text(json.dumps({"examples": examples}))
     return root, tiny_model_dir("llama", root / "tiny-llama")
 
 
 def _spec(root, backbone, out, **kw):
     return StudySpec(out=str(out), arms=("hero", "no_history"), seeds=2, steps=4, backbone=str(backbone),
-                     data=str(root / "text.jsonl"), tasks=str(root / "tasks.jsonl"), limit=4, max_tokens=32,
+                     data=str(root / "text.jsonl"), tasks=str(root / "tasks.jsonl"), bigbench=str(root / "bigbench"),
+                     limit=4, max_tokens=32,
                      batch_size=2, seq_len=32, train_overrides=QUICK, **{"skip": SKIP} | kw)
 
 
@@ -70,11 +77,13 @@ def test_a_study_is_resumed_without_training_a_finished_run_again(study_inputs, 
             assert value == TextSums.from_json(stored["domains"]["data"]).point()
             assert report["runs"][name]["tau"] == stored["tau"] and report["runs"][name]["arm"] == arm
             assert report["runs"][name]["health"]["final_step"] == 4  # trained under the guard
-    assert set(report["summary"]["measures"]) == {"ppl:data", "mc:accuracy", "mc:retained"}
+    assert set(report["summary"]["measures"]) == {"ppl:data", "mc:accuracy", "mc:retained", "bigbench:retain"}
+    bigbench = report["measurements"]["hero-seed0"]["bigbench"]["grades"]
+    assert set(bigbench) == set(load_eval_tasks()["main"]) and all(len(g) == 4 for g in bigbench.values())
     assert set(report["references"]) == {"static_pruning", "random_skip", "oracle"}
     assert "hero vs no_history" in report["verdicts"]["hero - no_history"]
     page = (tmp_path / "study" / "study.md").read_text()
-    assert all(f"| {name} |" in page for name in report["runs"]) and "BIG-bench left out" in page
+    assert all(f"| {name} |" in page for name in report["runs"]) and "BIG-bench: Retain" in page
     assert json.loads((tmp_path / "study" / "study.json").read_text())["summary"] == report["summary"]
 
     with pytest.raises(StudyError, match="another study"):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hero_core.core.metrics import pooled_perplexity_ratio, ratio_interval
-from hero_core.eval.study.stats import ItemMeans, Retained, TextSums, arm_spread, paired_difference
+from hero_core.eval.study.stats import ItemMeans, Retained, TaskRetain, TextSums, arm_spread, paired_difference
 
 
 def _texts(shift: float, seed: int, n: int = 30) -> TextSums:
@@ -92,3 +92,14 @@ def test_retained_is_against_dense_on_the_same_items_and_the_spread_lists_every_
     assert Retained(np.array([1.0, 0.0, 0.0, 1.0]), dense).point() == pytest.approx(100 * (2 / 4) / (3 / 4))
     spread = arm_spread([_texts(0.1, 1), _texts(0.2, 2), _texts(0.15, 3)])
     assert spread["seeds"] == 3 and spread["min"] < spread["mean"] < spread["max"] and spread["sd"] > 0
+
+
+def test_task_retain_resamples_within_each_task_and_pairs_the_tasks_across_runs():
+    dense = [np.array([1.0, 1.0, 0.0, 1.0]), np.array([1.0, 0.0, 1.0])]
+    same = TaskRetain([d.copy() for d in dense], dense)
+    assert same.n_items == (4, 3) and same.point() == pytest.approx(100.0)
+    worse = TaskRetain([np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])], dense)
+    # per task: 100 x (1/4) / (3/4) and 100 x (1/3) / (2/3)
+    assert worse.point() == pytest.approx((100 / 3 + 50) / 2)
+    diff = paired_difference([same] * 2, [same] * 2, n_boot=300)
+    assert diff["low"] == diff["high"] == 0.0  # the same runs on the same per-task draws

@@ -78,7 +78,7 @@ def publish(report: dict) -> list[Path]:
 
     report = report | {"answer": answer_sentence(report), "retain_missing": RETAIN_MISSING}
     # the per-text numbers stay in docs/seeds/ (each run's file and study.json): this one is what pages quote
-    quoted = {k: v for k, v in report.items() if k not in ("measurements", "dense_mc_grades")}
+    quoted = {k: v for k, v in report.items() if k not in ("measurements", "dense_grades")}
     atomic_write_text(PUBLISHED, json.dumps(quoted, indent=1, sort_keys=True) + "\n")
     atomic_write_text(PUBLISHED.with_suffix(".md"), render_markdown(report))
     atomic_write_text(SHIPPED, json.dumps(shipped_summary(report), indent=1, sort_keys=True) + "\n")

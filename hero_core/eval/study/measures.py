@@ -92,7 +92,7 @@ def calibration(hero, spec):
 # -- the measurements -------------------------------------------------------------------------------------------
 def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[str, dict]:
     """Per method: per-text NLL sums against dense and the mean param skip on the held-out text."""
-    from ...core.accounting import token_compute
+    from ...core.accounting import mean_param_skip
     from ..engine import run_texts
     from ..methods import HeroMethod
 
@@ -101,7 +101,7 @@ def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[s
                           desc=desc):
         for m in methods:
             run = text.runs[m.name]
-            skip = float(token_compute(run.executed, m.profile)["param_skip"].mean())
+            skip = mean_param_skip(run.executed, m.profile)
             rows[m.name].append((run.nll_sum, run.dense_nll_sum, run.n_pred, skip))
     out = {}
     for name, cells in rows.items():
@@ -112,10 +112,9 @@ def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[s
 
 def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """The run at the tau meeting the study's skip on ``blocks``: per domain its param skip and per-text sums."""
-    from ..calibration import calibrate_tau
     from ..methods import HeroMethod
 
-    tau, realised = calibrate_tau(hero, blocks, spec.skip, iters=10)
+    tau, realised = hero.tau_for_param_skip(blocks, None, hero.config.variant, spec.skip, iters=10)
     method = HeroMethod(hero, hero.config.variant, tau=tau, name="run")
     domains = {d: _sums(hero, [method], t, spec.max_tokens, f"{hero.checkpoint_name} {d}")["run"]
                for d, t in texts.items()}
@@ -125,8 +124,8 @@ def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
 def oracle_at_skip(hero, blocks, skip: float):
     """The oracle's adapter-error threshold meeting ``skip`` on ``blocks``: (policy, threshold, realised skip)."""
     from ...core.accounting import bisect_increasing
+    from ...core.tau_search import realised_skip
     from ..baselines import oracle_skipping
-    from ..calibration import realised_skip
 
     # skip grows with the threshold: a higher bar on the adapter's error lets more tokens take the adapter
     threshold, realised = bisect_increasing(
@@ -136,8 +135,8 @@ def oracle_at_skip(hero, blocks, skip: float):
 
 def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """Static pruning, random skipping and the oracle at the study's skip, each with the run's adapters."""
+    from ...core.tau_search import realised_skip
     from ..baselines import matched_policies
-    from ..calibration import realised_skip
     from ..methods import HeroMethod
 
     texts_of_blocks = [hero.tokenizer.decode(b) for b in blocks.tolist()]
@@ -191,3 +190,41 @@ def tasks_settings(spec) -> dict:
 
     digest = hashlib.sha256(Path(spec.tasks).read_bytes()).hexdigest()[:16]
     return {"tasks": digest, "target_skip": spec.skip}
+
+
+# -- BIG-bench ----------------------------------------------------------------------------------------------------
+BIGBENCH_LIMIT = 100  # examples per task: the bundled checkpoints' Retain at 100 (docs/experiments/retain-100)
+
+
+def bigbench_examples(spec) -> dict[str, list]:
+    """The main suite's tasks from ``--bigbench``: the archive, a BIG-bench checkout, or a folder of extracted
+    tasks (``<task>/task.json``), first :data:`BIGBENCH_LIMIT` examples each. Never downloads; raises
+    BigBenchError (the report says why) where the tasks are not there."""
+    from ..bigbench import BigBenchError, extract_tasks, load_task
+    from ..suites import load_eval_tasks
+
+    names = load_eval_tasks()["main"]
+    path = Path(spec.bigbench).expanduser()
+    if path.is_file():
+        root = spec.store / "bigbench_tasks"
+        extract_tasks(names, archive=path, root=root)
+    elif (path / "bigbench" / "benchmark_tasks").is_dir():  # a checkout of the BIG-bench repository
+        root = path / "bigbench" / "benchmark_tasks"
+    elif path.is_dir():
+        root = path
+    else:
+        raise BigBenchError(f"{path} is not on this machine")
+    return {name: load_task(name, root).head(BIGBENCH_LIMIT) for name in names}
+
+
+def measure_bigbench(hero, examples: dict[str, list], tau: float | None) -> dict[str, list[float]]:
+    """Per task, per-example grades of the run at ``tau`` (None: dense)."""
+    from ..methods import HeroMethod
+    from ..scoring import score_multiple_choice
+
+    method = HeroMethod(hero, "dense") if tau is None else HeroMethod(hero, hero.config.variant, tau=tau)
+    return {task: score_multiple_choice(method, items)["grades"] for task, items in examples.items()}
+
+
+def bigbench_settings(spec) -> dict:
+    return {"bigbench_limit": BIGBENCH_LIMIT, "target_skip": spec.skip}

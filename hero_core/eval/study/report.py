@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .stats import ItemMeans, Retained, TextSums, summarise
+from .stats import ItemMeans, Retained, TaskRetain, TextSums, summarise
 
 FORMAT_VERSION = 1
 
@@ -20,29 +20,35 @@ def measure_name(measure: str) -> str:
     kind, _, detail = measure.partition(":")
     if kind == "ppl":
         return f"{detail} ppl ratio"
-    return {"mc:accuracy": "MC accuracy %", "mc:retained": "MC retained %"}.get(measure, measure)
+    return {"mc:accuracy": "MC accuracy %", "mc:retained": "MC retained %",
+            "bigbench:retain": "BIG-bench Retain %"}.get(measure, measure)
 
 
-def units_of(measured: dict, dense_mc: list[float] | None) -> dict:
-    """One run's measurements as bootstrap units, {measure: unit}."""
+def units_of(measured: dict, dense: dict) -> dict:
+    """One run's measurements as bootstrap units, {measure: unit}; ``dense``: the dense grades per graded kind."""
     units = {f"ppl:{d}": TextSums.from_json(v) for d, v in measured["ppl"]["domains"].items()}
-    if measured.get("mc") is not None and dense_mc is not None:
+    if measured.get("mc") is not None and dense.get("mc") is not None:
         grades = np.asarray(measured["mc"]["grades"], dtype=float)
         units["mc:accuracy"] = ItemMeans(grades)
-        units["mc:retained"] = Retained(grades, np.asarray(dense_mc, dtype=float))
+        units["mc:retained"] = Retained(grades, np.asarray(dense["mc"], dtype=float))
+    if measured.get("bigbench") is not None and dense.get("bigbench") is not None:
+        tasks = sorted(dense["bigbench"])
+        units["bigbench:retain"] = TaskRetain([np.asarray(measured["bigbench"]["grades"][t], dtype=float)
+                                               for t in tasks],
+                                              [np.asarray(dense["bigbench"][t], dtype=float) for t in tasks])
     return units
 
 
-def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense_mc: list[float] | None,
-                 notes: dict[str, str], *, n_boot: int | None = None) -> dict:
+def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense: dict, notes: dict[str, str], *,
+                 n_boot: int | None = None) -> dict:
     """The report of the runs measured so far (``measured``: run name -> {"ppl", "refs", "mc", "health"})."""
     from ...core.checkpoint import health_line
 
     arms = {arm: [j.name for j in jobs if j.arm == arm and j.name in measured] for arm in spec.arms}
     arms = {arm: names for arm, names in arms.items() if names}
-    units = {name: units_of(m, dense_mc) for name, m in measured.items()}
+    units = {name: units_of(m, dense) for name, m in measured.items()}
     domains = list(next(iter(measured.values()))["ppl"]["domains"]) if measured else []
-    measures = [f"ppl:{d}" for d in domains] + ["mc:accuracy", "mc:retained"]
+    measures = [f"ppl:{d}" for d in domains] + ["mc:accuracy", "mc:retained", "bigbench:retain"]
     runs = {}
     for job in jobs:
         m = measured.get(job.name)
@@ -57,7 +63,7 @@ def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense_
     report = {"format_version": FORMAT_VERSION, "kind": "study", "title": spec.title,
               "date": datetime.date.today().isoformat(), "spec": spec.record(), "plan": plan,
               "target_skip": spec.skip, "limit": spec.limit, "max_tokens": spec.max_tokens, "domains": domains,
-              "arms": arms, "runs": runs, "measurements": measured, "dense_mc_grades": dense_mc, "notes": notes,
+              "arms": arms, "runs": runs, "measurements": measured, "dense_grades": dense, "notes": notes,
               "missing": [j.name for j in jobs if j.name not in measured]}
     if len(arms) >= 2 and list(arms)[0] == spec.arms[0]:
         kwargs = {} if n_boot is None else {"n_boot": n_boot}
@@ -85,13 +91,13 @@ def reference_summary(arms: dict[str, list[str]], measured: dict) -> dict:
 
 
 def _signed(measure: str, x: float) -> str:
-    return f"{x:+.1f}" if measure.startswith("mc:") else f"{x:+.3f}"
+    return f"{x:+.3f}" if measure.startswith("ppl:") else f"{x:+.1f}"
 
 
 def _value(measure: str, x: float) -> str:
     if x != x:  # NaN: a spread over one seed
         return "–"
-    return f"{x:.1f}" if measure.startswith("mc:") else f"{x:.3f}"
+    return f"{x:.3f}" if measure.startswith("ppl:") else f"{x:.1f}"
 
 
 def interval(measure: str, cell: dict) -> str:

@@ -44,8 +44,8 @@ def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = Non
             raise ValueError("runs are unfinished and no trainer was given (python -m hero_core study trains them)")
         train_missing(spec, jobs, train_run, max_runs=max_runs, progress=progress)
         done = {j.name for j in jobs if finished(j, spec)}
-    measured, dense_mc, notes = collect(spec, [j for j in jobs if j.name in done], backbone, progress)
-    report = build_report(spec, the_plan, jobs, measured, dense_mc, notes, n_boot=n_boot)
+    measured, dense, notes = collect(spec, [j for j in jobs if j.name in done], backbone, progress)
+    report = build_report(spec, the_plan, jobs, measured, dense, notes, n_boot=n_boot)
     write_report(Path(spec.out), report)
     for sentence in report.get("verdicts", {}).values():
         say(sentence)
@@ -85,11 +85,27 @@ def check_reachable(skip: float, hero) -> None:
                          f"every token gives {most:.1%} param skip; choose a smaller --skip")
 
 
-def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tuple[dict, list | None, dict]:
-    """Every finished run's measurements, from the store or measured now (``backbone`` None: stored only)."""
+def graded_kinds(spec: StudySpec) -> dict[str, dict]:
+    """The graded measures this study takes, with the settings their stored files carry: multiple choice on
+    ``--tasks``, BIG-bench on ``--bigbench`` where that path is here."""
+    kinds = {"mc": m.tasks_settings(spec)} if spec.tasks else {}
+    if spec.bigbench and Path(spec.bigbench).expanduser().exists():
+        kinds["bigbench"] = m.bigbench_settings(spec)
+    return kinds
+
+
+GRADERS = {"mc": (lambda spec: m.read_tasks(spec.tasks), m.measure_mc),
+           "bigbench": (m.bigbench_examples, m.measure_bigbench)}
+
+
+def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tuple[dict, dict, dict]:
+    """Every finished run's measurements, from the store or measured now (``backbone`` None: stored only); the
+    dense model's grades per graded measure; the report's notes."""
+    from ..bigbench import BigBenchError
+
     ppl_settings = m.ppl_settings(spec)
-    mc_settings = m.tasks_settings(spec) if spec.tasks else None
     refs_settings = ppl_settings | {"references": list(m.REFERENCES)}
+    kinds = graded_kinds(spec)
     notes = {"mc": (f"Multiple choice: the items of {spec.tasks}, accuracy and accuracy retained against dense on the "
                     "same items." if spec.tasks else "Multiple-choice accuracy left out: no --tasks file given."),
              "bigbench": bigbench_note(spec)}
@@ -99,26 +115,22 @@ def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tu
                          "dense's own tokens than dense does (docs/results.md). Compare arms with each other, not "
                          "with 1.")
     store = spec.store
-    dense_mc = None
-    if mc_settings is not None:
-        dense_file = m.store_file(store, "dense", "mc")
-        found = m.stored(dense_file, mc_settings)
-        dense_mc = found["grades"] if found else None
-    texts = blocks = items = None
+    dense = {k: (m.stored(m.store_file(store, "dense", k), st) or {}).get("grades") for k, st in kinds.items()}
+    texts = blocks = None
+    items: dict = {}
     measured = {}
     for job in jobs:
         ppl = m.stored(m.store_file(store, job.name, "ppl"), ppl_settings)
         refs = m.stored(m.store_file(store, job.name, "refs"), refs_settings) if spec.references else None
-        mc = m.stored(m.store_file(store, job.name, "mc"), mc_settings) if mc_settings else None
+        graded = {k: m.stored(m.store_file(store, job.name, k), st) for k, st in kinds.items()}
         lacking = (ppl is None or (spec.references and refs is None)
-                   or (mc_settings is not None and (mc is None or dense_mc is None)))
+                   or any(graded[k] is None or dense[k] is None for k in kinds))
         if lacking and backbone is not None:
             from ...core.model import load_checkpoint
 
             hero = load_checkpoint(job.folder, backbone)
             if texts is None:
                 texts, blocks = m.held_out_texts(hero, spec), m.calibration(hero, spec)
-                items = m.read_tasks(spec.tasks) if spec.tasks else None
             if ppl is None:
                 info = hero.training_info
                 ppl = m.measure_ppl(hero, texts, blocks, spec) | {
@@ -129,25 +141,34 @@ def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tu
             if spec.references and refs is None:
                 refs = m.measure_references(hero, texts, blocks, spec) | {"settings": refs_settings}
                 m.write(m.store_file(store, job.name, "refs"), refs)
-            if mc_settings and dense_mc is None:
-                dense_mc = m.measure_mc(hero, items, None)
-                m.write(m.store_file(store, "dense", "mc"), {"settings": mc_settings, "grades": dense_mc})
-            if mc_settings and mc is None:
-                mc = {"settings": mc_settings, "grades": m.measure_mc(hero, items, ppl["tau"])}
-                m.write(m.store_file(store, job.name, "mc"), mc)
+            for kind in list(kinds):
+                load, grade = GRADERS[kind]
+                try:
+                    items[kind] = items[kind] if kind in items else load(spec)
+                except BigBenchError as err:  # the tasks are not usable here: said in the report, the study goes on
+                    notes[kind] = f"BIG-bench left out: {err}"
+                    del kinds[kind]
+                    continue
+                if dense[kind] is None:
+                    dense[kind] = grade(hero, items[kind], None)
+                    m.write(m.store_file(store, "dense", kind), {"settings": kinds[kind], "grades": dense[kind]})
+                if graded[kind] is None:
+                    graded[kind] = {"settings": kinds[kind], "grades": grade(hero, items[kind], ppl["tau"])}
+                    m.write(m.store_file(store, job.name, kind), graded[kind])
         if ppl is not None:
-            measured[job.name] = {"ppl": ppl, "refs": refs, "mc": mc, "health": ppl.get("health")}
+            measured[job.name] = {"ppl": ppl, "refs": refs, "health": ppl.get("health"),
+                                  **{k: graded.get(k) for k in GRADERS}}
     unreferenced = [name for name, run in measured.items() if spec.references and run["refs"] is None]
     if unreferenced:
         notes["references"] = (f"References at the same skip not measured yet for {len(unreferenced)} run(s) "
                                f"({', '.join(unreferenced)}): the command without --render measures them.")
-    return measured, dense_mc, notes
+    return measured, dense, notes
 
 
 def bigbench_note(spec: StudySpec) -> str:
     if not spec.bigbench:
         return "BIG-bench left out: no checkout or archive given (--bigbench PATH)."
-    if not Path(spec.bigbench).exists():
+    if not Path(spec.bigbench).expanduser().exists():
         return f"BIG-bench left out: {spec.bigbench} is not on this machine."
-    return (f"BIG-bench left out: {spec.bigbench} is here, but the study does not grade BIG-bench yet "
-            "(python -m hero_core eval does, per checkpoint).")
+    return (f"BIG-bench: Retain (mean over the main suite's tasks of routed / dense accuracy, %) on the first "
+            f"{m.BIGBENCH_LIMIT} examples of each task, from {spec.bigbench}.")

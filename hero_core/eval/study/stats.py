@@ -91,6 +91,31 @@ class Retained:
             return np.where(dense > 0, 100.0 * self.routed[picks].mean(-1) / dense, np.nan)
 
 
+@dataclass
+class TaskRetain:
+    """Retain over several tasks (BIG-bench): the mean over tasks of 100 x routed / dense accuracy on the same
+    examples, tasks where dense gets none right left out. Its items are per task (strata): a resample draws each
+    task's examples within that task, so every replicate keeps every task."""
+
+    routed: list[np.ndarray]
+    dense: list[np.ndarray]
+
+    higher_is_better = True
+
+    @property
+    def n_items(self) -> tuple[int, ...]:
+        return tuple(len(d) for d in self.dense)
+
+    def point(self) -> float:
+        return float(self.on([np.arange(n)[None] for n in self.n_items])[0])
+
+    def on(self, picks: list[np.ndarray]) -> np.ndarray:
+        ratios = [Retained(r, d).on(p) for r, d, p in zip(self.routed, self.dense, picks, strict=True)]
+        with warnings.catch_warnings():  # a replicate where no task has a dense answer right stays NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(np.stack(ratios), axis=0)
+
+
 def arm_spread(units: list) -> dict:
     """An arm's measure per seed, and their mean, standard deviation over seeds and range."""
     values = [float(u.point()) for u in units]
@@ -99,13 +124,17 @@ def arm_spread(units: list) -> dict:
             "min": float(min(values)), "max": float(max(values)), "seeds": len(values)}
 
 
-def shared_picks(units: list, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """The item indices every run of a comparison is resampled on: one (n_boot, n) draw for all of them. Refuses
-    runs measured on different numbers of items, which cannot be the same items."""
+def shared_picks(units: list, n_boot: int, rng: np.random.Generator):
+    """The item indices every run of a comparison is resampled on: one (n_boot, n) draw for all of them (a list of
+    draws, one per stratum, for units whose items come in strata). Refuses runs measured on different numbers of
+    items, which cannot be the same items."""
     sizes = {u.n_items for u in units}
     if len(sizes) != 1:
         raise ValueError(f"a paired comparison needs every run measured on the same items; item counts {sorted(sizes)}")
-    return bootstrap_picks(sizes.pop(), n_boot=n_boot, rng=rng)
+    size = sizes.pop()
+    if isinstance(size, tuple):
+        return [bootstrap_picks(n, n_boot=n_boot, rng=rng) for n in size]
+    return bootstrap_picks(size, n_boot=n_boot, rng=rng)
 
 
 def paired_difference(arm_a: list, arm_b: list, *, n_boot: int = BOOTSTRAP, seed: int = 0) -> dict:
@@ -113,7 +142,7 @@ def paired_difference(arm_a: list, arm_b: list, *, n_boot: int = BOOTSTRAP, seed
     bootstrap: per replicate each arm's seeds drawn with replacement, the items drawn once for every run."""
     rng = np.random.default_rng(seed)
     picks = shared_picks(arm_a + arm_b, n_boot, rng)
-    replicates = _arm_replicates(arm_a, picks, rng) - _arm_replicates(arm_b, picks, rng)
+    replicates = _arm_replicates(arm_a, picks, n_boot, rng) - _arm_replicates(arm_b, picks, n_boot, rng)
     kept = replicates[~np.isnan(replicates)]
     point = float(np.mean([u.point() for u in arm_a]) - np.mean([u.point() for u in arm_b]))
     low, high = percentile_interval(kept) if len(kept) else (float("nan"), float("nan"))
@@ -121,13 +150,13 @@ def paired_difference(arm_a: list, arm_b: list, *, n_boot: int = BOOTSTRAP, seed
             "verdict": verdict(low, high, higher_is_better=arm_a[0].higher_is_better)}
 
 
-def _arm_replicates(arm: list, picks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _arm_replicates(arm: list, picks, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """(n_boot,) the arm's mean over its resampled seeds, every seed read on the shared item draw."""
     per_run = np.stack([u.on(picks) for u in arm])  # (runs, n_boot)
-    drawn = rng.integers(0, len(arm), size=(picks.shape[0], len(arm)))  # (n_boot, seeds)
+    drawn = rng.integers(0, len(arm), size=(n_boot, len(arm)))  # (n_boot, seeds)
     with warnings.catch_warnings():  # a replicate whose every value is NaN (dense none right) stays NaN, dropped later
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(per_run[drawn, np.arange(picks.shape[0])[:, None]], axis=1)
+        return np.nanmean(per_run[drawn, np.arange(n_boot)[:, None]], axis=1)
 
 
 def verdict(low: float, high: float, *, higher_is_better: bool) -> str:
