@@ -106,6 +106,11 @@ def submit_prompt(tools: DevTools, text: str, attempts: int = 5) -> None:
                                               "windowsVirtualKeyCode": 13})
 
 
+# the chart whose title starts with the given text (a JS expression; %-format the title in)
+CHART_BY_TITLE_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d => d._fullLayout && "
+                     "d._fullLayout.title.text.replace(/<[^>]*>/g, '').startsWith('%s'))")
+
+
 def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     tools = browser
     # 1. A prompt passed in the address bar.
@@ -129,9 +134,16 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
         f"(() => {{ const g = {FIND_SKIP_MAP_JS}; g.scrollIntoView(); const L = g._fullLayout; "
         f"const r = g.getBoundingClientRect(); return [r.left + L._size.l + L.xaxis.l2p({token}), "
         f"r.top + L._size.t + L.yaxis.l2p({block + 1})]; }})()")
+    # count the redraws of a chart that does not depend on the selected cell: the rerun must leave it as drawn
+    assert tools.eval(f"(() => {{ const g = {CHART_BY_TITLE_JS % 'FFNs executed per token'}; g.__draws = 0; "
+                      "g.on('plotly_afterplot', () => g.__draws++); return true; })()")
     tools.click(*xy)
     tools.wait_for(f"document.body.innerText.includes('Selected: token {token} ')", timeout=60,
                    what="the clicked cell to become the selection")
+    tools.wait_for(f"location.search.includes('token={token}') && location.search.includes('block={block}')",
+                   what="the address bar to name the clicked cell")
+    time.sleep(1.0)  # a redraw would have happened by now (the page settles in ~1 s)
+    assert tools.eval(f"{CHART_BY_TITLE_JS % 'FFNs executed per token'}.__draws") == 0
     tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 3")
     time.sleep(1.0)  # let plotly finish drawing before the screenshot
     tools.eval("window.scrollTo(0, 0); document.querySelector('section.main, [data-testid=\"stMain\"]')"
