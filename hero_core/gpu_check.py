@@ -175,7 +175,8 @@ def check_precision(shape: str, precision: str, device: torch.device, train_step
     out["routers_on_one_backbone"] = routers_on_one_backbone(hero.backbone, n=4)
 
     # training steps (hero_core.train on a temporary directory: LM target, no warm start)
-    from hero_core.train.train import TrainConfig, train
+    from hero_core.train.train import train
+    from hero_core.train.train_config import TrainConfig
 
     reset_peak(device)
     with tempfile.TemporaryDirectory() as tmp:

@@ -34,7 +34,8 @@ import json, sys
 from hero_core.core.backbones import load_backbone
 from hero_core.core.model import HeroModel, fresh_router
 from hero_core.train.recipes import DATA_BLOCKS
-from hero_core.train.train import TrainConfig, train
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig
 backbone = load_backbone(device="cpu")
 hero = HeroModel(backbone, fresh_router(backbone), "bench")
 train(TrainConfig(out={out!r}, steps={steps}, target_skip=0.10, dtype={dtype!r}, threads={threads},

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from hero_core.core.backbones import load_backbone
 from hero_core.core.model import HeroModel, fresh_router, load_checkpoint
-from hero_core.train.train import TrainConfig, train
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from hero_core.analysis import analysis as A
+from hero_core.analysis import memory_stats as MS
+from hero_core.analysis import token_categories as TC
 from hero_core.core.accounting import ComputeProfile
 from hero_core.core.metrics import bootstrap_ci
 from hero_core.core.trace import RoutingTrace
@@ -45,13 +47,13 @@ def make_trace(tokens, executed, *, attention=None, gate=None, token_ids=None, v
     ("<|im_start|>", "chat", "special"), ("<|endoftext|>", None, "special"),
 ])
 def test_token_category(token, domain, expected):
-    assert A.token_category(token, domain) == expected
-    assert expected in A.CATEGORIES and expected in A.CATEGORY_LABELS
+    assert TC.token_category(token, domain) == expected
+    assert expected in TC.CATEGORIES and expected in TC.CATEGORY_LABELS
 
 
 def test_token_category_rejects_non_strings():
     with pytest.raises(ValueError, match="string"):
-        A.token_category(3)
+        TC.token_category(3)
 
 
 # -- skip by category and by layer -------------------------------------------------------------------
@@ -70,7 +72,7 @@ def test_skip_by_category_matches_a_hand_count():
     overall = 1 - executed.mean()
     assert by.loc["digits_operators", "skip_rate_vs_domain"] == pytest.approx(5 / 6 - overall)
     assert by["share_of_tokens"].sum() == pytest.approx(1.0)
-    assert list(table["category"]) == [c for c in A.CATEGORIES if c in set(table["category"])]
+    assert list(table["category"]) == [c for c in TC.CATEGORIES if c in set(table["category"])]
 
 
 def test_layer_profiles_pool_tokens_across_items():
@@ -134,7 +136,7 @@ def test_memory_row_stats_on_known_rows():
         att[0, j, j - 1] = 1.0
         att[1, j, :j] = 1.0 / j
     att[1] *= 1 - 1e-6  # the read's eps: rows sum to slightly under 1 and are renormalised
-    stats = A.memory_row_stats(make_trace(["a", "b"], np.ones((R, 2)), attention=att))
+    stats = MS.memory_row_stats(make_trace(["a", "b"], np.ones((R, 2)), attention=att))
     assert np.isnan(stats["lookback"][:, 0]).all()  # block 1 has no history
     np.testing.assert_allclose(stats["lookback"][0, 1:], 1.0)
     np.testing.assert_allclose(stats["previous_share"][0, 1:], 1.0)
@@ -145,7 +147,7 @@ def test_memory_row_stats_on_known_rows():
     assert np.isnan(stats["normalised_entropy"][:, 1]).all()  # one earlier block: entropy is trivially 0
     np.testing.assert_allclose(stats["normalised_entropy"][1, 2:], 1.0)
     np.testing.assert_allclose(stats["uniform_lookback"][1, 1:], stats["lookback"][1, 1:])
-    tokens = A.memory_token_stats(make_trace(["a", "b"], np.ones((R, 2)), attention=att), "chat")
+    tokens = MS.memory_token_stats(make_trace(["a", "b"], np.ones((R, 2)), attention=att), "chat")
     assert tokens.loc[0, "lookback"] == pytest.approx(1.0) and tokens.loc[1, "lookback"] == pytest.approx(1.5)
     assert tokens.loc[1, "normalised_entropy"] == pytest.approx(1.0)
 
@@ -155,18 +157,18 @@ def test_memory_stats_skip_tokens_without_a_memory_read():
     att = np.zeros((2, R, R))
     att[0, 1, 0] = att[0, 2, 1] = 1.0  # token 1 never reads (all-zero rows, as under no_history)
     trace = make_trace(["a", "b"], np.ones((R, 2)), attention=att)
-    stats = A.memory_stats({"chat": [trace], "none": [make_trace(["c"], np.ones((R, 1)))]})
+    stats = MS.memory_stats({"chat": [trace], "none": [make_trace(["c"], np.ones((R, 1)))]})
     chat = stats.set_index("domain").loc["chat"]
     assert chat["n_tokens"] == 1 and chat["lookback"] == 1.0 and chat["previous_share"] == 1.0
     none = stats.set_index("domain").loc["none"]
     assert none["n_tokens"] == 0 and math.isnan(none["lookback"])
-    depth = A.memory_depth_profile({"chat": [trace]})
+    depth = MS.memory_depth_profile({"chat": [trace]})
     assert math.isnan(depth.loc[0, "lookback"]) and depth.loc[2, "lookback"] == 1.0
 
 
 def test_memory_stats_of_a_real_trace_are_in_range(tiny):
     trace = tiny.trace("def add(a, b):\n    return a + b  # 42", variant="hero")
-    rows = A.memory_row_stats(trace)
+    rows = MS.memory_row_stats(trace)
     R = trace.n_routed
     j = np.arange(R)[None, :].repeat(trace.n_tokens, 0)
     ok = ~np.isnan(rows["lookback"])
@@ -176,7 +178,7 @@ def test_memory_stats_of_a_real_trace_are_in_range(tiny):
     ne = rows["normalised_entropy"][~np.isnan(rows["normalised_entropy"])]
     assert ((ne >= -1e-9) & (ne <= 1 + 1e-9)).all()
     local = tiny.trace("def add(a, b):\n    return a + b  # 42", variant="no_history")
-    assert A.memory_stats({"code": [local]}).loc[0, "n_tokens"] == 0
+    assert MS.memory_stats({"code": [local]}).loc[0, "n_tokens"] == 0
 
 
 # -- item runs, flips and quality on the tiny model ---------------------------------------------------------
@@ -267,12 +269,12 @@ def test_skip_tables_on_the_tiny_model(runs):
     traces = A.traces_by_domain(runs, "hero")
     tokens = A.token_table(traces)
     assert len(tokens) == sum(t.n_tokens for ts in traces.values() for t in ts)
-    assert set(tokens["category"]) <= set(A.CATEGORIES)
+    assert set(tokens["category"]) <= set(TC.CATEGORIES)
     by_cat = A.skip_by_category(traces)
     for domain, group in by_cat.groupby("domain"):
         pooled = 1 - np.concatenate([t.executed.ravel() for t in traces[domain]]).mean()
         assert (group["skip_rate"] * group["n_tokens"]).sum() / group["n_tokens"].sum() == pytest.approx(pooled)
-    assert isinstance(A.memory_stats(traces), pd.DataFrame)
+    assert isinstance(MS.memory_stats(traces), pd.DataFrame)
 
 
 def test_bootstrap_ci():

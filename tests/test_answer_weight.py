@@ -7,7 +7,8 @@ import torch
 
 from hero_core.train.answer_tokens import answer_mask, answer_weights, assistant_header, turn_end_ids
 from hero_core.train.losses import distill_loss, weighted_mean
-from hero_core.train.train import TrainConfig, train
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig
 from hero_core.train.train_data import loss_weights
 
 

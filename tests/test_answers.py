@@ -56,7 +56,8 @@ def test_code_rows_are_humaneval_tasks_in_the_chat_style(rows):
 
 
 def test_no_prompt_is_training_data(rows):
-    from hero_core.core.data import chat_prompts, code_texts, reasoning_problems
+    from hero_core.core.data import chat_prompts, code_texts
+    from hero_core.core.reasoning import reasoning_problems
 
     chat = chat_prompts("train") + chat_prompts("eval")
     for row in rows:

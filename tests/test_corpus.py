@@ -6,7 +6,7 @@ import pytest
 
 from hero_core.cli import build_parser
 from hero_core.core.corpus import CorpusError, chat_formatter, load_corpus
-from hero_core.core.data import split_of
+from hero_core.core.splits import split_of
 
 
 @pytest.fixture(scope="module")

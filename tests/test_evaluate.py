@@ -340,7 +340,8 @@ def test_answer_matching_normalises_numbers_and_case():
 
 
 def test_reasoning_prompt_uses_train_exemplars_only():
-    from hero_core.core.data import reasoning_problems, split_of
+    from hero_core.core.reasoning import reasoning_problems
+    from hero_core.core.splits import split_of
 
     prompt = suites.reasoning_prompt("What is 1 + 1?", shots=3)
     assert prompt.endswith("Question: What is 1 + 1?\nAnswer:") and prompt.count("Question:") == 4

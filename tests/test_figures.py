@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from hero_core.core import labels as L
+from hero_core.viz import decision_figures as D
 from hero_core.viz import figures as F
+from hero_core.viz import memory_figures as M
 
 PROMPT = "The cat sat on the mat because it was tired. <b>Tags</b> & \"quotes\"\n\tand a tab."
 
@@ -127,25 +129,25 @@ def test_token_compute_html_escapes_and_counts(trace):
 def test_memory_maps(trace):
     t = 5
     R = trace.n_routed
-    z = values(spec(F.memory_map(trace, t))["data"][0]["z"]).astype(float)
+    z = values(spec(M.memory_map(trace, t))["data"][0]["z"]).astype(float)
     assert z.shape == (R, R)
     lower = np.tril_indices(R, -1)
     np.testing.assert_allclose(z[lower], trace.memory_attention[t][lower])
     assert np.all(np.isnan(z[np.triu_indices(R)]))
     rows = trace.memory_attention[t].sum(axis=1)
     np.testing.assert_allclose(rows[1:], 1.0, atol=1e-4)  # every read from block 2 on is a weighted average
-    mean = values(spec(F.mean_memory_map(trace))["data"][0]["z"]).astype(float)
+    mean = values(spec(M.mean_memory_map(trace))["data"][0]["z"]).astype(float)
     np.testing.assert_allclose(mean[lower], trace.mean_memory_attention()[lower])
-    fill = values(spec(F.memory_fill(trace, t, 2))["data"][0]["z"]).astype(float)
+    fill = values(spec(M.memory_fill(trace, t, 2))["data"][0]["z"]).astype(float)
     assert np.all(np.isnan(fill[2:])) and fill[1, 0] == pytest.approx(trace.memory_attention[t, 1, 0])
     with pytest.raises(ValueError, match="out of range"):
-        F.memory_map(trace, trace.n_tokens)
+        M.memory_map(trace, trace.n_tokens)
     with pytest.raises(ValueError, match="depth"):
-        F.memory_fill(trace, t, R + 1)
+        M.memory_fill(trace, t, R + 1)
 
 
 def test_forgetting_and_trajectories(trace):
-    rho = spec(F.forgetting_bars(trace))["data"][0]
+    rho = spec(M.forgetting_bars(trace))["data"][0]
     np.testing.assert_allclose(values(rho["y"]), trace.forgetting)
     t = 4
     data = spec(F.trajectories(trace, t))["data"]
@@ -205,12 +207,12 @@ def test_quality_lines(tiny, trace):
 def test_decision_split_is_exact(trace):
     for t in range(trace.n_tokens):
         for j in range(trace.n_routed):
-            s = F.decision_split(trace, t, j)
+            s = D.decision_split(trace, t, j)
             assert s["gate_logit"] == pytest.approx(trace.history_logit[j, t] + trace.local_logit[j, t])
             assert 1 / (1 + math.exp(-s["gate_logit"])) == pytest.approx(s["gate"], abs=1e-6)
             assert s["executed"] == bool(trace.executed[j, t])
             assert s["history_flips"] == (s["executed"] != (trace.local_logit[j, t] >= s["tau_logit"]))
-    bars = spec(F.decision_bars(F.decision_split(trace, 2, 1)))["data"][0]
+    bars = spec(D.decision_bars(D.decision_split(trace, 2, 1)))["data"][0]
     np.testing.assert_allclose(values(bars["x"]), [trace.local_logit[1, 2], trace.history_logit[1, 2],
                                                    trace.local_logit[1, 2] + trace.history_logit[1, 2]])
 

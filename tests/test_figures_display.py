@@ -8,6 +8,7 @@ import pytest
 
 from hero_core.core import labels as L
 from hero_core.viz import axes as AX
+from hero_core.viz import decision_figures as D
 from hero_core.viz import figures as F
 from hero_core.viz import memory_figures as M
 from hero_core.viz import palette
@@ -78,10 +79,10 @@ def test_colour_blind_safe_pairs(trace, tiny):
     from hero_core.analysis.attribution import explain
 
     a = explain(tiny, PROMPT, 8, 0, method="ablation")
-    bars = spec(F.attribution_bars(a.tokens, a.scores, title="t", trace=trace))
+    bars = spec(D.attribution_bars(a.tokens, a.scores, title="t", trace=trace))
     used = set(bars["data"][0]["marker"]["color"])
     assert used <= {palette.POSITIVE, palette.NEGATIVE} and not used & {"#54a24b", "#e45756"}
-    html_out = F.attribution_html(a.tokens, a.scores)
+    html_out = D.attribution_html(a.tokens, a.scores)
     assert "84,162,75" not in html_out and "228,87,86" not in html_out
     assert palette.POSITIVE_RGB in html_out or palette.NEGATIVE_RGB in html_out
     assert "#e45756" not in palette.FLIP_COLOURS and len(set(palette.FLIP_COLOURS)) == 4
@@ -89,10 +90,10 @@ def test_colour_blind_safe_pairs(trace, tiny):
 
 def test_every_figure_title_carries_its_provenance(trace, traces):
     other = traces["no_history"]
-    split = F.decision_split(trace, 3, 1)
-    figures = [F.skip_heatmap(trace), F.executed_counts(trace), F.layer_skip_bars([trace]), F.memory_map(trace, 3),
-               F.mean_memory_map(trace), F.memory_fill(trace, 3, 2), F.forgetting_bars(trace),
-               F.trajectories(trace, 3), F.flip_map(trace, other), F.decision_bars(split, trace),
+    split = D.decision_split(trace, 3, 1)
+    figures = [F.skip_heatmap(trace), F.executed_counts(trace), F.layer_skip_bars([trace]), M.memory_map(trace, 3),
+               M.mean_memory_map(trace), M.memory_fill(trace, 3, 2), M.forgetting_bars(trace),
+               F.trajectories(trace, 3), F.flip_map(trace, other), D.decision_bars(split, trace),
                F.skip_heatmaps([trace, other], ["a", "b"]), F.compute_bars([trace, other], ["a", "b"])]
     text = palette.provenance(trace)
     assert trace.checkpoint in text and trace.variant in text and f"{trace.tau:.3g}" in text
@@ -166,7 +167,7 @@ def test_hover_gives_the_token_index(trace):
     assert f"layer L{trace.routed_layers[2]} (routed block 3 of {trace.n_routed})" in cells["hovertext"][k]
     other = trace.tokens + ["x"]  # every other token-axis figure carries the index with the point too
     for fig in (F.executed_counts(trace), F.token_quality_bars(trace) if trace.quality is not None else None,
-                F.attribution_bars(trace.tokens, np.zeros(T), title="a"), F.skip_overview(trace)):
+                D.attribution_bars(trace.tokens, np.zeros(T), title="a"), F.skip_overview(trace)):
         if fig is not None:
             assert "%{x}" not in fig.data[0].hovertemplate, fig.layout.title.text
     assert other
@@ -232,7 +233,7 @@ def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
                "flips": F.flip_map(long_trace, other, window=window),
                "maps": F.skip_heatmaps([long_trace, other], ["a", "b"], window),
                "lines": F.quality_lines([lines], ["hero"], long_trace.tokens, [long_trace], window=window),
-               "attribution": F.attribution_bars(long_trace.tokens, np.linspace(-1, 1, long_trace.n_tokens),
+               "attribution": D.attribution_bars(long_trace.tokens, np.linspace(-1, 1, long_trace.n_tokens),
                                                  title="attribution", window=window)}
     px_per_token = AX.PLOT_WIDTH_PX / (window[1] - window[0] + 1)
     for name, fig in figures.items():
@@ -247,13 +248,13 @@ def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
 
 
 def test_tau_curve_title_carries_its_provenance(trace):
-    fig = spec(F.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, current=trace.tau, trace=trace,
+    fig = spec(D.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, current=trace.tau, trace=trace,
                            note="text: “The cat …” · bfloat16"))
     text = title(fig)
     for part in (trace.checkpoint, trace.variant, f"τ now {trace.tau:.3g}", f"param skip {trace.param_skip:.1%}",
                  "τ swept 0.1–0.9", f"{trace.n_tokens} tokens", "The cat", "bfloat16"):
         assert part in text, part
-    assert title(spec(F.tau_curve([0.1, 0.9], [2.0, 1.0], 4))) == "Compute as the threshold moves"
+    assert title(spec(D.tau_curve([0.1, 0.9], [2.0, 1.0], 4))) == "Compute as the threshold moves"
 
 
 @pytest.mark.parametrize("n_visible, cell_px", [(20, 45), (64, 14), (112, 8), (512, 1.7)])
@@ -267,7 +268,7 @@ def test_memory_colour_scale_leaves_out_the_trivial_row(trace):
     t = 5
     z = M.contrast(trace.memory_attention[t], trace.mean_memory_attention(), "weights")
     assert z[1, 0] == pytest.approx(1.0)  # row 2 reads one block: always 1
-    heat = spec(F.memory_map(trace, t))["data"][0]
+    heat = spec(M.memory_map(trace, t))["data"][0]
     assert heat["zmax"] == pytest.approx(np.nanmax(z[2:])) and heat["zmin"] == pytest.approx(np.nanmin(z[2:]))
 
 
@@ -279,12 +280,12 @@ def test_memory_modes(trace):
     np.testing.assert_allclose(ratio[2:], (alpha * rows)[2:], rtol=1e-9)  # alpha over 1/j
     diff = M.contrast(trace.memory_attention[t], trace.mean_memory_attention(), "difference")
     np.testing.assert_allclose(diff, alpha - M._lower_triangle(trace.mean_memory_attention()), rtol=1e-9)
-    heat = spec(F.memory_map(trace, t, mode="ratio"))["data"][0]
+    heat = spec(M.memory_map(trace, t, mode="ratio"))["data"][0]
     assert (heat["zmin"] + heat["zmax"]) / 2 == pytest.approx(1.0)  # centred on "no preference"
-    heat = spec(F.memory_map(trace, t, mode="difference"))["data"][0]
+    heat = spec(M.memory_map(trace, t, mode="difference"))["data"][0]
     assert (heat["zmin"] + heat["zmax"]) / 2 == pytest.approx(0.0)
     with pytest.raises(ValueError, match="zero"):
-        F.mean_memory_map(trace, mode="difference")
+        M.mean_memory_map(trace, mode="difference")
 
 
 def _near_uniform(trace, wobble: float):
@@ -320,9 +321,9 @@ def test_contrast_colour_ranges_have_a_floor():
 def test_a_near_uniform_map_is_drawn_pale(trace):
     flat = _near_uniform(trace, 0.012)
     t = 3
-    ratio = spec(F.memory_map(flat, t, mode="ratio"))["data"][0]
+    ratio = spec(M.memory_map(flat, t, mode="ratio"))["data"][0]
     assert (ratio["zmin"], ratio["zmax"]) == (0.0, 2.0)
-    diff = spec(F.memory_map(flat, t, mode="difference"))["data"][0]
+    diff = spec(M.memory_map(flat, t, mode="difference"))["data"][0]
     assert (diff["zmin"], diff["zmax"]) == (-M.COLOUR_FLOOR["difference"], M.COLOUR_FLOOR["difference"])
     z = M.contrast(flat.memory_attention[t], flat.mean_memory_attention(), "difference")
     assert np.nanmax(np.abs(z[2:])) < 0.5 * M.COLOUR_FLOOR["difference"]  # well inside the scale: pale
@@ -331,7 +332,7 @@ def test_a_near_uniform_map_is_drawn_pale(trace):
 def test_forgetting_bars_draw_the_initial_value(trace):
     import copy
 
-    fig = F.forgetting_bars(trace)
+    fig = M.forgetting_bars(trace)
     bars, line = fig.data
     assert trace.forgetting_init is not None
     assert line.name.startswith(M.INITIAL_NAME) and line.line.dash == "dash"
@@ -341,12 +342,12 @@ def test_forgetting_bars_draw_the_initial_value(trace):
     assert low < trace.forgetting_init <= high
     old = copy.deepcopy(trace)
     old.forgetting_init = None  # a trace saved before rho's initial value was recorded
-    fig = spec(F.forgetting_bars(old))
+    fig = spec(M.forgetting_bars(old))
     assert len(fig["data"]) == 1 and "initial value unknown" in title(fig)
 
 
 def test_memory_map_marks_the_selected_block(trace):
-    fig = spec(F.memory_map(trace, 5, selected_block=2))
+    fig = spec(M.memory_map(trace, 5, selected_block=2))
     (shape,) = fig["layout"]["shapes"]
     assert (shape["y0"], shape["y1"]) == (1.5, 2.5)
 
@@ -372,21 +373,21 @@ def test_memory_reads_say_when_a_read_is_uniform(trace):
 # -- issue 23: what the figures say ---------------------------------------------------------------------
 def test_threshold_is_a_legend_entry_not_text_over_the_bars(trace):
     """`logit(τ) = 0.000` was an annotation over the history bar; the threshold is named in the legend instead."""
-    fig = spec(F.decision_bars(F.decision_split(trace, 3, 1), trace))
+    fig = spec(D.decision_bars(D.decision_split(trace, 3, 1), trace))
     assert not fig["layout"].get("annotations")
     names = [d.get("name", "") for d in fig["data"]]
     assert any(n.startswith("threshold logit(τ) = +0.000 (τ = 0.5)") for n in names), names
 
 
 def test_tau_curve_draws_quality_beside_compute(trace):
-    fig = spec(F.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, current=trace.tau, trace=trace,
+    fig = spec(D.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, current=trace.tau, trace=trace,
                            perplexity_ratio=[1.0, 1.1, 1.4]))
     assert title(fig).startswith("Compute and quality as the threshold moves")
     quality = next(d for d in fig["data"] if d.get("yaxis") == "y2")
     assert list(quality["y"]) == [1.0, 1.1, 1.4] and fig["layout"]["yaxis2"]["overlaying"] == "y"
     # its own ticks: synced to the left axis' grid, the log axis was labelled 9, 7, 5, 4 from the bottom up
     assert fig["layout"]["yaxis2"]["tickmode"] == "auto"
-    wide = spec(F.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, perplexity_ratio=[0.97, 3.0, 399.0]))
+    wide = spec(D.tau_curve([0.1, 0.5, 0.9], [3.0, 2.0, 1.0], trace.n_routed, perplexity_ratio=[0.97, 3.0, 399.0]))
     axis = wide["layout"]["yaxis2"]
     assert axis["tickmode"] == "array" and list(axis["ticktext"]) == ["1", "2", "5", "10", "20", "50", "100", "200"]
     assert list(axis["tickvals"]) == sorted(axis["tickvals"])

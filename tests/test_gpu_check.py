@@ -90,7 +90,7 @@ def test_the_default_corpus_is_enough_for_the_trainer_defaults():
 
     from hero_core.core.backbones import embedded_model_dir
     from hero_core.core.corpus import load_corpus
-    from hero_core.train.train import TrainConfig
+    from hero_core.train.train_config import TrainConfig
 
     with tempfile.TemporaryDirectory() as tmp:
         path = write_corpus(Path(tmp))

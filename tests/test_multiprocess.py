@@ -14,7 +14,8 @@ SCRIPT = """
 import sys
 from hero_core.core.model import HeroModel, fresh_router
 from hero_core.core.tiny import tiny_backbone
-from hero_core.train.train import TrainConfig, train
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig
 from hero_core.train.train_data import training_blocks, teacher_targets
 backbone = tiny_backbone(seed=0)
 hero = HeroModel(backbone, fresh_router(backbone, gate_bias_init=1.0), "training")

@@ -20,11 +20,11 @@ from hero_core.viz.figures import (
     flip_codes,
     flip_map,
     layer_skip_bars,
-    memory_map,
     skip_heatmap,
     token_compute_html,
     trajectories,
 )
+from hero_core.viz.memory_figures import memory_map
 
 PROFILE = ComputeProfile(total_params=10_000, ffn_params=300, adapter_params=20, router_params=15,
                          linear_params=8_000, n_layers=6, attention_width=16, d_memory=8)

@@ -9,10 +9,12 @@ import torch
 
 from hero_core.core import checkpoint as ckpt
 from hero_core.core.config import HeroConfig
-from hero_core.core.data import chat_prompts, split_of
+from hero_core.core.data import chat_prompts
 from hero_core.core.precision import resolve_dtype
+from hero_core.core.splits import split_of
 from hero_core.train.losses import near_tau_share, separation_penalty
-from hero_core.train.train import TrainConfig, target_skip_at, train
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig, target_skip_at
 from hero_core.train.warmstart import collect_ffn_pairs, fit_adapter
 
 

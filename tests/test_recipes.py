@@ -6,7 +6,7 @@ import json
 import pytest
 
 from hero_core.train.recipes import DATA_BLOCKS, RECIPE_FIELDS, RUNS, stage_config, stages
-from hero_core.train.train import TrainConfig
+from hero_core.train.train_config import TrainConfig
 
 
 def test_a_recipe_brings_the_stages_it_continues_from():

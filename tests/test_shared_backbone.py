@@ -6,7 +6,6 @@ import copy
 import subprocess
 import sys
 import threading
-import warnings
 
 import numpy as np
 import pytest
@@ -105,14 +104,6 @@ def test_a_skip_map_in_three_lines_from_the_top_level_api():
             "assert fig.data and fig.layout.title.text.startswith('Skip map'), fig.layout.title.text\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-
-
-def test_the_old_figures_module_still_imports_and_names_the_new_one():
-    sys.modules.pop("hero_core.figures", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        from hero_core.figures import skip_heatmap, skip_map  # noqa: F401
-    assert any("from hero_core import plot" in str(w.message) for w in caught)
 
 
 def test_hero_vs_local_refuses_traces_of_different_tokens(tiny):

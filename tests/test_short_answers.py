@@ -5,7 +5,7 @@ import re
 import pytest
 
 from hero_core.core import short_answers
-from hero_core.core.data import split_of
+from hero_core.core.splits import split_of
 from hero_core.eval import answers
 
 SUITE_INSTRUCTIONS = ("answer with one word", "reply in uppercase letters only", "reply in lowercase letters only",

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hero_core.eval.sweep import SweepResult, sweep, table_bytes, token_summary
+from hero_core.analysis.token_table import token_summary
+from hero_core.eval.sweep import SweepResult, sweep, table_bytes
 from hero_core.eval.sweep_data import Item, bundled_items, read_prompts
 
 PROMPTS = ["def add(x, y):\n    return x + y", "Hello there, how are you today?", "12 * 3 = 36, so 36 - 6 = 30.",

@@ -7,7 +7,8 @@ import torch
 
 from hero_core.core import checkpoint as ckpt
 from hero_core.train.losses import budget_hinge, distill_loss, hard_executed, usage_penalty
-from hero_core.train.train import TrainConfig, train
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig
 
 
 def _cfg(out, **kw):

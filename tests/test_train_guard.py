@@ -13,7 +13,8 @@ from hero_core.core.checkpoint import health_line
 from hero_core.train import train as train_module
 from hero_core.train import train_guard
 from hero_core.train.health import HealthGuard
-from hero_core.train.train import TrainConfig, train
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig, lr_at
 
 EVALUATED = list(range(2, 13, 2))  # eval_every=2 over 12 steps
 
@@ -116,7 +117,7 @@ def test_a_degrading_run_is_rolled_back_with_its_weights_and_alpha(tmp_path, mon
     assert "TRAINING DEGRADED" in caplog.text
     assert [r["step"] for r in rows if "held_out_loss" in r] == EVALUATED  # logged beside the loss
     after = [r["lr"] for r in rows if r["step"] > first["at_step"]]
-    unguarded = [train_module.lr_at(r["step"] - 1, _cfg(tmp_path)) for r in rows if r["step"] > first["at_step"]]
+    unguarded = [lr_at(r["step"] - 1, _cfg(tmp_path)) for r in rows if r["step"] > first["at_step"]]
     assert all(a == pytest.approx(0.5 * u) for a, u in zip(after, unguarded, strict=True))
     assert "rolled back" in health_line(health)
 

@@ -12,7 +12,9 @@ from components.widgets import BIND, SHARED_PROMPT, token_picker
 from hero_core.analysis.spans import first_token_words
 from hero_core.core.labels import token_label
 from hero_core.eval import measured as measured_results
-from hero_core.viz.figures import flip_map, memory_fill, skip_heatmap, tau_curve
+from hero_core.viz.decision_figures import tau_curve
+from hero_core.viz.figures import flip_map, skip_heatmap
+from hero_core.viz.memory_figures import memory_fill
 from hero_core.viz.memory_words import describe_memory, describe_read, read_at, tour_plan
 from hero_core.viz.tau_words import tau_sweep_words
 

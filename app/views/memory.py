@@ -12,8 +12,15 @@ from components.widgets import BIND, clickable_skip_map, current_cell, prompt_in
 from hero_core import RoutingTrace
 from hero_core.core.config import VARIANTS
 from hero_core.core.labels import token_label
-from hero_core.viz.figures import forgetting_bars, mean_memory_map, memory_map, trajectories
-from hero_core.viz.memory_figures import COLOUR_FLOOR_TEXT, MEMORY_MODE_LABELS, MEMORY_MODES
+from hero_core.viz.figures import trajectories
+from hero_core.viz.memory_figures import (
+    COLOUR_FLOOR_TEXT,
+    MEMORY_MODE_LABELS,
+    MEMORY_MODES,
+    forgetting_bars,
+    mean_memory_map,
+    memory_map,
+)
 from hero_core.viz.memory_words import (
     NEAR_UNIFORM,
     describe_forgetting,

@@ -29,8 +29,7 @@ import torch
 
 from ..core.metrics import bootstrap_ci, compare_to_dense, next_token_nll
 from ..core.trace import RoutingTrace
-from .memory_stats import MEMORY_STATS, memory_depth_profile, memory_row_stats, memory_stats, memory_token_stats  # noqa: F401  (re-exported: notebooks read every analysis from this module)
-from .token_categories import CATEGORIES, CATEGORY_LABELS, CODE_DOMAINS, token_categories, token_category  # noqa: F401  (re-exported)
+from .token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
 from .trace_sets import TracesByDomain, check_domains, check_same_tokens, domains_with_traces
 
 

@@ -12,7 +12,7 @@ Train and evaluation splits are disjoint by construction: every item is assigned
 of its text (reasoning question, stdlib file path, chat prompt), so no text can land in both.
 HumanEval and BIG-bench are evaluation-only and never read here.
 
-The pieces other modules share live in modules of their own, re-exported here: the split
+The pieces other modules share live in modules of their own, imported from there: the split
 (:mod:`hero_core.core.splits`), the reasoning generator (:mod:`hero_core.core.reasoning`) and the cutting of text
 into token blocks (:mod:`hero_core.core.blocks`). This module builds on them and on the short-answer prompts
 (:mod:`hero_core.core.short_answers`); none of them imports it back.
@@ -26,8 +26,6 @@ import random
 import sysconfig
 from pathlib import Path
 
-from .blocks import token_blocks as token_blocks  # re-exported: callers read the built-in text's blocks from here
-from .reasoning import Problem as Problem  # re-exported with reasoning_problems, the reasoning domain's generator
 from .reasoning import reasoning_problems
 from .short_answers import short_answer_prompts
 from .splits import EVAL_SHARE, SPLITS, check_split, split_of

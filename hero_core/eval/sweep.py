@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.analysis import CATEGORIES, CATEGORY_LABELS, token_categories
+from ..analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
 from ..analysis.token_table import token_summary
 from ..core.choices import check_distinct
 from ..core.metrics import perplexity_ratio, ratio_interval
@@ -77,7 +77,6 @@ def make_runs(hero, checkpoints: Sequence | None = None, variants: Sequence[str]
 
 
 # -- per-item rows ---------------------------------------------------------------------------------
-# The token rows are hero_core.analysis.token_table.token_summary (importable from here too, as the app does).
 def _item_row(trace: RoutingTrace, run: str, index: int, item: Item, matched_to: str | None) -> dict:
     s, q = trace.summary(), trace.quality or {}
     nll = np.asarray(q.get("nll", [np.nan]))[:-1]

@@ -16,7 +16,8 @@ every figure so that side-by-side views line up:
 
 Long prompts: ``window=(first, last)`` shows that token range at a legible cell size (the rest is a pan away),
 with tick labels thinned so that they never overlap; :func:`skip_overview` is the whole prompt in one strip.
-Memory figures live in :mod:`hero_core.viz.memory_figures` and are re-exported here.
+Memory figures live in :mod:`hero_core.viz.memory_figures`, the decision figures in
+:mod:`hero_core.viz.decision_figures`.
 
 The skip map is drawn as square ``go.Scatter`` markers, not ``go.Heatmap``: Streamlit's
 ``plotly_chart(on_select=...)`` returns no selection for heatmaps (streamlit issue 8760), and a
@@ -46,19 +47,7 @@ from .axes import (
     indexed_hover,
     token_axis,
 )
-
-# The figure functions of decision_figures and memory_figures are part of this module's API: notebooks and pages
-# import every figure from here.
-from .decision_figures import attribution_bars, attribution_html, decision_bars, decision_split, tau_curve  # noqa: F401
-from .memory_figures import (  # noqa: F401
-    block_labels,
-    check_token,
-    forgetting_bars,
-    mean_memory_map,
-    memory_fill,
-    memory_map,
-    memory_reads,
-)
+from .memory_figures import block_labels, check_token
 from .palette import (
     COMPUTE_SCALE,
     DENSE_COLOUR,
