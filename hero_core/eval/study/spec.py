@@ -144,8 +144,12 @@ def measure_step_seconds(hero, spec: StudySpec, repeats: int = 3) -> float:
     teacher's cache and the guard's evaluations are not in it (the estimate says so)."""
     import torch
 
+    from ...core.precision import resolve_dtype
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    # training's own precision: bf16 autocast where a probe shows it faster (TrainConfig.dtype "auto")
+    bf16 = resolve_dtype("auto", hero.device) == torch.bfloat16
     try:
         vocab = hero.model.config.vocab_size
         ids = torch.randint(0, vocab, (spec.batch_size, spec.seq_len), generator=torch.Generator().manual_seed(0))
@@ -153,7 +157,9 @@ def measure_step_seconds(hero, spec: StudySpec, repeats: int = 3) -> float:
         for _ in range(repeats + 1):
             start = time.perf_counter()
             call = hero.new_call("hero", 0.5, keep_gates=True, straight_through=True)
-            hero.forward(ids.to(hero.device), None, call).float().logsumexp(-1).mean().backward()
+            with torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=bf16):
+                logits = hero.forward(ids.to(hero.device), None, call)
+            logits.float().logsumexp(-1).mean().backward()
             hero.router.zero_grad(set_to_none=True)
             times.append(time.perf_counter() - start)
         return float(sorted(times[1:])[len(times[1:]) // 2])
