@@ -11,9 +11,10 @@ from components.positions import show_position_skip
 from components.runtime import RunSpec
 from components.saved import trace_for
 
+from hero_core.analysis.token_table import token_summary
 from hero_core.core.labels import token_label
-from hero_core.eval.sweep import token_summary
-from hero_core.viz.figures import decision_split, executed_counts, layer_skip_bars, token_quality_bars
+from hero_core.viz.decision_figures import decision_split
+from hero_core.viz.figures import executed_counts, layer_skip_bars, token_quality_bars
 
 TOKEN_COLUMNS = {"token_index": "#", **number_columns({
     "ffn_executed": ("FFNs run",), "mean_gate": ("mean g", "%.3f"), "min_margin": ("smallest margin to τ", "%+.4f"),
