@@ -108,3 +108,17 @@ def test_the_plan_on_a_tiny_model_of_another_family(family, tmp_path, study_inpu
     with pytest.raises(StudyError, match="out of reach"):
         run_study(StudySpec(out=str(tmp_path / "out"), backbone=str(backbone), skip=0.5), plan_only=True,
                   say=said.append)
+
+
+def test_the_command_prints_the_plan_and_refuses_an_unknown_arm(study_inputs, tmp_path, capsys):
+    from hero_core.cli import main
+
+    root, backbone = study_inputs
+    args = ["study", "--backbone", str(backbone), "--data", str(root / "text.jsonl"), "--skip", str(SKIP),
+            "--out", str(tmp_path / "out"), "--plan"]
+    assert main([*args, "--arms", "hero,no_memread", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "arms hero, no_memread x 2 seed(s), each trained 750 steps" in out  # the first-stage recipe's steps
+    assert out.count("to train") >= 4 and not (tmp_path / "out").exists()
+    assert main([*args, "--arms", "hero,dense"]) == 2
+    assert "unknown arm(s) ['dense']" in capsys.readouterr().err
