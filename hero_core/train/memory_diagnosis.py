@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.memory import feature_map
+from ..core.metrics import kl_divergence, log_probs
 
 # Parameter groups of a HeroRouter, by the first part of the parameter's name; memory_log_scale exists only for
 # the softmax kernel. "adapters" sums the per-block adapters.
@@ -55,9 +56,7 @@ def kl_to_dense(hero, input_ids: torch.Tensor, variant: str) -> torch.Tensor:
     call = hero.new_call(variant, record=True, keep_gates=True, straight_through=True)
     with torch.enable_grad():
         routed = hero.forward(input_ids, None, call, use_cache=False)
-        log_p = F.log_softmax(dense.float(), -1)
-        log_q = F.log_softmax(routed.float(), -1)
-        return (log_p.exp() * (log_p - log_q)).sum()
+        return kl_divergence(log_probs(dense), log_probs(routed)).sum()
 
 
 @dataclass
