@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hero_core.core.backbones import load_backbone
 from hero_core.core.model import HeroModel, fresh_router, load_checkpoint
+from hero_core.core.ratio_text import ratio_text
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
 
@@ -104,10 +105,6 @@ def main() -> int:
     return 0
 
 
-def _cell(q: dict) -> str:
-    return f"{q['perplexity_ratio']:.3f} [{q['ratio_low']:.3f}, {q['ratio_high']:.3f}]"
-
-
 def report() -> int:
     """The probe table, written between the ``probes`` markers of README.md (the findings around it are prose)."""
     from hero_core.reports.readme_block import replace_block
@@ -136,7 +133,7 @@ def report() -> int:
         flips = sum(e[d]["flip_share"] for d in DOMAINS) / len(DOMAINS)
         uniform = " / ".join(f"{u[d]['perplexity_ratio']:.3f}" for d in DOMAINS)
         lines.append(f"| {name} | {r['changes']} | {r['steps']} | {skips} | "
-                     + " | ".join(_cell(q[d]) for d in DOMAINS)
+                     + " | ".join(ratio_text(q[d]) for d in DOMAINS)
                      + f" | {100 * top1:.1f} | {entropy:.3f} | {100 * flips:.2f} | {uniform} | {r['rho_moved']:.4f} |")
     readme = OUT / "README.md"
     if not replace_block(readme, "probes", lines) and "<!-- probes:start -->" not in readme.read_text():

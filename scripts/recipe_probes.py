@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hero_core.core.backbones import load_backbone
 from hero_core.core.model import HeroModel, fresh_router, load_checkpoint
+from hero_core.core.ratio_text import ratio_text
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
 
@@ -138,8 +139,7 @@ def report() -> int:
         r = json.loads(path.read_text())
         q = r["held_out"]
         skips = " / ".join(f"{100 * q[d]['param_skip']:.1f}" for d in ("chat", "code", "reasoning"))
-        ratios = [f"{q[d]['perplexity_ratio']:.3f} [{q[d]['ratio_low']:.3f}, {q[d]['ratio_high']:.3f}]"
-                  for d in ("chat", "code", "reasoning")]
+        ratios = [ratio_text(q[d]) for d in ("chat", "code", "reasoning")]
         top1 = sum(q[d]["top1_agreement"] for d in q) / len(q)
         lines.append(f"| {name} | {r['changes']} | {r['tokens_per_s']:.0f} | {skips} | " + " | ".join(ratios)
                      + f" | {100 * top1:.1f} | {r['near_tau']:.2f} |")
@@ -155,8 +155,7 @@ def report() -> int:
         for name, r in json.loads(init_path.read_text()).items():
             q, g = r["held_out"], r["gate_warm_start"]
             skips = " / ".join(f"{100 * q[d]['param_skip']:.1f}" for d in ("chat", "code", "reasoning"))
-            ratios = [f"{q[d]['perplexity_ratio']:.3f} [{q[d]['ratio_low']:.3f}, {q[d]['ratio_high']:.3f}]"
-                      for d in ("chat", "code", "reasoning")]
+            ratios = [ratio_text(q[d]) for d in ("chat", "code", "reasoning")]
             lines.append(f"| {name} | {g['predicted_skip_share']:.3f} / {g['skip_share_target']:.3f} | "
                          f"{100 * g['decision_agreement_with_oracle']:.1f} % | {skips} | " + " | ".join(ratios) + " |")
     lines += ["", "The probes above ran at lr 1e-3. Scored before any training step (the table above), the "

@@ -1,5 +1,5 @@
 """The shared functions behind concepts that each exist once: the KL of a routed run from dense
-(hero_core.core.metrics.kl_divergence)."""
+(hero_core.core.metrics.kl_divergence) and a perplexity ratio written with its interval (hero_core.core.ratio_text)."""
 
 import math
 
@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from hero_core.core.metrics import kl_divergence, log_probs
+from hero_core.core.ratio_text import interval_text, ratio_text
 
 
 # -- KL(dense || routed) ----------------------------------------------------------------------------------------
@@ -31,3 +32,20 @@ def test_the_kl_is_zero_for_equal_distributions_and_keeps_every_leading_dimensio
     per_row = torch.stack([kl_divergence(log_probs(logits[i]), other[i]) for i in range(2)])
     torch.testing.assert_close(kl_divergence(log_probs(logits), other), per_row)  # a batch = its rows one by one
     assert bool((per_row > 0).all())
+
+
+# -- a ratio with its interval ----------------------------------------------------------------------------------
+def test_a_ratio_is_written_with_its_interval_to_three_decimals():
+    cell = {"perplexity_ratio": 0.93049, "ratio_low": 0.9, "ratio_high": 0.95951}
+    assert ratio_text(cell) == "0.930 [0.900, 0.960]"
+    assert ratio_text(cell, mark="†") == "0.930† [0.900, 0.960]"
+    assert interval_text(1.5, 2.25) == "[1.500, 2.250]"
+
+
+def test_a_comparison_row_names_its_side_by_prefix():
+    row = {"hero_perplexity_ratio": 1.2, "hero_ratio_low": 1.1, "hero_ratio_high": 1.3,
+           "local_perplexity_ratio": 1.25, "local_ratio_low": 1.2, "local_ratio_high": 1.31}
+    assert ratio_text(row, "hero_") == "1.200 [1.100, 1.300]"
+    assert ratio_text(row, "local_") == "1.250 [1.200, 1.310]"
+    with pytest.raises(KeyError):
+        ratio_text(row)  # no unprefixed ratio in a comparison row

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
+from hero_core.core.ratio_text import ratio_text
 from hero_core.eval import measured as measured_results
 from hero_core.eval.frontier import REFERENCE_LABELS, REFERENCE_NOTES
 from hero_core.eval.study.bundled import load_shipped as load_seeds
@@ -60,16 +61,11 @@ def pairs_for(checkpoints: Sequence[str], variants: Sequence[str], trained: Sequ
     return pairs
 
 
-def ratio(row: dict, side: str) -> str:
-    """A measured row's perplexity ratio of one side (``reference``, ``other``, ``router``) with its interval."""
-    return f"{row[f'{side}_perplexity_ratio']:.3f} [{row[f'{side}_ratio_low']:.3f}, {row[f'{side}_ratio_high']:.3f}]"
-
-
 def verdict_table(rows: list[dict]) -> pd.DataFrame:
     """The measured rows as a reader wants them: percentages, ratios with their intervals, the verdict."""
     return pd.DataFrame([{"domain": r["domain"], "param skip": f"{r['param_skip']:.1%}",
-                          f"{r['reference']} ppl ratio [95 % CI]": ratio(r, "reference"),
-                          f"{r['other']} ppl ratio [95 % CI]": ratio(r, "other"),
+                          f"{r['reference']} ppl ratio [95 % CI]": ratio_text(r, "reference_"),
+                          f"{r['other']} ppl ratio [95 % CI]": ratio_text(r, "other_"),
                           "verdict": f"{r['better']} better" if r["better"] else "no clear difference"}
                          for r in rows])
 
@@ -127,8 +123,8 @@ def baseline_table(rows: list[dict]) -> pd.DataFrame:
     table: dict[str, dict] = {}
     for r in rows:
         line = table.setdefault(r["domain"], {"domain": r["domain"], "param skip": f"{r['param_skip']:.1%}",
-                                              f"{r['router']} (router)": ratio(r, "router")})
-        line[REFERENCE_LABELS[r["reference"]]] = ratio(r, "reference")
+                                              f"{r['router']} (router)": ratio_text(r, "router_")})
+        line[REFERENCE_LABELS[r["reference"]]] = ratio_text(r, "reference_")
     return pd.DataFrame(list(table.values()))
 
 

@@ -5,6 +5,7 @@ from components import dataset as ds
 from components import settings as app_settings
 from components.exports import export_panel, safe_filename
 
+from hero_core.core.ratio_text import interval_text
 from hero_core.eval.sweep import table_bytes
 from hero_core.eval.sweep_data import BUNDLED_SETS
 from hero_core.viz.sweep_figures import (
@@ -89,7 +90,7 @@ for i, row in quality.head(4).iterrows():
                                "prompts); the perplexity ratio to dense pooled over items with its 95 % bootstrap "
                                "interval over items.")
     metric_cols[i].caption(f"{row.param_skip_excluding_first_token:.1%} without each item's first token · ppl ratio "
-                           f"95 % CI [{row.ratio_low:.3f}, {row.ratio_high:.3f}]")
+                           f"95 % CI {interval_text(row.ratio_low, row.ratio_high)}")
 figures = {"layer skip": sweep_layer_skip(result), "category skip": sweep_category_skip(result),
            "position skip": sweep_position_skip(result), "item quality": sweep_item_quality(result),
            "ratio to dense": sweep_matched_bars(result)}

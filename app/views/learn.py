@@ -11,6 +11,7 @@ from components.widgets import BIND, SHARED_PROMPT, token_picker
 
 from hero_core.analysis.spans import first_token_words
 from hero_core.core.labels import token_label
+from hero_core.core.ratio_text import ratio_text
 from hero_core.eval import measured as measured_results
 from hero_core.viz.decision_figures import tau_curve
 from hero_core.viz.figures import flip_map, skip_heatmap
@@ -152,10 +153,8 @@ else:
         with st.expander("The measured comparisons"):
             st.dataframe([{"hero": r["hero"], "local": r["local"], "domain": r["domain"],
                            "param skip %": round(100 * r["param_skip"], 1),
-                           "hero ppl ratio [95 % CI]": f"{r['hero_perplexity_ratio']:.3f} [{r['hero_ratio_low']:.3f}, "
-                                                       f"{r['hero_ratio_high']:.3f}]",
-                           "local ppl ratio [95 % CI]": f"{r['local_perplexity_ratio']:.3f} "
-                                                        f"[{r['local_ratio_low']:.3f}, {r['local_ratio_high']:.3f}]",
+                           "hero ppl ratio [95 % CI]": ratio_text(r, "hero_"),
+                           "local ppl ratio [95 % CI]": ratio_text(r, "local_"),
                            "verdict": r["verdict"]} for r in rows], hide_index=True)
             st.caption("Perplexity ratio to the dense model (lower is better; below 1 is the sharpened-target "
                        "artefact the glossary explains) at the param skip the hero checkpoint realises at its own "

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core.files import say_wrote
 from ..core.model import DEFAULT_CHECKPOINT
+from ..core.ratio_text import ratio_text
 from ..eval.frontier import REFERENCE_LABELS, at_skip
 from ..eval.study.bundled import load_shipped as load_seeds
 from ..eval.twins import control_caveat
@@ -52,8 +53,8 @@ BELOW_ONE_NOTE = (f"{BELOW_ONE} A perplexity ratio below 1 is not a gain over th
 
 
 def _ratio(cell: dict) -> str:
-    mark = BELOW_ONE if cell["perplexity_ratio"] < 1 else ""
-    return f"{cell['perplexity_ratio']:.3f}{mark} [{cell['ratio_low']:.3f}, {cell['ratio_high']:.3f}]"
+    """The cell's ratio with its interval, marked when below 1 (see :data:`BELOW_ONE_NOTE`)."""
+    return ratio_text(cell, mark=BELOW_ONE if cell["perplexity_ratio"] < 1 else "")
 
 
 def own_tau_table(frontier: dict, names: list[str]) -> list[str]:
