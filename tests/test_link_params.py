@@ -157,3 +157,16 @@ def test_a_seed_run_is_compared_from_a_link_on_the_embedded_model(monkeypatch, t
     assert at.multiselect(key="compare_checkpoints").value == [seed, "local-10-s1"]
     runs = at.dataframe[0].value["run"].tolist()  # the runs table, first on the page
     assert runs == [f"{seed} (trained router)", "local-10-s1 (trained router)"]
+
+
+def test_the_root_link_forwards_every_value_of_a_repeated_parameter(monkeypatch, tmp_path):
+    """"/" forwards to the first page with the link's parameters: a multiselect's repeated values all go along."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HERO_LENS_TINY", "1")
+    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path))
+    at = AppTest.from_file(str(APP / "main.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"compare_variants": ["no_memread", "hero"]})
+    at.run()
+    assert_clean(at)
+    assert at.query_params["compare_variants"] == ["no_memread", "hero"]
