@@ -76,6 +76,7 @@ def test_compare_holds_three_four_and_six_runs(server, browser, shots, n_runs):
     ({"token": "0", "block": "999"}, "is beyond this prompt"),
     ({"memory_mode": "zzz"}, "unknown memory_mode 'zzz'"),
     ({"compare_preset": "zzz"}, "unknown compare_preset 'zzz'"),
+    ({"compare_checkpoints": "nope-99"}, "unknown compare_checkpoints 'nope-99'"),
     ({"set": "nope"}, "unknown set 'nope'"),
     ({"n": "abc", "set": "code"}, "n must be a whole number"),
     ({"checkpoint": "nope"}, "checkpoint 'nope' is not bundled here"),
