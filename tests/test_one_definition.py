@@ -1,13 +1,20 @@
 """The shared functions behind concepts that each exist once: the KL of a routed run from dense
-(hero_core.core.metrics.kl_divergence) and a perplexity ratio written with its interval (hero_core.core.ratio_text)."""
+(hero_core.core.metrics.kl_divergence), a perplexity ratio written with its interval (hero_core.core.ratio_text), the
+words for the references (hero_core.core.reference_labels) and the frontier figure (hero_core.viz.frontier_figure)."""
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from hero_core.core.metrics import kl_divergence, log_probs
 from hero_core.core.ratio_text import interval_text, ratio_text
+from hero_core.core.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS, reference_run_label
+from hero_core.viz.frontier_figure import DOCS_TOP, REFERENCE_STYLE, bundled_frontier_chart
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results.json"
 
 
 # -- KL(dense || routed) ----------------------------------------------------------------------------------------
@@ -49,3 +56,35 @@ def test_a_comparison_row_names_its_side_by_prefix():
     assert ratio_text(row, "local_") == "1.250 [1.200, 1.310]"
     with pytest.raises(KeyError):
         ratio_text(row)  # no unprefixed ratio in a comparison row
+
+
+# -- the references' words and the frontier figure -------------------------------------------------------------
+def _frontier() -> dict:
+    return json.loads(RESULTS.read_text())["frontier"]
+
+
+def test_every_reference_the_frontier_draws_has_its_label_and_its_style():
+    fig = bundled_frontier_chart(_frontier())
+    references = {trace.legendgroup for trace in fig.data} & set(REFERENCE_STYLE)
+    assert references == set(REFERENCE_STYLE) == set(REFERENCE_LABELS)  # the shipped results hold all four
+    for trace in fig.data:
+        if trace.legendgroup in REFERENCE_LABELS:
+            assert trace.name == REFERENCE_LABELS[trace.legendgroup]
+        else:  # a router: its own name, never a reference's words
+            assert trace.name == trace.legendgroup and trace.name not in REFERENCE_LABELS.values()
+
+
+def test_the_docs_frontier_marks_the_papers_budgets_and_cuts_the_ratio_axis():
+    frontier = _frontier()
+    fig = bundled_frontier_chart(frontier)
+    budget_lines = sorted({shape.x0 for shape in fig.layout.shapes if shape.x0 == shape.x1 and shape.x0 != 0})
+    assert budget_lines == sorted(PAPER_BUDGETS)
+    assert sum(a.text == PAPER_BUDGETS_LABEL for a in fig.layout.annotations) == len(frontier["domains"])
+    assert fig.layout.yaxis.range[1] == pytest.approx(math.log10(DOCS_TOP))  # log axis: the range is in log10
+    assert max(y for trace in fig.data for y in trace.y) > DOCS_TOP  # the cut is doing something on these numbers
+
+
+def test_a_reference_run_of_the_answers_suite_is_named_with_the_same_words():
+    assert reference_run_label("oracle@hero-10") == f"{REFERENCE_LABELS['oracle']} at hero-10"
+    assert reference_run_label("random@hero-10-r4") == "random skipping at hero-10-r4"
+    assert reference_run_label("local-10@hero-10") is None and reference_run_label("hero-10") is None

@@ -16,21 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.reference_labels import DENSE_LABEL, reference_run_label
+
 ORACLE_NOTE = "Oracle reference: not run on the answers suite (docs/results.md has it on held-out text)"
 RANDOM_NOTE = "Random-skip reference: not run on the answers suite"
 
 
 @dataclass(frozen=True)
 class _ReferenceKind:
-    legend: str  # after the run's name in the legend
     style: dict[str, Any]  # errorbar style
     not_run: str  # the caption's note when the report holds no such run
 
 
 REFERENCES = {  # by name prefix, in the caption's order
-    "oracle@": _ReferenceKind(" (reference, not deployable)",
-                              {"fmt": "D", "color": "black", "mfc": "none", "mew": 1.5}, ORACLE_NOTE),
-    "random@": _ReferenceKind(" (reference, not a router)", {"fmt": "x", "color": "grey", "mew": 2}, RANDOM_NOTE),
+    "oracle@": _ReferenceKind({"fmt": "D", "color": "black", "mfc": "none", "mew": 1.5}, ORACLE_NOTE),
+    "random@": _ReferenceKind({"fmt": "x", "color": "grey", "mew": 2}, RANDOM_NOTE),
 }
 
 
@@ -74,9 +74,9 @@ def plot_answers_kept(answers: Mapping[str, Any], out: Path) -> bool:
         elif "@" in p["method"] or p["method"].startswith("local"):
             style = {"fmt": "s"}
         ax.errorbar(p["x"], p["y"], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]], capsize=3, ms=6, alpha=0.85,
-                    label=p["method"] + (kind.legend if kind else ""), **style)
+                    label=reference_run_label(p["method"]) or p["method"], **style)
     ax.axhline(100, color="grey", ls="--", lw=1)
-    ax.annotate("dense (the reference)", (0.01, 100), xycoords=("axes fraction", "data"), fontsize=7,
+    ax.annotate(DENSE_LABEL, (0.01, 100), xycoords=("axes fraction", "data"), fontsize=7,
                 color="grey", xytext=(0, 3), textcoords="offset points")
     n = max(p["n"] for p in points)
     ax.set_xlabel("param skip % on the answer tokens")

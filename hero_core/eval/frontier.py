@@ -46,17 +46,6 @@ DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)
 DEFAULT_RANDOM_SKIPS = (0.05, 0.10, 0.25, 0.40)  # param skip targets of the random policy
 DEFAULT_STATIC_DROPS = (1, 2, 3, 5, 8, 13, 20)  # FFNs static pruning drops for every token (~2 % param skip each)
 CALIBRATION_TEXTS = 4  # train-split texts per domain for static pruning's block influence (never evaluation text)
-# The references a router is read against on the frontier, in the words every page and table uses; each runs on the
-# adapters of the checkpoint its curve names (``adapters_of``), so only the skip decisions differ.
-REFERENCE_LABELS = {"static": "static pruning", "random": "random skipping",
-                    "expert_choice": "MoD top-k (not causal)", "oracle": "oracle (not deployable)"}
-REFERENCE_NOTES = {"static": "the same FFNs dropped for every token, least block influence first (ShortGPT), "
-                             "influence measured on training-split text",
-                   "random": "FFNs skipped at random at the target rate",
-                   "expert_choice": "each layer keeps the tokens with the highest gates across the whole text: "
-                                    "it reads tokens that have not been generated yet",
-                   "oracle": "skips where the adapter's error against the dense FFN output is smallest: it needs "
-                             "the dense FFN's output, which skipping is meant to avoid computing"}
 
 
 @dataclass

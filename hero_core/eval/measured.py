@@ -22,7 +22,8 @@ from typing import Any
 from ..core.checkpoint import BUNDLED_DIR
 from ..core.files import atomic_write_text, say_wrote
 from ..core.model import DEFAULT_CHECKPOINT
-from .frontier import REFERENCE_LABELS, at_skip
+from ..core.reference_labels import REFERENCE_LABELS
+from .frontier import at_skip
 from .twins import counterparts, parse_name
 
 MEASURED_FILE = BUNDLED_DIR / "measured.json"

@@ -2,7 +2,8 @@
 
 Every number comes from the JSON written by ``scripts/make_frontier.py``. The oracle is a reference that
 needs the FFN's output to decide whether to skip it (not deployable); the paper's budgets are marked, its
-numbers are quoted only in docs/results.md's labelled table.
+numbers are quoted only in docs/results.md's labelled table. The figure is the app's plotly frontier
+(:func:`hero_core.viz.frontier_figure.bundled_frontier_chart`), rendered by kaleido in the installed Chromium.
 """
 
 from __future__ import annotations
@@ -16,17 +17,19 @@ from pathlib import Path
 from ..core.files import say_wrote
 from ..core.model import DEFAULT_CHECKPOINT
 from ..core.ratio_text import ratio_text
-from ..eval.frontier import REFERENCE_LABELS, at_skip
+from ..core.reference_labels import REFERENCE_LABELS
+from ..eval.frontier import at_skip
 from ..eval.study.bundled import load_shipped as load_seeds
 from ..eval.twins import control_caveat
-from .pages import add_path_arguments, save_figure, table_head, table_row
+from ..viz.figure_export import figure_image
+from ..viz.frontier_figure import bundled_frontier_chart
+from .pages import add_path_arguments, table_head, table_row
 from .readme_block import replace_block
 
 ROOT = Path(__file__).resolve().parents[2]
 POSITION_RESULTS = ROOT / "docs" / "experiments" / "position-skip" / "results.json"
 
 DOMAINS = ("chat", "code", "reasoning")
-PAPER_BUDGETS = (26.87, 38.82)  # the paper's two HeRo operating points (Llama-3.1-8B), param skip %
 TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agreement or None)
     DEFAULT_CHECKPOINT: (0.10, 1.10, 0.85),
     "hero-10": (0.10, 1.10, 0.85),
@@ -34,10 +37,6 @@ TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agre
     "hero-40": (0.38, 6.0, None),
 }
 GREEDY_TARGET = ("hero-10", 12)  # greedy chat answers: median leading tokens (of PREFIX) equal to the dense answer
-STYLE = {"hero": ("#1f77b4", "-"), "local": ("#ff7f0e", "--"), "oracle": ("#000000", ":"),
-         "random": ("#7f7f7f", "-."), "static": ("#d62728", (0, (1, 1))), "expert_choice": ("#bcbd22", (0, (5, 2))),
-         "no_memread": ("#2ca02c", "none"), "no_aux": ("#9467bd", "none"),
-         "no_pos": ("#8c564b", "none")}
 
 
 def own_point(curve: dict) -> dict | None:
@@ -105,8 +104,9 @@ def target_lines(frontier: dict, generations: dict | None = None) -> list[str]:
 def matched_table(frontier: dict) -> list[str]:
     """hero vs local (and the references) interpolated at the param skip each hero checkpoint realises."""
     curves = frontier["curves"]
-    lines = table_head("budget", "domain", "param skip % (hero's own tau)", "hero", "local", "random (same adapters)",
-                       "static pruning", "MoD top-k (not causal)", "oracle (not deployable)", "hero ≤ local?")
+    references = ("random", "static", "expert_choice", "oracle")
+    lines = table_head("budget", "domain", "param skip % (hero's own tau)", "hero", "local",
+                       *(REFERENCE_LABELS[r] for r in references), "hero ≤ local?")
     for budget in ("10", "25", "40"):
         hero, local = curves.get(f"hero-{budget}"), curves.get(f"local-{budget}")
         point = own_point(hero) if hero else None
@@ -115,7 +115,6 @@ def matched_table(frontier: dict) -> list[str]:
         for d in DOMAINS:
             skip = point[d]["param_skip"]
             cells = {"hero": point[d]}
-            references = ("random", "static", "expert_choice", "oracle")
             for name, curve in (("local", local), *((r, curves.get(r)) for r in references)):
                 cells[name] = at_skip(curve, d, skip) if curve else None
             shown = [_ratio(cells[k]) if cells[k] else ("not run" if k in references and k not in curves
@@ -131,79 +130,10 @@ def matched_table(frontier: dict) -> list[str]:
     return lines
 
 
-ZOOM_SKIP = (4.0, 16.0)  # param skip % of the lower row: the 10 % budget, where the ablations sit
-
-
-def draw_domain(ax, frontier: dict, d: str, zoom: bool = False) -> list[float]:
-    """One domain's curves and points on ``ax``; in the zoom row only what lies near the 10 % budget. Returns the
-    ratios drawn inside the zoom window (for the row's y range)."""
-    inside = []
-    for name, curve in frontier["curves"].items():
-        if zoom and name.endswith(("-25", "-40")):
-            continue
-        family = name.split("-")[0] if curve["kind"] == "checkpoint" else name
-        colour, style = STYLE.get(family, ("#17becf", "-"))
-        pts = sorted((100 * p[d]["param_skip"], p[d]["perplexity_ratio"]) for p in curve["points"])
-        xs, ys = [x for x, _ in pts], [y for _, y in pts]
-        inside += [y for x, y in pts if ZOOM_SKIP[0] <= x <= ZOOM_SKIP[1]]
-        label = REFERENCE_LABELS.get(name, name)
-        if name.endswith("-s1"):  # a first stage: its own point, hollow, in its family's colour
-            ax.scatter(xs, ys, facecolors="none", edgecolors=colour, marker="s", s=30, label=label, zorder=4)
-            continue
-        if style == "none" and len(pts) == 1:  # an ablation measured at its own tau only: its point
-            ax.scatter(xs, ys, color=colour, marker="D", s=30, label=label, zorder=4)
-            continue
-        ax.plot(xs, ys, color=colour, linestyle="-" if style == "none" else style, linewidth=1.2, alpha=0.85,
-                label=label if not name.endswith(("-25", "-40")) else None)
-        own = own_point(curve) if curve["kind"] == "checkpoint" else None
-        if own is not None:
-            x, y = 100 * own[d]["param_skip"], own[d]["perplexity_ratio"]
-            ax.scatter([x], [y], color=colour, s=55, zorder=5, edgecolor="white")
-            ax.annotate(name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
-    ax.set_xlabel("param skip % (paper definition)")
-    if zoom:
-        ax.set_xlim(*ZOOM_SKIP)
-        ax.set_title(f"{d}, near the 10 % budget", fontsize=9)
-        return inside
-    for budget in PAPER_BUDGETS:
-        ax.axvline(budget, color="#bbbbbb", linewidth=0.8)
-    ax.text(PAPER_BUDGETS[0], 0.98, " paper's budgets", transform=ax.get_xaxis_transform(), fontsize=7,
-            color="#888888", va="top")
-    ax.set_title(d)
-    return inside
-
-
 def plot(frontier: dict, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-
-    fig, grid = plt.subplots(2, len(DOMAINS), figsize=(14, 8.8), sharey="row")
-    lowest = min(p[d]["perplexity_ratio"] for c in frontier["curves"].values() for p in c["points"] for d in DOMAINS)
-    near = []
-    for d, ax, zoomed in zip(DOMAINS, grid[0], grid[1]):
-        draw_domain(ax, frontier, d)
-        near += draw_domain(zoomed, frontier, d, zoom=True)
-        # The readable range: points above 100 are cut off (their numbers are in the tables); below 1 (a router
-        # whose text the dense model finds likelier) stays in view.
-        ax.set_ylim(min(0.9, 0.92 * lowest), 100)
-    # The zoom row's y range: what lies inside its skip window, the random curve (far above) left out of it.
-    zoom_high = sorted(near)[int(0.9 * (len(near) - 1))] if near else 2.0
-    grid[1][0].set_ylim(0.92 * min(near, default=0.8), 1.15 * zoom_high)
-    plain = matplotlib.ticker.FormatStrFormatter("%.1f")  # a decade-less log axis reads better as plain numbers
-    grid[1][0].yaxis.set_major_formatter(plain)
-    grid[1][0].yaxis.set_minor_formatter(plain)
-    grid[0][0].set_ylabel("perplexity ratio routed / dense (log)")
-    grid[1][0].set_ylabel("same, zoomed (log)")
-    grid[0][-1].legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"Skip–quality frontier on held-out text, {frontier['backbone']} "
-                 f"({frontier['limit']} texts per domain, {frontier['max_tokens']} tokens each); big dots: "
-                 "the bundled checkpoints at their own tau; y cut at 100", fontsize=9)
-    save_figure(fig, out, dpi=120)
+    """docs/figures/frontier.png: the app's frontier chart of the bundled budgets, exported as PNG."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(figure_image(bundled_frontier_chart(frontier)))
 
 
 def generation_lines(gen: dict) -> list[str]:

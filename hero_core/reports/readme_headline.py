@@ -127,7 +127,8 @@ def _answers_sentence(answers: Mapping[str, Any] | None, noise_floor: Mapping[st
 
 def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
     """The default against the baselines at its own param skip, per domain, from docs/results.json's frontier."""
-    from ..eval.frontier import REFERENCE_LABELS, at_skip
+    from ..core.reference_labels import REFERENCE_LABELS
+    from ..eval.frontier import at_skip
 
     curves = ((results or {}).get("frontier") or {}).get("curves", {})
     default = curves.get(DEFAULT_CHECKPOINT)

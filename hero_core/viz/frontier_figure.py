@@ -2,30 +2,39 @@
 
 Drawn from the summary that ships beside the bundled checkpoints (``hero_core/checkpoints/measured.json``, key
 ``frontier``: per run and domain, points of param skip, perplexity ratio and its 95 % interval); nothing is measured
-here. The static figure of docs/figures/frontier.png comes from the same numbers (scripts/make_frontier.py).
+here. The docs' figure (docs/figures/frontier.png, :func:`bundled_frontier_chart`) is the same chart of the bundled
+budgets, drawn from docs/results.json and exported through :mod:`hero_core.viz.figure_export`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..eval.frontier import REFERENCE_LABELS
+from ..core.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS
+from ..eval.measured import frontier_curves
 from .palette import DENSE_COLOUR, run_colour
 
 # references in fixed, muted styles so the routers (coloured by run) stand out; dashes tell them apart in grey print
 REFERENCE_STYLE = {"static": ("#B2182B", "dot"), "random": (DENSE_COLOUR, "dashdot"),
                    "expert_choice": ("#8C6D31", "dash"), "oracle": ("#666666", "longdash")}
 VIEW_TOP = 4.0  # the opening view's highest ratio: a reference 4x worse than dense is out of the comparison's range
+DOCS_ROUTERS = ("hero-10-r4", "hero-25", "hero-40")  # the docs' figure: the default and the larger budgets, with twins
+DOCS_TOP = 100.0  # the docs' figure's highest ratio: above it only the far end of random skipping (its numbers are in
+# the tables); the log axis would otherwise spend half its height on ratios of 10^2 to 10^4
+DOCS_SIZE = (1400, 560)  # px: three panels side by side with a legend of eleven runs under them
 
 
-def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[str, float] | None = None) -> go.Figure:
+def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[str, float] | None = None,
+                   ratio_top: float | None = None, budgets: Sequence[float] = ()) -> go.Figure:
     """One panel per domain: perplexity ratio to dense (log axis, with its 95 % interval as error bars) against
     param skip, for every run in ``curves`` (routers first, then the references, each labelled with its caveat).
     ``mark`` (domain -> param skip) draws the skip the comparison is read at, and the axes open around it (up to
-    twice that skip and a ratio of :data:`VIEW_TOP`; plotly's autoscale shows every point)."""
+    twice that skip and a ratio of :data:`VIEW_TOP`; plotly's autoscale shows every point). Without ``mark``,
+    ``ratio_top`` cuts the y axis at that ratio; ``budgets`` (param skip %) are drawn as the paper's budgets."""
     fig = make_subplots(rows=1, cols=len(domains), subplot_titles=domains, shared_yaxes=True,
                         horizontal_spacing=0.04)
     routers = [n for n in curves if n not in REFERENCE_LABELS]
@@ -51,6 +60,10 @@ def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[st
         fig.add_hline(y=1.0, line={"color": DENSE_COLOUR, "width": 1}, row=1, col=col)
         if mark and domain in mark:
             fig.add_vline(x=100 * mark[domain], line={"dash": "dot", "width": 1}, row=1, col=col)
+        for k, budget in enumerate(budgets):  # one label per panel, on the first budget (plotly names an empty one)
+            named = {"annotation_text": PAPER_BUDGETS_LABEL, "annotation_font_size": 10,
+                     "annotation_position": "top left"} if k == 0 else {}
+            fig.add_vline(x=budget, line={"color": "#BBBBBB", "width": 1}, row=1, col=col, **named)
         fig.update_xaxes(title_text="param skip %", row=1, col=col)
     if mark:  # open on the neighbourhood of the comparison: at high skip the ratios run to 10^4 and flatten it
         right = 2 * max(mark.values())
@@ -59,8 +72,26 @@ def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[st
         if near:
             top = min(max(near), VIEW_TOP)
             fig.update_yaxes(range=[math.log10(min(near)) - 0.03, math.log10(top) + 0.03])
+    elif ratio_top is not None:
+        shown = [y for trace in fig.data for y in trace.y if y <= ratio_top]
+        if shown:
+            fig.update_yaxes(range=[math.log10(min(shown)) - 0.03, math.log10(ratio_top)])
     fig.update_yaxes(type="log")  # every panel: a shared range is in log10 units, meaningless on a linear axis
     fig.update_yaxes(title_text="perplexity ratio to dense (log)", row=1, col=1)
     fig.update_layout(title={"text": "Held-out frontier: lower is better, 1 = the dense model"}, height=430,
                       legend={"orientation": "h", "y": -0.22}, margin={"t": 70, "b": 40})
+    return fig
+
+
+def bundled_frontier_chart(frontier: dict, routers: Sequence[str] = DOCS_ROUTERS) -> go.Figure:
+    """The docs' frontier: ``routers`` with the runs each is read against (its twins) and the references, from the
+    ``frontier`` of docs/results.json, cut at :data:`DOCS_TOP` with the paper's budgets marked."""
+    curves: dict[str, dict] = {}
+    for router in routers:
+        curves |= {name: curve for name, curve in frontier_curves(frontier, router).items() if name not in curves}
+    fig = frontier_chart(curves, list(frontier["domains"]), ratio_top=DOCS_TOP, budgets=PAPER_BUDGETS)
+    # a page of its own, not a themed app: a white template (the app's figures leave the background to the theme)
+    fig.update_layout(template="plotly_white", width=DOCS_SIZE[0], height=DOCS_SIZE[1], title={"text": (
+        f"Held-out frontier, {frontier['backbone']} ({frontier['limit']} texts per domain, {frontier['max_tokens']} "
+        f"tokens each): lower is better, 1 = the dense model; y cut at {DOCS_TOP:g}")})
     return fig
