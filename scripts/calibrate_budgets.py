@@ -15,7 +15,8 @@ from hero_core.core import checkpoint as ckpt
 from hero_core.core.backbones import load_backbone
 from hero_core.core.files import atomic_write_text
 from hero_core.core.model import load_checkpoint
-from hero_core.eval.calibration import calibrate_tau, calibration_blocks, realised_skip
+from hero_core.core.tau_search import realised_skip
+from hero_core.eval.calibration import calibration_blocks
 
 TARGETS = {"hero-25": 0.25, "local-25": 0.25, "hero-40": 0.40, "local-40": 0.40}
 
@@ -24,7 +25,7 @@ def calibrate(backbone, directory: Path, target: float) -> dict:
     hero = load_checkpoint(directory, backbone)
     blocks = calibration_blocks(hero)
     before = realised_skip(hero, blocks, hero.config.variant, 0.5)
-    tau, _ = calibrate_tau(hero, blocks, target)
+    tau, _ = hero.tau_for_param_skip(blocks, None, hero.config.variant, target)
     # Round to the app's slider step (0.01), so the slider's starting value is exactly the checkpoint's tau.
     tau = round(tau, 2)
     skip = realised_skip(hero, blocks, hero.config.variant, tau)

@@ -35,8 +35,9 @@ from hero_core.core import checkpoint as ckpt
 from hero_core.core.backbones import load_backbone
 from hero_core.core.data import domain_texts
 from hero_core.core.model import HeroModel, load_checkpoints
+from hero_core.core.tau_search import realised_skip
 from hero_core.eval import HeroMethod, baselines, evaluate
-from hero_core.eval.calibration import calibration_blocks, realised_skip
+from hero_core.eval.calibration import calibration_blocks
 from hero_core.eval.retain import retain_summary
 from hero_core.eval.sweep import with_checkpoint
 from hero_core.eval.twins import headline_checkpoints, match_twins

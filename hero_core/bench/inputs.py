@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..core.accounting import bisect_increasing, ffn_share_for_param_skip
+from ..core.accounting import ffn_share_for_param_skip
 from ..core.call_state import RoutingCall
 from ..core.model import DEFAULT_CHECKPOINT
 from ..core.precision import check_dtype
@@ -161,17 +161,14 @@ def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) 
     router = fresh_router(hero.backbone, variant="hero", routed_layers=list(hero.config.routed_layers),
                           gate_bias_init=0.0)
     router = spread_gates(router).to(hero.device).eval()
-    cfg = RoutedConfig(name=name, router=router, variant="hero", tau=0.5, source="synthetic")
     ids = calibration_ids.to(hero.device)
-
-    def skipped_share(tau: float) -> float:
-        cfg.tau = tau
-        _, executed = recorded_pass(hero, cfg, ids)
-        return 1.0 - float(executed.float().mean())
-
-    # Bisection on tau (skipping grows with tau): a random router's gates react strongly to the routing
-    # of earlier blocks, so quantile fixed points can oscillate; keep the best tau seen.
-    cfg.tau, realised = bisect_increasing(skipped_share, skip_share, 0.0, 1.0, 10, tol=0.01)
+    # The one tau search (hero_core.core.tau_search.matched_tau), on the param skip that this share of skipped
+    # FFNs is (every skipped FFN counts the same, so the two scales are proportional); it keeps the best tau seen,
+    # as a random router's gates react strongly to the routing of earlier blocks.
+    per_ffn = p.ffn_params / p.total_params
+    tau, realised = hero.with_router(router, name).tau_for_param_skip(ids, None, "hero", skip_share * R * per_ffn)
+    realised = realised / (R * per_ffn)
+    cfg = RoutedConfig(name=name, router=router, variant="hero", tau=tau, source="synthetic")
     cfg.calibration = {"target_ffn_skip_share": skip_share, "calibrated_ffn_skip_share": realised,
                        "calibration_tokens": int(ids.numel())}
     cfg.note = (f"synthetic stand-in (checkpoint {name!r} not available): random router, tau={cfg.tau:.4f} "

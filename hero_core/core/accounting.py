@@ -10,7 +10,9 @@
 
 Also here: :class:`ComputeTally` (token-weighted means over many forwards, as evaluation reports them),
 the FLOP ideal speed-up the benchmark compares against (:func:`flop_ideal`), the skip-count <-> param-skip
-conversion, and the one bisection that matches a threshold to a skip target (:func:`bisect_increasing`).
+conversion, a run's realised param skip (:func:`mean_param_skip`), and the searches that match a threshold to a
+skip target (:func:`bisect_increasing` and its faster forms; the tau search itself is
+:func:`hero_core.core.tau_search.matched_tau`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ def ffns_for_param_skip(param_skip: float, profile: ComputeProfile) -> float:
 def ffn_share_for_param_skip(param_skip: float, profile: ComputeProfile, n_routed: int) -> float:
     """The share of a token's ``n_routed`` FFNs it must skip for ``param_skip``."""
     return param_skip * profile.total_params / (profile.ffn_params * n_routed)
+
+
+def mean_param_skip(executed, profile: ComputeProfile) -> float:
+    """The realised param skip of a run: the paper's param skip averaged over its tokens, from the executed matrix
+    (R, N) of booleans (numpy, or a torch tensor left on its device, as a training step's is). The one place the
+    skipped FFNs of a run become its param skip; :func:`token_compute` gives the same per token."""
+    n_tokens = executed.shape[1]
+    if n_tokens == 0:
+        raise ValueError("no tokens: a realised skip needs at least one routed token")
+    skipped_per_token = (executed.shape[0] * n_tokens - int(executed.sum())) / n_tokens
+    return skipped_per_token * profile.ffn_params / profile.total_params
 
 
 def bisect_increasing(f: Callable[[float], float], target: float, lo: float, hi: float, iters: int, *,

@@ -71,7 +71,7 @@ def random_reference(hero, param_skip: float, name: str) -> ReferencePolicy:
 def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[ReferencePolicy, float]:
     """The oracle at the threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest
     ``param_skip``, by bisection in log space; returns the reference and the skip it realises there."""
-    from .calibration import realised_skip
+    from ..core.tau_search import realised_skip
 
     if not 0.0 < param_skip < 1.0:
         raise ValueError(f"param skip must be in (0, 1), got {param_skip}")

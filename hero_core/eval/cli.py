@@ -248,8 +248,9 @@ def _print_answers(report: dict) -> None:
 def _references(first, matched: dict, *, random: bool, oracle: bool) -> list[tuple[Any, dict[str, Any]]]:
     """``--random`` / ``--oracle``: the reference policies at the first checkpoint's param skip on calibration
     text (the skip its twin was matched to, when --twins measured it), each with what the report says of it."""
+    from ..core.tau_search import realised_skip
     from .answer_references import oracle_reference, random_reference
-    from .calibration import calibration_blocks, realised_skip
+    from .calibration import calibration_blocks
 
     if not (random or oracle):
         return []

@@ -195,7 +195,7 @@ class MatchedTwin:
 
 def match_twin(hero, twin, blocks, *, iters: int = 12) -> MatchedTwin:
     """``twin`` (a HeroModel) at the tau whose param skip on ``blocks`` matches ``hero``'s at its own tau."""
-    from .calibration import realised_skip
+    from ..core.tau_search import realised_skip
 
     target = realised_skip(hero, blocks, hero.config.variant, hero.config.tau)
     tau, skip = twin.tau_for_param_skip(blocks, None, twin.config.variant, target, iters=iters)

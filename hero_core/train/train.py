@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..core.accounting import mean_param_skip
 from ..core.model import HeroModel, load_hero
 from .losses import (
     budget_hinge,
@@ -152,9 +153,7 @@ def _train_step(run: TrainingRun, order: torch.Tensor, step: int, alpha: float) 
     loss, alpha = _loss_with_budget(run, loss_target, l_skip, call, step_target, alpha, batch.shape[0])
     grad_norm = _apply_gradients(run, loss)
 
-    executed = call.passes[-1].executed()  # (R, N)
-    skipped = (~executed).float().sum(0)
-    realised = float((skipped * hero.profile.ffn_params / hero.profile.total_params).mean())
+    realised = mean_param_skip(call.passes[-1].executed(), hero.profile)
     alpha = _steered_alpha(cfg, alpha, realised)
     dt = time.perf_counter() - t0
     row = {"step": step + 1, "loss": loss.item(), "loss_target": loss_target.item(), "l_skip": l_skip.item(),

@@ -11,6 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ..core.accounting import mean_param_skip
 from .health import HealthGuard
 from .losses import distill_loss
 from .train_data import dense_topk, validation_blocks
@@ -63,9 +64,8 @@ def held_out_loss(run: TrainingRun) -> tuple[float, float]:
                                 tail=run.cfg.distill_target == "topk_tail")
         else:
             loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), batch[:, 1:])
-        skipped = (~call.passes[-1].executed()).float().sum(0)
         losses.append(float(loss) * len(batch))
-        skips.append(float((skipped * hero.profile.ffn_params / hero.profile.total_params).mean()) * len(batch))
+        skips.append(mean_param_skip(call.passes[-1].executed(), hero.profile) * len(batch))
     n = len(data.blocks)
     return sum(losses) / n, sum(skips) / n
 
