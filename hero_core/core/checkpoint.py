@@ -35,6 +35,10 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used; the message says why and what to do."""
 
 
+class BackboneMismatchError(CheckpointError):
+    """A sound checkpoint trained for another backbone (the one case where falling back to fresh routers is right)."""
+
+
 @dataclass
 class Checkpoint:
     config: HeroConfig
@@ -131,7 +135,7 @@ def read_checkpoint(name_or_path: str | os.PathLike) -> Checkpoint:
 
 def check_backbone(checkpoint: Checkpoint, fingerprint: Fingerprint, backbone_name: str) -> None:
     if checkpoint.fingerprint != fingerprint:
-        raise CheckpointError(
+        raise BackboneMismatchError(
             f"checkpoint {checkpoint.name!r} was trained for {checkpoint.backbone_name} "
             f"({checkpoint.fingerprint.describe()}) but the loaded backbone is {backbone_name} "
             f"({fingerprint.describe()}); train a router for this backbone with 'python -m hero_core train'")

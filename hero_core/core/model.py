@@ -403,7 +403,12 @@ def spread_gates(router: HeroRouter, std: float = 0.3) -> HeroRouter:
 
 def load_checkpoint(name: str | os.PathLike, backbone: Backbone) -> HeroModel:
     """One checkpoint (a bundled name or a directory) on an already loaded ``backbone``, once it is checked to have
-    been trained for that backbone; a backbone an earlier HeroModel wrapped is shared, not loaded or wrapped again."""
+    been trained for that backbone; a backbone an earlier HeroModel wrapped is shared, not loaded or wrapped again.
+
+    The one way a finished checkpoint meets a backbone: :func:`load_hero` and :func:`load_routers` (a backbone from
+    the shared pool), a training run's start checkpoint and every script go through it, so each is checked and its
+    training health logged. Resuming an interrupted run's state (optimiser and all) is training's own
+    (hero_core.train.train_steps.load_state)."""
     found = ckpt.read_checkpoint(name)
     ckpt.check_backbone(found, backbone.fingerprint, backbone.name)
     health = found.training.get("health") or {}
@@ -454,9 +459,10 @@ def hero_on_backbone(checkpoint: str | os.PathLike | None, bb: Backbone, *, seed
     """``checkpoint`` (None: the bundled default, or fresh routers where none fits ``bb``) on a loaded backbone."""
     if checkpoint is None:
         if DEFAULT_CHECKPOINT in ckpt.bundled_names():
-            found = ckpt.read_checkpoint(DEFAULT_CHECKPOINT)
-            if found.fingerprint == bb.fingerprint:
-                return HeroModel(bb, ckpt.build_router(found), found.name, found.training)
+            try:
+                return load_checkpoint(DEFAULT_CHECKPOINT, bb)
+            except ckpt.BackboneMismatchError:
+                pass  # trained for the embedded backbone, not this one: fresh routers below
         log.warning("no trained checkpoint for %s: using fresh, untrained routers (gates start near 1)", bb.name)
         torch.manual_seed(seed)
         return HeroModel(bb, fresh_router(bb), UNTRAINED)

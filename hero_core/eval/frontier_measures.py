@@ -127,19 +127,17 @@ def bf16_check(models: dict, limit: int, name: str = DEFAULT_CHECKPOINT) -> dict
     """Checkpoint ``name`` (the default one unless told) on a bf16 backbone against the same router on fp32: decision
     flips and perplexity ratios, both against the fp32 dense model, on held-out text; each domain's entry names the
     checkpoint. Empty when ``name`` is not among ``models``."""
-    import torch
-
-    from hero_core.core.backbones import load_backbone
     from hero_core.core.data import domain_texts
     from hero_core.core.metrics import pooled_perplexity_ratio
-    from hero_core.core.model import HeroModel
+    from hero_core.core.model import load_hero
     from hero_core.eval.engine import run_texts
     from hero_core.eval.methods import HeroMethod
 
     if name not in models:
         return {}
     fp32 = models[name]
-    bf16 = HeroModel(load_backbone(device="cpu", dtype=torch.bfloat16), fp32.router, name)
+    # the same checkpoint on the pool's bf16 backbone, checked against it as every load is
+    bf16 = load_hero(name, device="cpu", dtype="bf16", shared=True)
     methods = [HeroMethod(fp32, "hero", name="fp32"), HeroMethod(bf16, "hero", name="bf16")]
     out = {}
     for domain in DOMAINS:

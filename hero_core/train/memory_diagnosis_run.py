@@ -32,16 +32,17 @@ RANDOM_ROWS = 300
 def measure(args: argparse.Namespace, command: str) -> dict:
     import torch
 
-    from hero_core.core import checkpoint as ckpt
     from hero_core.core.data import domain_texts
-    from hero_core.core.model import load_hero
+    from hero_core.core.model import load_routers
     from hero_core.train.memory_diagnosis import diagnose, random_elu1_read
     from hero_core.train.recipes import RUNS  # the recipe: the learning rate of stages that are not bundled
 
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    first = load_hero(args.checkpoints[0], device=args.device)
+    # every checkpoint checked against one backbone from the shared pool, loaded once
+    models = dict(zip(args.checkpoints, load_routers(args.checkpoints, device=args.device), strict=True))
+    first = models[args.checkpoints[0]]
     texts = {d: [t for t in domain_texts(d, "eval", args.limit, hero=first)] for d in DOMAINS}
     flat = [t for d in DOMAINS for t in texts[d]]
 
@@ -49,13 +50,7 @@ def measure(args: argparse.Namespace, command: str) -> dict:
         return RUNS[name].lr if name in RUNS else None
 
     results = {}
-    for name in args.checkpoints:
-        if name == args.checkpoints[0]:
-            hero = first
-        else:  # what load_hero(name) resolves, on the backbone already loaded
-            found = ckpt.read_checkpoint(name)
-            ckpt.check_backbone(found, first.backbone.fingerprint, first.backbone.name)
-            hero = first.with_router(ckpt.build_router(found), found.name, found.training)
+    for name, hero in models.items():
         t0 = time.perf_counter()
         results[name] = diagnose(hero, flat, max_tokens=args.max_tokens, stage_lr=stage_lr)
         print(f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)

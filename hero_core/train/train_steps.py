@@ -16,7 +16,7 @@ import torch
 from ..core import checkpoint as ckpt
 from ..core.files import atomic_write, atomic_write_text
 from ..core.inject import wrapped_layers
-from ..core.model import HeroModel, fresh_router
+from ..core.model import HeroModel, fresh_router, load_checkpoint
 from ..core.precision import resolve_dtype
 from .train_data import adapter_cache_path, loss_weights, teacher_dtype, teacher_targets, training_set
 from .train_memory import param_groups
@@ -158,15 +158,15 @@ def _start_from_checkpoint(cfg: TrainConfig, hero: HeroModel, router: HeroRouter
     budget curriculum starts from (that checkpoint's target, 0 without one)."""
     if cfg.init_from is None:
         return 0.0
-    start_from = ckpt.read_checkpoint(cfg.init_from)
-    ckpt.check_backbone(start_from, hero.backbone.fingerprint, hero.backbone.name)
+    start_from = load_checkpoint(cfg.init_from, hero.backbone)  # checked against this backbone, health logged
     if start_from.config.branch_scaling != cfg.branch_scaling:
         raise ValueError(f"{cfg.init_from} was trained with branch_scaling={start_from.config.branch_scaling!r}, "
                          f"this run asks for {cfg.branch_scaling!r}: start fresh or match it")
-    router.load_state_dict({k: v.float() for k, v in ckpt.build_router(start_from).state_dict().items()})
-    router.config.extra["tokens_before"] = int(start_from.training.get("tokens_seen", 0))
-    router.config.extra["earlier_stages"] = _stages(start_from.training, Path(cfg.init_from).name)
-    return float(start_from.training.get("train_config", {}).get("target_skip", 0.0))
+    router.load_state_dict({k: v.float() for k, v in start_from.router.state_dict().items()})
+    training = start_from.training_info
+    router.config.extra["tokens_before"] = int(training.get("tokens_seen", 0))
+    router.config.extra["earlier_stages"] = _stages(training, Path(cfg.init_from).name)
+    return float(training.get("train_config", {}).get("target_skip", 0.0))
 
 
 def set_up_run(cfg: TrainConfig, hero: HeroModel, accelerator, clock: RunClock, progress: bool) -> TrainingRun:

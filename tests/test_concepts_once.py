@@ -1,0 +1,84 @@
+"""The shared functions behind three concepts that each exist once: a finished checkpoint put onto a backbone
+(hero_core.core.model.load_checkpoint), a run's realised param skip (hero_core.core.accounting.mean_param_skip and
+hero_core.core.tau_search.realised_skip) and the tau search that meets a skip target (matched_tau)."""
+
+import dataclasses
+import logging
+
+import pytest
+import torch
+
+from hero_core.core import checkpoint as ckpt
+from hero_core.core.accounting import mean_param_skip
+from hero_core.core.model import UNTRAINED, fresh_router, hero_on_backbone, load_checkpoint
+from hero_core.core.tau_search import TAU_RANGE, realised_skip
+from hero_core.core.tiny import tiny_backbone
+
+
+def _blocks(tiny, n_blocks: int = 2, seq_len: int = 24) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(3)
+    return torch.randint(5, len(tiny.tokenizer), (n_blocks, seq_len), generator=generator)
+
+
+# -- a checkpoint onto a backbone --------------------------------------------------------------------------
+def test_a_checkpoint_for_another_backbone_is_refused_by_the_one_loader_and_by_a_training_start(tiny, tmp_path):
+    from hero_core.train.train_config import TrainConfig
+    from hero_core.train.train_steps import _start_from_checkpoint
+
+    own = tiny.backbone.fingerprint
+    other = dataclasses.replace(own, n_layers=own.n_layers + 1)
+    ckpt.save_checkpoint(tmp_path / "elsewhere", tiny.router, other, "another-model")
+    with pytest.raises(ckpt.BackboneMismatchError, match="trained for another-model .* loaded backbone is"):
+        load_checkpoint(tmp_path / "elsewhere", tiny.backbone)
+    # a training run that starts from it goes through the same check
+    cfg = TrainConfig(out=str(tmp_path / "run"), init_from=str(tmp_path / "elsewhere"), branch_scaling="paper")
+    with pytest.raises(ckpt.BackboneMismatchError):
+        _start_from_checkpoint(cfg, tiny, fresh_router(tiny.backbone, branch_scaling="paper"))
+
+
+def test_the_one_loader_logs_the_training_health_and_the_default_falls_back_only_on_another_backbone(tiny, tmp_path,
+                                                                                                  caplog):
+    ckpt.save_checkpoint(tmp_path / "here", tiny.router, tiny.backbone.fingerprint, tiny.backbone.name)
+    with caplog.at_level(logging.INFO, logger="hero_core.core.model"):
+        loaded = load_checkpoint(tmp_path / "here", tiny.backbone)
+    assert "checkpoint here: no health record" in caplog.text
+    assert torch.equal(loaded.router.adapters[0].w2.weight, tiny.router.adapters[0].w2.weight)
+    # The bundled default was trained for the embedded model: on the tiny backbone it is refused by the same check,
+    # and only that refusal gives fresh routers.
+    if ckpt.bundled_names():
+        assert hero_on_backbone(None, tiny.backbone).checkpoint_name == UNTRAINED
+
+
+# -- the realised param skip -------------------------------------------------------------------------------
+def test_the_realised_skip_is_the_skipped_ffn_parameters_counted_by_hand(tiny):
+    blocks, tau = _blocks(tiny), 0.5
+    call = tiny.new_call("hero", tau)
+    with torch.no_grad():
+        tiny.forward(blocks, None, call, use_cache=False)
+    # Counted without the library's accounting: gates below tau skip their FFN, whose parameters and the model's
+    # are read off a fresh, never-wrapped copy of the same backbone.
+    skipped = sum(int((record.fields["gate"] < tau).sum()) for record in call.passes[-1].records)
+    fresh = tiny_backbone().model
+    ffn = sum(p.numel() for p in fresh.model.layers[0].mlp.parameters())
+    total = sum(p.numel() for p in fresh.parameters())
+    by_hand = skipped / blocks.numel() * ffn / total
+    assert skipped > 0  # the tiny router's gates sit around 0.5: some FFNs are skipped, else nothing is checked
+    # the same decisions; only the order of float sums differs
+    assert realised_skip(tiny, blocks, "hero", tau) == pytest.approx(by_hand, rel=1e-9)
+    executed = call.passes[-1].executed()
+    assert mean_param_skip(executed, tiny.profile) == pytest.approx(by_hand, rel=1e-9)  # a training step's tensor
+    assert mean_param_skip(executed.numpy(), tiny.profile) == pytest.approx(by_hand, rel=1e-9)
+
+
+# -- the tau search ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("target_tau", [0.3, 0.6])
+def test_the_tau_search_lands_on_a_reachable_skip_and_reports_what_it_realises(tiny, target_tau):
+    blocks = _blocks(tiny, n_blocks=4, seq_len=48)  # 192 tokens: one threshold a pass, the long-input search
+    target = realised_skip(tiny, blocks, "hero", target_tau)  # reachable by construction
+    tau, realised = tiny.tau_for_param_skip(blocks, None, "hero", target)
+    assert TAU_RANGE[0] <= tau <= TAU_RANGE[1]
+    assert realised == pytest.approx(realised_skip(tiny, blocks, "hero", tau), rel=1e-12)
+    # Skip is not exactly monotone in tau (later gates read what earlier decisions changed): within 2 % of the
+    # skip's range over the taus, as the twins' match is held.
+    span = realised_skip(tiny, blocks, "hero", TAU_RANGE[1]) - realised_skip(tiny, blocks, "hero", TAU_RANGE[0])
+    assert abs(realised - target) <= 0.02 * span
