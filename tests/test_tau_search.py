@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.accounting import grid_search_increasing, search_increasing, token_compute
+from hero_core.core.accounting import search_increasing, token_compute
+from hero_core.core.tau_search import TAU_RANGE, tau_from_gates
 
 
 def staircase(levels: int = 400):
@@ -26,16 +27,16 @@ def test_both_searches_land_within_half_a_level_of_a_reachable_target(target):
     assert abs(got - target) <= 0.5 / 400 and got == f(tau)
     assert len(calls) <= 16  # bisection to the same level takes up to 30
 
-    batches = []
-    tau, got = grid_search_increasing(lambda taus: batches.append(taus) or [f(t) for t in taus], target, 1e-3,
-                                      1 - 1e-3, width=8, resolution=1e-6, tol=0.5 / 400)
-    assert abs(got - target) <= 0.5 / 400 and got == f(tau)
-    assert all(len(b) == 8 for b in batches) and len(batches) <= 7
 
 
-def test_grid_search_keeps_the_best_point_when_the_target_is_out_of_reach():
-    tau, got = grid_search_increasing(lambda taus: [0.5 for _ in taus], 0.2, 0.0, 1.0, width=4, resolution=0.01)
-    assert got == 0.5 and 0.0 < tau < 1.0
+def test_the_first_guess_skips_exactly_the_wanted_share_of_the_gates_it_read():
+    gates = np.random.default_rng(1).uniform(0.05, 0.95, size=(6, 50))  # (blocks, tokens): 300 decisions
+    level = 0.01 / 3  # param skip per skipped decision
+    for wanted in (1, 37, 150, 299):
+        tau = tau_from_gates(gates, wanted * level, level)
+        assert int((gates < tau).sum()) == wanted  # the FFN is skipped where gate < tau
+    assert tau_from_gates(gates, 0.0, level) == TAU_RANGE[0]
+    assert tau_from_gates(gates, 400 * level, level) == TAU_RANGE[1]
 
 
 def test_thresholds_side_by_side_decide_as_one_run_each(tiny):

@@ -11,7 +11,7 @@
 Also here: :class:`ComputeTally` (token-weighted means over many forwards, as evaluation reports them),
 the FLOP ideal speed-up the benchmark compares against (:func:`flop_ideal`), the skip-count <-> param-skip
 conversion, a run's realised param skip (:func:`mean_param_skip`), and the searches that match a threshold to a
-skip target (:func:`bisect_increasing` and its faster forms; the tau search itself is
+skip target (:func:`bisect_increasing` and :func:`search_increasing`, its interpolating form; the tau search itself is
 :func:`hero_core.core.tau_search.matched_tau`).
 """
 
@@ -117,28 +117,6 @@ def search_increasing(f: Callable[[float], float], target: float, lo: float, hi:
             f_lo = (f_lo + target) / 2 if kept == -1 else f_lo
             kept = -1
     return best
-
-
-def grid_search_increasing(f_many: Callable[[list[float]], list[float]], target: float, lo: float, hi: float, *,
-                           width: int, resolution: float, tol: float = 0.0) -> tuple[float, float]:
-    """:func:`bisect_increasing` with ``width`` points per step, evaluated together by ``f_many`` (one batched
-    forward pass): each step splits the bracket into ``width + 1`` parts and keeps the one where f crosses
-    ``target``, until the bracket is narrower than ``resolution``. Returns the best ``(x, f(x))`` seen.
-
-    Why: on a CPU a forward pass of a short prompt costs about as much as reading the weights once, so eight
-    thresholds side by side in one batch cost little more than one; a 20-token prompt's tau matched in 4 passes
-    instead of 13."""
-    best: tuple[float, float] | None = None
-    while True:
-        xs = [lo + (hi - lo) * (i + 1) / (width + 1) for i in range(width)]
-        values = f_many(xs)
-        for x, value in zip(xs, values, strict=True):
-            if best is None or abs(value - target) < abs(best[1] - target):
-                best = (x, value)
-        if abs(best[1] - target) <= tol or (hi - lo) / (width + 1) < resolution:
-            return best
-        first_above = next((i for i, value in enumerate(values) if value >= target), width)
-        lo, hi = (xs[first_above - 1] if first_above else lo), (xs[first_above] if first_above < width else hi)
 
 
 def token_compute(executed: np.ndarray, profile: ComputeProfile, positions: np.ndarray | None = None,

@@ -2,19 +2,21 @@
 (matched compute, calibration to a budget) and a tau sweep.
 
 Matching compute means finding the tau at which a router realises a given param skip on this very input
-(Compare, Learn, the twins of the results): one forward pass per threshold tried. On a CPU a forward pass over a
-short input costs little more than one read of the weights, so several thresholds run as rows of one batch (the
-FFN runs where gate >= tau: a tau per token row); a long input, where arithmetic dominates, tries one threshold
-a pass and interpolates between the bracket's ends. Both stop within half a decision of the target.
+(Compare, Learn, the twins of the results, a study's calibration): one forward pass per threshold tried. The
+search starts from the router's own gates (the tau that would skip the wanted share of one pass's gates, and a
+second guess beside it in the same batch: on a CPU a pass over a short input costs little more than one read of
+the weights, so thresholds run as rows of one batch, the FFN running where gate >= its row's tau), then
+interpolates inside the bracket those passes found. It stops within half a decision of the target.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
-from .accounting import grid_search_increasing, mean_param_skip, search_increasing
+from .accounting import mean_param_skip, search_increasing
 from .call_state import routing_call
 from .config import check_tau
 from .metrics import kept_rows, log_probs, quality_of_log_probs
@@ -40,6 +42,14 @@ def realised_skips(hero, input_ids: torch.Tensor, attention_mask: torch.Tensor |
     """The realised param skip of ``hero`` (a HeroModel: this module is below it) on ``input_ids`` (B, T) at each
     tau in ``taus`` (:func:`hero_core.core.accounting.mean_param_skip` over the real tokens), the taus side by
     side as rows of one batch. ``policy`` (see :mod:`hero_core.eval.baselines`) replaces the router's decisions."""
+    return _skips_and_gates(hero, input_ids, attention_mask, variant, taus, policy=policy,
+                            memory_read=memory_read)[0]
+
+
+def _skips_and_gates(hero, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, variant: str,
+                     taus: Sequence[float], *, policy=None,
+                     memory_read: str = "learned") -> tuple[list[float], np.ndarray]:
+    """:func:`realised_skips`, and the gates of the first tau's row on the real tokens (R, N)."""
     real = attention_mask.reshape(-1).bool().cpu().numpy() if attention_mask is not None else None
     rows, width = input_ids.shape
     k = len(taus)
@@ -50,8 +60,25 @@ def realised_skips(hero, input_ids: torch.Tensor, attention_mask: torch.Tensor |
     with torch.no_grad(), routing_call(call):  # the decisions only: the backbone without its LM head
         hero.model.base_model(input_ids=input_ids.repeat(k, 1), attention_mask=mask, use_cache=False)
     executed = call.passes[-1].executed().cpu().numpy().reshape(-1, k, rows * width)  # (R, k, B*T)
-    return [mean_param_skip(executed[:, i, real] if real is not None else executed[:, i], hero.profile)
-            for i in range(k)]
+    gates = torch.stack([r.fields["gate"][:rows * width] for r in call.passes[-1].records]).float().cpu().numpy()
+    skips = [mean_param_skip(executed[:, i, real] if real is not None else executed[:, i], hero.profile)
+             for i in range(k)]
+    return skips, (gates[:, real] if real is not None else gates)
+
+
+def tau_from_gates(gates: np.ndarray, param_skip: float, level: float) -> float:
+    """The tau that skips the share ``param_skip`` of these gates' decisions (each skipped one is worth ``level``
+    of param skip): midway between the gates that would be the last skipped and the first run. Exact if the gates
+    did not depend on the decisions; they do (a skipped FFN changes the residual stream later gates read), so this
+    is the search's first guess, not its answer."""
+    ordered = np.sort(gates.reshape(-1))
+    n_skipped = int(round(param_skip / level)) if level > 0 else 0
+    lo, hi = TAU_RANGE
+    if n_skipped <= 0:
+        return lo
+    if n_skipped >= ordered.size:
+        return hi
+    return float(min(max((ordered[n_skipped - 1] + ordered[n_skipped]) / 2, lo), hi))
 
 
 def realised_skip(hero, input_ids: torch.Tensor, variant: str, tau: float, *,
@@ -81,15 +108,43 @@ def matched_tau(hero, input_ids: torch.Tensor, attention_mask: torch.Tensor | No
     n_tokens = int(attention_mask.sum()) if attention_mask is not None else int(input_ids.numel())
     level = hero.profile.ffn_params / hero.profile.total_params / max(n_tokens, 1)
     (lo, hi), tol = TAU_RANGE, level / 2 - 1e-12
-    width = input_ids.shape[1]
-    # one token a row is a decode step, whose compiled path takes one tau: one threshold a pass there
-    per_pass = min(8, SIDE_BY_SIDE_TOKENS // input_ids.numel()) if width > 1 else 1
-    if per_pass >= 2:
-        return grid_search_increasing(realised_many, param_skip, lo, hi, width=per_pass,
-                                      resolution=(hi - lo) / 2 ** iters, tol=tol)
     all_skipped = hero.config.n_routed * hero.profile.ffn_params / hero.profile.total_params
-    return search_increasing(lambda tau: realised_many([tau])[0], param_skip, lo, hi, iters, f_lo=0.0,
-                             f_hi=all_skipped, tol=tol)
+    f_lo, f_hi = 0.0, all_skipped
+    # A first guess from the gates themselves: one pass at the checkpoint's own tau, then the tau that would skip the
+    # wanted share of that pass's gates. The skip it realises falls short of the target (a skipped FFN moves the
+    # gates after it the same way), so a second tau twice as far from the first rides in the same batch: the two
+    # usually bracket the target tightly, and the interpolating search below finishes in a few passes (a Compare
+    # of four checkpoints on a 77-token prompt: see docs/experiments/app-latency).
+    def seen(taus: list[float], skips: list[float]) -> None:
+        nonlocal best, lo, hi, f_lo, f_hi
+        for tau, skip in zip(taus, skips, strict=True):
+            if best is None or abs(skip - param_skip) < abs(best[1] - param_skip):
+                best = (tau, skip)
+            if skip < param_skip and tau > lo:
+                lo, f_lo = tau, skip
+            elif skip >= param_skip and tau < hi:
+                hi, f_hi = tau, skip
+
+    best: tuple[float, float] | None = None
+    first = _inside_tau_range(hero.config.tau)
+    (skip,), gates = _skips_and_gates(hero, input_ids, attention_mask, variant, [first], memory_read=memory_read)
+    seen([first], [skip])
+    if abs(skip - param_skip) <= tol:
+        return best
+    guess = tau_from_gates(gates, param_skip, level)
+    candidates = [t for t in dict.fromkeys([guess, _inside_tau_range(2 * guess - first)]) if lo < t < hi]
+    if candidates:
+        seen(candidates, realised_many(candidates))
+    if abs(best[1] - param_skip) <= tol:
+        return best
+    found = search_increasing(lambda t: realised_many([t])[0], param_skip, lo, hi, iters, f_lo=f_lo, f_hi=f_hi,
+                              tol=tol)
+    return found if abs(found[1] - param_skip) < abs(best[1] - param_skip) else best
+
+
+def _inside_tau_range(tau: float) -> float:
+    """``tau`` moved inside :data:`TAU_RANGE` (a checkpoint's trained tau is a fine first guess wherever it is)."""
+    return float(min(max(tau, TAU_RANGE[0]), TAU_RANGE[1]))
 
 
 def traces_at_taus(hero, prompt: str, taus: Sequence[float], variant: str = "hero", *,
