@@ -31,8 +31,12 @@ browser-deps:
 		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
 		echo "chromium not installed: the browser test will be skipped")
 
+# The suite in parallel workers, one per core, at most 4 (each worker loads its own copy of the embedded model and
+# may start a browser). A test file stays on one worker, so its module-scoped fixtures (a served app) start once.
+# TEST_WORKERS=1 runs it in this one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 test: $(STAMP) browser-deps
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not browser"

@@ -3,7 +3,10 @@ import os
 import pytest
 import torch
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# make test runs the suite in pytest-xdist workers (one per core here); each worker's torch takes its share of the
+# cores: two 1-thread processes beat one 2-thread one on this project's 2-core machine.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // _WORKERS)))
 # No background warm-up in the apps the tests start (app/components/warmup.py): it would compete with the tests that
 # follow; test_app.py checks what it computes by calling it directly.
 os.environ.setdefault("HERO_LENS_WARMUP", "0")
