@@ -86,7 +86,7 @@ ANSWERS_LIMIT ?=
 results: $(STAMP)
 	$(PY) scripts/make_frontier.py
 	$(PY) scripts/quality_report.py
-	$(PY) -m hero_core.eval.measured
+	$(PY) -m hero_core.eval.frontier.measured
 	$(PY) scripts/recipe_probes.py --report
 	$(MAKE) results-headline
 

@@ -83,8 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 
-    for name, module in (("train", "train.train_cli"), ("eval", "eval"), ("bench", "bench"), ("data", "core.data"),
-                         ("frontier", "eval.frontier"), ("sweep", "eval.sweep"),
+    for name, module in (("train", "train.train_cli"), ("eval", "eval.suites.cli"), ("bench", "bench"),
+                         ("data", "core.data"), ("frontier", "eval.frontier.curves"), ("sweep", "eval.sweep.run"),
                          ("study", "study_cli")):
         try:
             mod = __import__(f"hero_core.{module}", fromlist=["add_arguments"])

@@ -15,8 +15,8 @@ Suites: the BIG-bench main suite (hero_core/eval_tasks.json) at ``--limit`` exam
 on the first ``--humaneval-limit`` problems (greedy). HumanEval runs dense first and the routed runs only when dense
 passes at least one problem: otherwise its ratio is undefined for every method (Retain leaves the task out), which
 is recorded rather than paid for (``--humaneval-all`` runs them anyway). Retain with its 95 % bootstrap intervals
-(hero_core.eval.retain) is stored under ``retain``; ``scripts/results_report.py`` renders docs/bigbench.md and the
-README's headline block.
+(hero_core.eval.suites.retain) is stored under ``retain``; ``scripts/results_report.py`` renders docs/bigbench.md and
+the README's headline block.
 
 Rough run times on this project's 2-core CPU (2 torch threads, nothing else running; ~2x with a training run beside
 it): matching the twins ~1 min each (8 twins with recipe 2 bundled); BIG-bench at 10 examples per task ~25 s per run
@@ -36,10 +36,12 @@ from hero_core.core.backbones import load_backbone
 from hero_core.core.data import domain_texts
 from hero_core.core.model import HeroModel, load_checkpoints
 from hero_core.core.tau_search import realised_skip
-from hero_core.eval import HeroMethod, baselines, evaluate
+from hero_core.eval import baselines
 from hero_core.eval.calibration import calibration_blocks
-from hero_core.eval.retain import retain_summary
-from hero_core.eval.sweep import with_checkpoint
+from hero_core.eval.methods import HeroMethod
+from hero_core.eval.suites.retain import retain_summary
+from hero_core.eval.suites.runner import evaluate
+from hero_core.eval.sweep.run import with_checkpoint
 from hero_core.eval.twins import headline_checkpoints, match_twins
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -50,8 +50,8 @@ DOMAINS = ("chat", "code", "reasoning")
 def score(hero: HeroModel, limit: int) -> dict:
     from hero_core.analysis.read_ablation import read_effect
     from hero_core.core.data import domain_texts
-    from hero_core.eval import HeroMethod
-    from hero_core.eval.frontier import evaluate_points
+    from hero_core.eval.frontier.curves import evaluate_points
+    from hero_core.eval.methods import HeroMethod
 
     texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
     variant = hero.config.variant

@@ -2,7 +2,7 @@
 
 ``OMP_NUM_THREADS=1 python scripts/position_skip.py [--checkpoints NAME ...] [--sequences 2]
 [--report]``: the command line is hero_core/reports/position_skip_run.py (its docstring says what is measured and
-written), the numbers hero_core/eval/position_skip.py.
+written), the numbers hero_core/eval/frontier/position_skip.py.
 """
 
 import sys

@@ -43,8 +43,8 @@ DATA_BLOCKS = 3000  # the same data and teacher cache as scripts/make_checkpoint
 
 def score(hero: HeroModel, limit: int) -> dict:
     from hero_core.core.data import domain_texts
-    from hero_core.eval import HeroMethod
-    from hero_core.eval.frontier import evaluate_points
+    from hero_core.eval.frontier.curves import evaluate_points
+    from hero_core.eval.methods import HeroMethod
 
     texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in ("chat", "code", "reasoning")}
     method = HeroMethod(hero, hero.config.variant, name="probe")

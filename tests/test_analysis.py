@@ -14,7 +14,7 @@ from hero_core.analysis import token_categories as TC
 from hero_core.core.accounting import ComputeProfile
 from hero_core.core.metrics import bootstrap_ci
 from hero_core.core.trace import RoutingTrace
-from hero_core.eval.item_runs import run_items
+from hero_core.eval.sweep.item_runs import run_items
 
 PROFILE = ComputeProfile(total_params=1000, ffn_params=100, adapter_params=10, router_params=5, linear_params=800,
                          n_layers=4, attention_width=8, d_memory=4)

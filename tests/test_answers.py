@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hero_core.eval import answer_references as references
-from hero_core.eval import answers, answers_data, humaneval
+from hero_core.eval.answers import data as answers_data
+from hero_core.eval.answers import references
+from hero_core.eval.answers import run as answers
+from hero_core.eval.benchmarks import humaneval
 
 CATEGORIES = ("facts", "arithmetic", "word_problems", "code", "instructions")
 
@@ -190,7 +192,7 @@ def test_run_answers_columns_and_costs(tiny, rows):
 
 
 def test_run_answers_refuses_bad_input(tiny, rows):
-    from hero_core.eval import HeroMethod
+    from hero_core.eval.methods import HeroMethod
 
     with pytest.raises(ValueError, match="no answers rows"):
         answers.run_answers(tiny, ["hero"], [])

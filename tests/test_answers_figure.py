@@ -1,6 +1,6 @@
 """The answers-kept figure draws every run with a defined answers kept, and nothing from a report without one."""
 
-from hero_core.eval.answers_figure import kept_points, plot_answers_kept
+from hero_core.eval.answers.figure import kept_points, plot_answers_kept
 
 
 def _report(kept, skip=0.08, dense_correct=10):
@@ -27,7 +27,7 @@ def test_the_figure_is_written_only_when_there_is_something_to_draw(tmp_path):
 
 
 def test_the_random_reference_is_drawn_and_the_caption_stops_calling_it_not_run(tmp_path, monkeypatch):
-    from hero_core.eval import answers_figure
+    from hero_core.eval.answers import figure as answers_figure
 
     captions = []
     import matplotlib.figure

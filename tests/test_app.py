@@ -540,7 +540,7 @@ def test_learn_tour_is_live(app, tiny):
 
 
 def test_learn_says_what_the_memory_does_and_what_was_measured(app, tiny):
-    from hero_core.eval import measured
+    from hero_core.eval.frontier import measured
     from hero_core.viz.memory_words import describe_memory
 
     at = app("learn")

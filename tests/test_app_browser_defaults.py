@@ -337,7 +337,7 @@ def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab)
     matched compute with 95 % intervals, read through the routers trained without each part (with the warning where
     that control is not a fair one), and labels that say which run is an ablation."""
     from hero_core.core.model import DEFAULT_CHECKPOINT as default
-    from hero_core.eval import measured
+    from hero_core.eval.frontier import measured
     from hero_core.eval.twins import bundled_control_caveat, counterpart
 
     local, no_memread = counterpart(default, "local"), counterpart(default, "no_memread")

@@ -176,7 +176,7 @@ def test_compare_states_the_held_out_verdict_and_formats_its_numbers(app, monkey
     10.1618."""
     import components.verdict as verdict
 
-    from hero_core.eval import measured
+    from hero_core.eval.frontier import measured
 
     monkeypatch.setattr(verdict, "pairs_for", lambda *a: [verdict.Pair("hero-10", "local-10", "no_history")])
     at = app("compare")

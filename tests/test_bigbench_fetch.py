@@ -2,7 +2,7 @@
 
 import pytest
 
-from hero_core.eval.bigbench import ARCHIVE_NAME, archive_link
+from hero_core.eval.benchmarks.bigbench import ARCHIVE_NAME, archive_link
 
 PAGE = """<html><body>
 <a href="https://files.example/aa/bigbench-0.0.1.tar.gz#sha256=111">bigbench-0.0.1.tar.gz</a>

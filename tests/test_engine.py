@@ -6,8 +6,8 @@ import torch
 
 from hero_core.core.metrics import kl_divergence, log_probs, next_token_nll, top1_agreement
 from hero_core.core.trace import quality_fields
-from hero_core.eval import HeroMethod
 from hero_core.eval.engine import run_texts
+from hero_core.eval.methods import HeroMethod
 
 TEXTS = ["Compute 3 + 4 * 2. The answer is 11.", "def f(x):\n    return x * 2\n", "Ana has 5 apples."]
 

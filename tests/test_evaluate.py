@@ -14,8 +14,11 @@ import pytest
 import torch
 
 from hero_core.core.accounting import ComputeTally
-from hero_core.eval import bigbench, harness, humaneval, methods, runner, scoring, suites
-from hero_core.eval.bigbench import MCExample
+from hero_core.eval import methods, scoring
+from hero_core.eval.benchmarks import bigbench, humaneval
+from hero_core.eval.benchmarks.bigbench import MCExample
+from hero_core.eval.suites import harness, runner
+from hero_core.eval.suites import registry as suites
 
 # -- fixtures ------------------------------------------------------------------------------------
 

@@ -6,9 +6,9 @@ import torch
 
 from hero_core.core.model import PromptError
 from hero_core.core.trace import RoutingTrace
-from hero_core.eval import HeroMethod
 from hero_core.eval.baselines import oracle_skipping
-from hero_core.eval.frontier import at_skip, evaluate_points, ratio_interval
+from hero_core.eval.frontier.curves import at_skip, evaluate_points, ratio_interval
+from hero_core.eval.methods import HeroMethod
 
 PROMPT = "The quick brown fox jumps over the lazy dog because it wants to reach the river before dark."
 
@@ -103,7 +103,7 @@ def test_quality_trace_matches_the_dense_and_routed_logits_and_round_trips(tiny,
 def test_the_frontier_carries_static_pruning_and_top_k_at_their_compute(tiny, monkeypatch):
     """Static pruning drops the same least influential FFNs for every token, its influence measured on train-split
     texts only; MoD top-k runs each block on a share of the sequence; both land on the frontier at their skip."""
-    from hero_core.eval import frontier as F
+    from hero_core.eval.frontier import curves as F
 
     seen_splits = []
     real_texts = F.__dict__.get("domain_texts")

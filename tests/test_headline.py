@@ -1,9 +1,9 @@
-"""The README's headline table (hero_core.eval.headline, written by scripts/results_report.py): numbers where the
+"""The README's headline table (hero_core.eval.suites.headline, written by scripts/results_report.py): numbers where the
 files have them, "not measured" wherever a file or a checkpoint is missing."""
 
 import pytest
 
-from hero_core.eval import headline as H
+from hero_core.eval.suites import headline as H
 from hero_core.reports import results_report
 
 DENSE = {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0, 0], "b": [1, 1, 1, 1, 1, 1, 1, 1, 0, 0]}

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hero_core.eval import measured as measured_results
+from hero_core.eval.frontier import measured as measured_results
 from hero_core.viz.memory_words import (
     NEAR_UNIFORM,
     RHO_STILL,
@@ -221,12 +221,13 @@ def test_missing_measurements_are_said_to_be_missing(tmp_path):
 @pytest.mark.skipif(not (ROOT / "docs" / "results.json").is_file(), reason="docs/results.json is not here")
 def test_the_shipped_summary_matches_docs_results():
     """hero_core/checkpoints/measured.json is docs/results.json's summary: regenerate it with
-    `python -m hero_core.eval.measured` (make results does) when the results change."""
+    `python -m hero_core.eval.frontier.measured` (make results does) when the results change."""
     results = json.loads((ROOT / "docs" / "results.json").read_text(encoding="utf-8"))
     shipped = measured_results.load()
-    assert shipped is not None, "hero_core/checkpoints/measured.json is missing: run python -m hero_core.eval.measured"
+    assert shipped is not None, \
+        "hero_core/checkpoints/measured.json is missing: run python -m hero_core.eval.frontier.measured"
     assert json.loads(json.dumps(measured_results.summarise(results))) == shipped, \
-        "hero_core/checkpoints/measured.json is stale: run python -m hero_core.eval.measured"
+        "hero_core/checkpoints/measured.json is stale: run python -m hero_core.eval.frontier.measured"
 
 
 def test_the_summary_follows_the_per_read_rules_on_a_selective_memory():

@@ -14,7 +14,7 @@ from hero_core.analysis.spans import (
     net_cost_words,
     span_figures,
 )
-from hero_core.eval import measured
+from hero_core.eval.frontier import measured
 from hero_core.viz.tau_words import rises, tau_sweep_words
 
 

@@ -1,4 +1,4 @@
-"""Skip by absolute position (hero_core.eval.position_skip, SweepResult.skip_by_absolute_position, the page's
+"""Skip by absolute position (hero_core.eval.frontier.position_skip, SweepResult.skip_by_absolute_position, the page's
 figure)."""
 
 import json
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hero_core.eval import position_skip as ps
-from hero_core.eval.sweep import SweepResult, sweep
+from hero_core.eval.frontier import position_skip as ps
+from hero_core.eval.sweep.run import SweepResult, sweep
 from hero_core.viz.sweep_figures import sweep_item_quality, sweep_matched_bars, sweep_position_skip
 
 LONG = " ".join(f"Step {i}: add {i} and {i + 1} to get {2 * i + 1}." for i in range(30))  # ~400 tokens

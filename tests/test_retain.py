@@ -1,4 +1,5 @@
-"""Retain with bootstrap intervals (hero_core.eval.retain) and local twins at matched compute (hero_core.eval.twins)."""
+"""Retain with bootstrap intervals (hero_core.eval.suites.retain) and local twins at matched compute
+(hero_core.eval.twins)."""
 
 import json
 
@@ -7,8 +8,8 @@ import pytest
 import torch
 
 from hero_core.core.tau_search import realised_skip
-from hero_core.eval import retain as R
 from hero_core.eval import twins
+from hero_core.eval.suites import retain as R
 
 # Two tasks of 10 examples, paired (the same examples for both methods): dense 0.5 / 0.8, routed 0.5 / 0.4.
 DENSE = {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0, 0], "b": [1, 1, 1, 1, 1, 1, 1, 1, 0, 0]}
@@ -101,7 +102,8 @@ def test_a_result_without_per_example_scores_says_so():
 
 
 def test_evaluate_keeps_the_grades_retain_reads(tiny, tmp_path, monkeypatch):
-    from hero_core.eval import bigbench, runner
+    from hero_core.eval.benchmarks import bigbench
+    from hero_core.eval.suites import runner
 
     root = tmp_path / "tasks" / "fixture_task"
     root.mkdir(parents=True)

@@ -6,7 +6,7 @@ import pytest
 
 from hero_core.core import short_answers
 from hero_core.core.splits import split_of
-from hero_core.eval import answers
+from hero_core.eval.answers import run as answers
 
 SUITE_INSTRUCTIONS = ("answer with one word", "reply in uppercase letters only", "reply in lowercase letters only",
                       "answer only yes or no", "separated by commas")

@@ -11,7 +11,7 @@ from hero_core.core.tiny import tiny_model_dir
 from hero_core.eval.study import StudyError, StudySpec, run_study
 from hero_core.eval.study.measures import store_file
 from hero_core.eval.study.stats import TextSums
-from hero_core.eval.suites import load_eval_tasks
+from hero_core.eval.suites.registry import load_eval_tasks
 from hero_core.study_cli import train_study_run
 
 WORDS = "the a memory router layer token skip gate block model text value sum code data chat".split()

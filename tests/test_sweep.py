@@ -1,4 +1,5 @@
-"""Data-set sweeps (hero_core.eval.sweep): reading prompt files, the tables, the CLI, and two ranks under accelerate."""
+"""Data-set sweeps (hero_core.eval.sweep.run): reading prompt files, the tables, the CLI, and two ranks under
+accelerate."""
 
 import json
 import os
@@ -12,8 +13,8 @@ import pandas as pd
 import pytest
 
 from hero_core.analysis.token_table import token_summary
-from hero_core.eval.sweep import SweepResult, sweep, table_bytes
-from hero_core.eval.sweep_data import Item, bundled_items, read_prompts
+from hero_core.eval.sweep.data import Item, bundled_items, read_prompts
+from hero_core.eval.sweep.run import SweepResult, sweep, table_bytes
 
 PROMPTS = ["def add(x, y):\n    return x + y", "Hello there, how are you today?", "12 * 3 = 36, so 36 - 6 = 30.",
            "The quick brown fox."]
@@ -219,12 +220,12 @@ def test_two_cpu_processes_sweep_like_one(tmp_path):
 @pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
                     reason="accelerate's launcher is not installed")
 def test_a_sweep_killed_part_way_resumes_on_two_processes_to_the_same_tables(tmp_path, monkeypatch):
-    """Shards (hero_core.eval.sweep_shards): an interrupted sweep keeps every item it finished, a rerun with the
+    """Shards (hero_core.eval.sweep.shards): an interrupted sweep keeps every item it finished, a rerun with the
     same arguments does only the rest (here on two processes under accelerate), and the tables equal those of one
     uninterrupted process, item for item."""
     from hero_core.cli import main
-    from hero_core.eval import sweep_shards
-    from hero_core.eval.sweep_shards import ShardMismatch, finished_items
+    from hero_core.eval.sweep import shards as sweep_shards
+    from hero_core.eval.sweep.shards import ShardMismatch, finished_items
 
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"{p} ({i})"}) + "\n"

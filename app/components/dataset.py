@@ -3,7 +3,7 @@ opening one item in Route explorer.
 
 Each item is one ``st.cache_data`` call keyed on its text and the runs, so a rerun (or a resumed run after
 Cancel) takes finished items from the cache and only routes the rest. The loop itself lives in
-:mod:`hero_core.eval.sweep`; this module only drives it one item at a time so the page can show progress.
+:mod:`hero_core.eval.sweep.run`; this module only drives it one item at a time so the page can show progress.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import streamlit as st
 
 from hero_core.core.checkpoint import bundled_names
 from hero_core.core.config import INFERENCE_VARIANTS
-from hero_core.eval.sweep import SweepResult, SweepRun, run_item
-from hero_core.eval.sweep_data import Item, bundled_items, read_prompts
+from hero_core.eval.sweep.data import Item, bundled_items, read_prompts
+from hero_core.eval.sweep.run import SweepResult, SweepRun, run_item
 
 from . import sidebar_keys
 from .columns import FRACTION_AS_PERCENT, number_column, number_columns

@@ -3,7 +3,7 @@ with bootstrap intervals, beside the one prompt the page routes.
 
 Why: one prompt gave three metrics pointing different ways (ΔNLL for no_history, KL and top-1 for hero) and no
 interval. The verdict comes from ``hero_core/checkpoints/measured.json`` (derived from docs/results.json by
-``python -m hero_core.eval.measured``); nothing is recomputed here.
+``python -m hero_core.eval.frontier.measured``); nothing is recomputed here.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import streamlit as st
 
 from hero_core.core.ratio_text import ratio_text
 from hero_core.core.reference_labels import REFERENCE_LABELS, REFERENCE_NOTES
-from hero_core.eval import measured as measured_results
+from hero_core.eval.frontier import measured as measured_results
 from hero_core.eval.study.bundled import load_shipped as load_seeds
 from hero_core.eval.twins import bundled_control_caveat, counterpart, counterparts
 from hero_core.viz.frontier_figure import frontier_chart

@@ -10,7 +10,7 @@ from components.runtime import get_qualities, get_trace
 from components.verdict import pairs_for, render_verdict
 from components.widgets import BIND, prompt_input, show_net_cost, show_notices, shown_window
 
-from hero_core.eval import measured as measured_results
+from hero_core.eval.frontier import measured as measured_results
 from hero_core.viz.figures import compute_bars, layer_skip_bars, quality_lines
 
 P = "compare"

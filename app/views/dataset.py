@@ -6,8 +6,8 @@ from components import settings as app_settings
 from components.exports import export_panel, safe_filename
 
 from hero_core.core.ratio_text import interval_text
-from hero_core.eval.sweep import table_bytes
-from hero_core.eval.sweep_data import BUNDLED_SETS
+from hero_core.eval.sweep.data import BUNDLED_SETS
+from hero_core.eval.sweep.run import table_bytes
 from hero_core.viz.sweep_figures import (
     sweep_category_skip,
     sweep_item_quality,

@@ -12,7 +12,7 @@ from components.widgets import BIND, SHARED_PROMPT, token_picker
 from hero_core.analysis.spans import first_token_words
 from hero_core.core.labels import token_label
 from hero_core.core.ratio_text import ratio_text
-from hero_core.eval import measured as measured_results
+from hero_core.eval.frontier import measured as measured_results
 from hero_core.viz.decision_figures import tau_curve
 from hero_core.viz.figures import flip_map, skip_heatmap
 from hero_core.viz.memory_figures import memory_fill
@@ -159,7 +159,7 @@ else:
             st.caption("Perplexity ratio to the dense model (lower is better; below 1 is the sharpened-target "
                        "artefact the glossary explains) at the param skip the hero checkpoint realises at its own "
                        "τ; the local curve is interpolated there. From docs/results.json, via "
-                       "hero_core/checkpoints/measured.json (`python -m hero_core.eval.measured`).")
+                       "hero_core/checkpoints/measured.json (`python -m hero_core.eval.frontier.measured`).")
 
 st.header("5 · Ask why")
 st.markdown("Every decision splits exactly into its local and history parts, and can be traced back to the input "

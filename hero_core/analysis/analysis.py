@@ -12,7 +12,7 @@ Conventions:
   long text weighs more than a short one. Item-level bootstrap intervals
   (:func:`hero_core.core.metrics.bootstrap_ci`) resample whole texts, which is the honest unit of independence.
 * An :class:`ItemRun` holds one text run under several labelled configurations (``"hero"``,
-  ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`hero_core.eval.item_runs.run_items` runs the model to
+  ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`hero_core.eval.sweep.item_runs.run_items` runs the model to
   build them.
 * Quality follows :mod:`hero_core.core.metrics`: NLL of the next token at positions 0..T-2, KL(dense || routed)
   and top-1 agreement at every position.

@@ -3,7 +3,7 @@
 
 A flipped decision also changes every later block's input, so the count is the read's whole effect on routing,
 not one block's. The quality side of the same ablation is ``HeroMethod(memory_read="uniform")`` in
-:func:`hero_core.eval.frontier.evaluate_points`."""
+:func:`hero_core.eval.frontier.curves.evaluate_points`."""
 
 from __future__ import annotations
 

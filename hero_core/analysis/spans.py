@@ -10,7 +10,8 @@ Positions follow :meth:`RoutingTrace.compute` (per token) and ``RoutingTrace.qua
 token t, of token t + 1). A generation's trace covers the prompt and every generated token but the last (never fed
 back), so:
 
-* the answer's compute is that of positions ``n_prompt_tokens`` … T − 1 (as :func:`hero_core.eval.answers.answer_cost`);
+* the answer's compute is that of positions ``n_prompt_tokens`` … T − 1 (as
+  :func:`hero_core.eval.answers.run.answer_cost`);
 * the answer's quality is that of the predictions of the answer: positions ``n_prompt_tokens − 1`` … T − 1 (the
   prompt's last token predicts the first answer token; the NLL of the last one is unknown, so it is left out).
 """

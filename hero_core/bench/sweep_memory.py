@@ -1,7 +1,7 @@
 """Peak resident memory of a data-set sweep as the data set grows: ``python -m hero_core sweep bundled:reasoning:N``
 for N = 100 and N = 1,000, each in a fresh process, on the tiny random model (the sweep's own memory, not a
 backbone's, is what grows with N). Each finished item goes to the rank's shard as it comes
-(hero_core.eval.sweep_shards), so what a rank holds while it runs does not grow with N; the merge at the end holds
+(hero_core.eval.sweep.shards), so what a rank holds while it runs does not grow with N; the merge at the end holds
 the final tables (a few rows per item).
 
 ``python -m hero_core.bench.sweep_memory [--sizes 100 1000] [--out docs/sweep_memory.json]`` prints each peak and

@@ -128,7 +128,7 @@ def pooled_ratio_replicates(nll, nll_dense, n_pred, picks: np.ndarray) -> np.nda
 # -- the item bootstrap -----------------------------------------------------------------------------------------
 def bootstrap_picks(n: int, *, n_boot: int = 2000, rng: np.random.Generator) -> np.ndarray:
     """(n_boot, n) item indices drawn with replacement: the resamples behind every bootstrap here. Statistics
-    that are not a plain mean (e.g. Retain, a mean of per-task ratios, :mod:`hero_core.eval.retain`) draw
+    that are not a plain mean (e.g. Retain, a mean of per-task ratios, :mod:`hero_core.eval.suites.retain`) draw
     their resamples here too, one call per stratum from one generator."""
     return rng.integers(0, n, size=(n_boot, n))
 

@@ -1,7 +1,7 @@
 """The words for what a router is read against, one table for every page, table, figure and legend.
 
 The references are skip policies run on the adapters of the checkpoint their curve names (``adapters_of``), so only
-the skip decisions differ: their keys are the curve names of the held-out frontier (``hero_core.eval.frontier``)
+the skip decisions differ: their keys are the curve names of the held-out frontier (``hero_core.eval.frontier.curves``)
 and the prefixes of the answers suite's reference runs (``oracle@<checkpoint>``, ``random@<checkpoint>``). Dense
 is the model every ratio is taken against; the paper's budgets are quoted, never measured here.
 """

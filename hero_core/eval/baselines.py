@@ -14,7 +14,7 @@ returns ``(executed, gate)``, and the block computes ``g * FFN(u)`` for executed
 * :func:`random_skipping`: every (token, block) skips with the same probability, taking the trained
   adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs.
 * :func:`oracle_skipping` (not deployable): runs both branches and skips where the adapter's relative error on
-  the block output is below a threshold (see :mod:`hero_core.eval.frontier`).
+  the block output is below a threshold (see :mod:`hero_core.eval.frontier.curves`).
 * :func:`expert_choice` (MoD-style): at every block, the top ``capacity`` share of each sequence's tokens
   by router gate run the FFN (scaled by g), the rest take the adapter. Note it looks at the whole
   sequence, so it is not causal: a decode-time version would need MoD's auxiliary predictor.

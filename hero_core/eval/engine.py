@@ -3,10 +3,10 @@
 :func:`run_texts` tokenises each batch of texts once, runs the reference on it once, then every method in
 the order given, and reduces each method's logits to what the caller asked for before the next method
 runs, so memory holds one method's logits at a time, never all of them. The evaluations that compare
-methods on text go through it: the frontier (:func:`hero_core.eval.frontier.evaluate_points`), the
-domains suite (:func:`hero_core.eval.suites.evaluate_domains`), the data-set sweep
-(:func:`hero_core.eval.sweep.run_item`), the bf16 check (:func:`hero_core.eval.frontier_measures.bf16_check`)
-and the analyses' item runs (:func:`hero_core.eval.item_runs.run_items`). The measures come from
+methods on text go through it: the frontier (:func:`hero_core.eval.frontier.curves.evaluate_points`), the
+domains suite (:func:`hero_core.eval.suites.registry.evaluate_domains`), the data-set sweep
+(:func:`hero_core.eval.sweep.run.run_item`), the bf16 check (:func:`hero_core.eval.frontier.measures.bf16_check`)
+and the analyses' item runs (:func:`hero_core.eval.sweep.item_runs.run_items`). The measures come from
 :mod:`hero_core.core.metrics`.
 
 Per (method, text) it gives a :class:`MethodRun`: token count, which FFNs ran, and against the reference the

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.accounting import ComputeTally
-from . import bigbench
+from .benchmarks import bigbench
 from .methods import Method
 
 DEFAULT_BATCH_TOKENS = 2048  # tokens per forward batch: logits are B*T*V floats (~400 MB at V = 49k)
@@ -140,7 +140,7 @@ def score_multiple_choice(method: Method, examples: Sequence[bigbench.MCExample]
                           shared_prefix: bool | None = None) -> dict[str, Any]:
     """Accuracy (BIG-bench multiple_choice_grade) and length-normalised accuracy of ``examples``;
     ``picks`` holds the chosen choice index of each example, ``grades`` its score (the per-example values
-    whose mean is ``accuracy``: what a bootstrap over examples resamples, :mod:`hero_core.eval.retain`)."""
+    whose mean is ``accuracy``: what a bootstrap over examples resamples, :mod:`hero_core.eval.suites.retain`)."""
     requests = [(ex.context, choice) for ex in examples for choice in ex.choices]
     scored = loglikelihood(method, requests, batch_tokens=batch_tokens, tally=tally, progress=progress, desc=desc,
                            shared_prefix=shared_prefix)

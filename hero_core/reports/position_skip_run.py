@@ -2,10 +2,11 @@
 
 ``OMP_NUM_THREADS=1 python scripts/position_skip.py [--checkpoints NAME ...] [--sequences 2]``
 packs each domain's eval-split texts (chat, code, reasoning) into sequences of ``--max-tokens`` tokens, traces them
-under every checkpoint (hero_core.eval.position_skip.measure) and reports skip per absolute-position bin (token 0 alone,
-1-15, 16-127, 128-511, 512-2047), param skip with and without the first token, and skip(512-2047) / skip(16-127)
-against the 0.75 target. It writes docs/experiments/position-skip/results.json, renders README.md beside it and
-draws docs/figures/position_skip.png; ``--report`` only re-renders the page and the figure from results.json.
+under every checkpoint (hero_core.eval.frontier.position_skip.measure) and reports skip per absolute-position bin
+(token 0 alone, 1-15, 16-127, 128-511, 512-2047), param skip with and without the first token, and
+skip(512-2047) / skip(16-127) against the 0.75 target. It writes docs/experiments/position-skip/results.json, renders
+README.md beside it and draws docs/figures/position_skip.png; ``--report`` only re-renders the page and the figure from
+results.json.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pathlib import Path
 
 from hero_core.core.files import say_wrote
 from hero_core.core.results_json import command_line, measured_or_saved
-from hero_core.eval import position_skip as ps
+from hero_core.eval.frontier import position_skip as ps
 
 # This module measures, renders and is the command line of scripts/position_skip.py (its docstring's first
-# paragraph is --help); the numbers, tables and figure are hero_core.eval.position_skip.
+# paragraph is --help); the numbers, tables and figure are hero_core.eval.frontier.position_skip.
 ROOT = Path(__file__).resolve().parents[2]
 
 OUT = ROOT / "docs" / "experiments" / "position-skip"

@@ -18,7 +18,7 @@ from ..core.files import say_wrote
 from ..core.model import DEFAULT_CHECKPOINT
 from ..core.ratio_text import ratio_text
 from ..core.reference_labels import REFERENCE_LABELS
-from ..eval.frontier import at_skip
+from ..eval.frontier.curves import at_skip
 from ..eval.study.bundled import load_shipped as load_seeds
 from ..eval.twins import control_caveat
 from ..viz.figure_export import figure_image
@@ -365,7 +365,7 @@ def render(result: dict, figure: Path) -> str:
 def position_lines(results_path: Path, figure: Path) -> list[str]:
     """Skip by absolute position on 2,048-token held-out sequences (scripts/position_skip.py writes the JSON and
     the figure); nothing when that measurement has not been run."""
-    from ..eval.position_skip import TARGET_RATIO, markdown_table
+    from ..eval.frontier.position_skip import TARGET_RATIO, markdown_table
 
     if not results_path.is_file():
         return []

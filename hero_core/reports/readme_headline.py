@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.checkpoint import BUNDLED_DIR, CONFIG_FILE
 from ..core.model import DEFAULT_CHECKPOINT
-from ..eval.headline import kept_figures, retain_figures
+from ..eval.suites.headline import kept_figures, retain_figures
 from ..eval.twins import twin_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ def _answers_sentence(answers: Mapping[str, Any] | None, noise_floor: Mapping[st
 def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
     """The default against the baselines at its own param skip, per domain, from docs/results.json's frontier."""
     from ..core.reference_labels import REFERENCE_LABELS
-    from ..eval.frontier import at_skip
+    from ..eval.frontier.curves import at_skip
 
     curves = ((results or {}).get("frontier") or {}).get("curves", {})
     default = curves.get(DEFAULT_CHECKPOINT)

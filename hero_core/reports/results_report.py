@@ -3,7 +3,7 @@ README's headline block (Retain and answers kept beside param skip) from docs/bi
 
 Every number comes from the JSON written by ``scripts/make_results.py`` and ``python -m hero_core eval --answers``;
 the paper's figures are quoted in their own, labelled table and plotted with their own markers. A missing result
-file leaves the page as it is and makes the headline say "not measured" (hero_core.eval.headline).
+file leaves the page as it is and makes the headline say "not measured" (hero_core.eval.suites.headline).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..core.files import say_wrote
 from ..core.reference_labels import PAPER_BUDGETS
-from ..eval.answers_figure import plot_answers_kept
-from ..eval.headline import headline_lines, load_json
+from ..eval.answers.figure import plot_answers_kept
+from ..eval.suites.headline import headline_lines, load_json
 from ..eval.twins import is_headline
 from .pages import add_path_arguments, save_figure, table_row
 from .readme_headline import write_readme_headline
@@ -184,7 +184,7 @@ def render(result: dict, figure: Path) -> str:
            "Param skip and FLOPs are measured on the tokens each method processed in the main suite. "
            "Retain = mean over the suite's tasks of routed / dense score, in percent (tasks where dense scores 0 "
            "are left out); Retain (main + HumanEval) counts HumanEval as one more task, with a 95 % bootstrap "
-           "interval over examples (hero_core.eval.retain). `<twin>@<checkpoint>`: the local twin at the "
+           "interval over examples (hero_core.eval.suites.retain). `<twin>@<checkpoint>`: the local twin at the "
            "checkpoint's param skip on calibration text. "
            "Domain columns: perplexity ratio routed/dense on held-out text, top-1 agreement with dense, "
            "KL(dense‖routed) in nats per token.", "",

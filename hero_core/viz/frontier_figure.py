@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..core.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS
-from ..eval.measured import frontier_curves
+from ..eval.frontier.measured import frontier_curves
 from .palette import DENSE_COLOUR, run_colour
 
 # references in fixed, muted styles so the routers (coloured by run) stand out; dashes tell them apart in grey print

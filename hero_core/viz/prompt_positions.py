@@ -4,7 +4,8 @@ skip figures.
 Why: a prompt-level param skip mixes two position effects. Token 0 (the attention sink) skips most FFNs and lifts
 a short prompt's figure; past the 128-token blocks the routers were trained on, tokens skip fewer FFNs, so a long
 prompt's routing can cost more than it saves. One number hides both; the same bins as the Data set page's
-(:data:`hero_core.eval.position_skip.POSITION_EDGES`: token 0 alone, 1-15, 16-127, 128-511, 512-2047, 2048+) show them.
+(:data:`hero_core.eval.frontier.position_skip.POSITION_EDGES`: token 0 alone, 1-15, 16-127, 128-511, 512-2047,
+2048+) show them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..core.trace import RoutingTrace
-from ..eval.position_skip import POSITION_EDGES, bin_label, position_bins
+from ..eval.frontier.position_skip import POSITION_EDGES, bin_label, position_bins
 from .palette import EXECUTED_COLOUR, MARK_COLOUR
 
 TRAINED_SPAN = 128  # the routers were trained on 128-token blocks: positions past it are outside training

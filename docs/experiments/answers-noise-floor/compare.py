@@ -1,5 +1,5 @@
 """How many of dense's right answers survive a change that is not routing at all: the same backbone in bf16
-instead of fp32. Scores, with the suite's own rule (hero_core.eval.answers.answers_kept), the answers of two
+instead of fp32. Scores, with the suite's own rule (hero_core.eval.answers.run.answers_kept), the answers of two
 `eval --answers` reports, one per precision, each holding dense and the default checkpoint:
 
     python docs/experiments/answers-noise-floor/compare.py docs/answers.json \
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hero_core.eval.answers import answers_kept
+from hero_core.eval.answers.run import answers_kept
 
 # (run, reference): what each line of the table keeps of what
 COMPARISONS = [("dense bf16", "dense fp32"), ("hero-10-r4 fp32", "dense fp32"), ("hero-10-r4 bf16", "dense bf16"),

@@ -34,7 +34,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     from hero_core import load_hero
-    from hero_core.eval.answers import load_rows, select_rows
+    from hero_core.eval.answers.run import load_rows, select_rows
 
     hero = load_hero(args.checkpoint, dtype="bf16")
     rows = select_rows(load_rows(), args.prompts)

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.eval.frontier_measures import PREFIX_TOKENS, common_prefix
-from hero_core.eval.frontier_results import load_models
+from hero_core.eval.frontier.measures import PREFIX_TOKENS, common_prefix
+from hero_core.eval.frontier.results import load_models
 
 
 def main() -> int:

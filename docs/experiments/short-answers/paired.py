@@ -1,5 +1,5 @@
 """Answers kept per run, and paired comparisons, from the answer stores of `python -m hero_core eval --answers
---resume-dir DIR` runs: the suite's own scoring (hero_core.eval.answers.answers_kept) over the prompts every listed
+--resume-dir DIR` runs: the suite's own scoring (hero_core.eval.answers.run.answers_kept) over the prompts every listed
 run has answered, and for each pair the prompts dense answers right that only one of the two keeps, with the exact
 two-sided McNemar p (a binomial test on those discordant prompts).
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hero_core.eval.answers import REFERENCE, answers_kept, stored_answers
+from hero_core.eval.answers.run import REFERENCE, answers_kept, stored_answers
 
 
 def mcnemar_p(only_first: int, only_second: int) -> float:

@@ -155,7 +155,7 @@ def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
 # -- multiple choice ---------------------------------------------------------------------------------------------
 def read_tasks(path: str) -> list:
     """``--tasks``: a JSONL of {question, choices, answer} (answer: the right choice's index or its text)."""
-    from ..bigbench import MCExample
+    from ..benchmarks.bigbench import MCExample
 
     items = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
@@ -200,8 +200,8 @@ def bigbench_examples(spec) -> dict[str, list]:
     """The main suite's tasks from ``--bigbench``: the archive, a BIG-bench checkout, or a folder of extracted
     tasks (``<task>/task.json``), first :data:`BIGBENCH_LIMIT` examples each. Never downloads; raises
     BigBenchError (the report says why) where the tasks are not there."""
-    from ..bigbench import BigBenchError, extract_tasks, load_task
-    from ..suites import load_eval_tasks
+    from ..benchmarks.bigbench import BigBenchError, extract_tasks, load_task
+    from ..suites.registry import load_eval_tasks
 
     names = load_eval_tasks()["main"]
     path = Path(spec.bigbench).expanduser()

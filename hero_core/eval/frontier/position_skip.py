@@ -7,7 +7,8 @@ first token.
 
 Two halves:
 
-* pure table work, torch-free (the app and :class:`hero_core.eval.sweep.SweepResult` use it): :data:`POSITION_EDGES`,
+* pure table work, torch-free (the app and :class:`hero_core.eval.sweep.run.SweepResult` use it):
+  :data:`POSITION_EDGES`,
   :func:`position_bins`, :func:`bin_label`, :func:`param_skip_excluding_first`, :func:`bin_table`;
 * the measurement behind ``scripts/position_skip.py``: held-out texts of each domain packed into long sequences
   (:func:`pack_texts`), traced under each checkpoint (:func:`measure`), summarised per bin with the ratio
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..core.model import DEFAULT_CHECKPOINT
+from ...core.model import DEFAULT_CHECKPOINT
 
 POSITION_EDGES: tuple[float, ...] = (0, 1, 16, 128, 512, 2048, math.inf)
 FIRST_TOKEN_LABEL = "0 (first token)"
@@ -132,7 +133,7 @@ def domain_sequences(hero, domain: str, n_sequences: int, max_tokens: int = SEQU
 
     Asks :func:`hero_core.core.data.domain_texts` for more texts until they fill the sequences (doubling), so chat,
     whose replies are generated and cached once, generates no more than it needs."""
-    from ..core.data import domain_texts
+    from ...core.data import domain_texts
 
     def count(text: str) -> int:
         return len(hero.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -152,7 +153,7 @@ def domain_sequences(hero, domain: str, n_sequences: int, max_tokens: int = SEQU
 # -- the measurement --------------------------------------------------------------------------------
 def trace_tokens(trace) -> pd.DataFrame:
     """The :data:`TOKEN_COLUMNS` of one trace, one row per token (absolute index = position in the item)."""
-    from ..analysis.token_table import token_summary
+    from ...analysis.token_table import token_summary
 
     return token_summary(trace)[list(TOKEN_COLUMNS)]
 
@@ -184,8 +185,8 @@ def measure(checkpoints: Sequence[str] = DEFAULT_CHECKPOINTS, domains: Sequence[
     of each domain.
 
     The backbone is loaded once, every checkpoint onto it (:func:`hero_core.core.model.load_checkpoints`)."""
-    from ..core.backbones import load_backbone
-    from ..core.model import load_checkpoints
+    from ...core.backbones import load_backbone
+    from ...core.model import load_checkpoints
 
     if not checkpoints:
         raise ValueError("give at least one checkpoint")
@@ -322,7 +323,7 @@ checkpoint at its own tau and variant on {meta['device']} ({meta['seconds']:.0f}
 index in its sequence, binned with token 0 alone. Skip is FFNs skipped per token, of {meta['n_routed']} routed
 FFNs; the ratio is skip(512-2047) / skip(16-127), and the target is a ratio of at least {TARGET_RATIO} (far tokens
 within 25 % of the positions the routers were trained on: 128-token blocks). Measuring functions:
-`hero_core/eval/position_skip.py`; figure: `docs/figures/position_skip.png`.
+`hero_core/eval/frontier/position_skip.py`; figure: `docs/figures/position_skip.png`.
 
 ## FFNs skipped per token, by absolute position (all domains pooled)
 

@@ -2,9 +2,9 @@
 checkpoint's local twin at matched param skip.
 
 Inputs are the two result files ``make results`` writes: ``docs/bigbench.json`` (``scripts/make_results.py``:
-BIG-bench main suite + HumanEval, with per-example scores; Retain from :mod:`hero_core.eval.retain`) and
+BIG-bench main suite + HumanEval, with per-example scores; Retain from :mod:`hero_core.eval.suites.retain`) and
 ``docs/answers.json`` (``python -m hero_core eval --answers --twins``: answers kept from
-:func:`hero_core.eval.answers.answers_report`). Either may be missing, and so may a checkpoint in either: its
+:func:`hero_core.eval.answers.run.answers_report`). Either may be missing, and so may a checkpoint in either: its
 cells then say "not measured", never an empty row or a dropped one. ``scripts/results_report.py`` writes the
 lines between the README's ``headline`` markers.
 """
@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, parse_name, twin_name
 from .retain import REFERENCE, retain_summary
-from .twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, parse_name, twin_name
 
 NOT_MEASURED = "not measured"
 HEADER = ["checkpoint", "param skip % (tasks)", "Retain % [95 % CI]", "param skip % (answers)",
@@ -180,7 +180,7 @@ def headline_lines(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
     their earlier stages, and :data:`~hero_core.eval.twins.ALWAYS_SHOWN`); ``available``: the bundled checkpoints
     (default: as found). A measured earlier stage still gets its row."""
     if expected is None or available is None:
-        from ..core.checkpoint import bundled_names
+        from ...core.checkpoint import bundled_names
 
         bundled = bundled_names()
         finished = [n for n in headline_checkpoints(bundled) if not parse_name(n).stage]

@@ -1,5 +1,5 @@
-"""Prompt data sets for a sweep (:mod:`hero_core.eval.sweep`): an :class:`Item` per prompt, read from a JSONL / JSON /
-CSV / TXT file or drawn from a bundled held-out set."""
+"""Prompt data sets for a sweep (:mod:`hero_core.eval.sweep.run`): an :class:`Item` per prompt, read from a JSONL /
+JSON / CSV / TXT file or drawn from a bundled held-out set."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.files import json_lines
+from ...core.files import json_lines
 
 BUNDLED_SETS = ("reasoning", "code", "chat", "humaneval")
 PROMPT_KEYS = ("prompt", "text", "input", "question")  # first present key (JSONL) or column (CSV) is the prompt
@@ -97,9 +97,9 @@ def bundled_items(name: str, n: int, hero=None) -> list[Item]:
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of items must be a positive integer, got {n!r}")
     if name == "humaneval":
-        from .humaneval import load_problems
+        from ..benchmarks.humaneval import load_problems
 
         return [Item(p.task_id, p.prompt, "code") for p in load_problems(limit=n)]
-    from ..core.data import domain_texts
+    from ...core.data import domain_texts
 
     return [Item(f"{name}-{i}", text, name) for i, text in enumerate(domain_texts(name, "eval", n, hero=hero))]

@@ -1,9 +1,10 @@
 """The evaluation suites, one registry entry each (:data:`SUITES`): name, run, scores, headline.
 
-    ``main``       seven BIG-bench tasks fixed by the selection rule (:func:`hero_core.eval.bigbench.select_tasks`,
-                   dense results only, stored in ``hero_core/eval_tasks.json``): the headline Retain.
+    ``main``       seven BIG-bench tasks fixed by the selection rule
+                   (:func:`hero_core.eval.benchmarks.bigbench.select_tasks`, dense results only, stored in
+                   ``hero_core/eval_tasks.json``): the headline Retain.
     ``extended``   every selected reasoning and code BIG-bench task (may overlap ``main``).
-    ``humaneval``  pass@1, greedy, completions run in a subprocess (:mod:`hero_core.eval.humaneval`); chat
+    ``humaneval``  pass@1, greedy, completions run in a subprocess (:mod:`hero_core.eval.benchmarks.humaneval`); chat
                    prompt style when the model has a chat template (``--humaneval-style``).
     ``reasoning``  exact match of generated answers ("The answer is X", else the last number) on
                    held-out generated problems (``reasoning.reasoning_problems``), three-shot.
@@ -25,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from ..core.accounting import ComputeTally, compact
-from ..core.metrics import pooled_perplexity_ratio
-from . import bigbench, humaneval
-from .engine import run_texts
-from .methods import Method
-from .scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
+from ...core.accounting import ComputeTally, compact
+from ...core.metrics import pooled_perplexity_ratio
+from ..benchmarks import bigbench, humaneval
+from ..engine import run_texts
+from ..methods import Method
+from ..scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
 
-EVAL_TASKS_FILE = Path(__file__).parent.parent / "eval_tasks.json"
+EVAL_TASKS_FILE = Path(__file__).parents[2] / "eval_tasks.json"
 DEFAULT_DOMAIN_TOKENS = 512  # domain texts are cut here
 REASONING_SHOTS = 3
 REASONING_STOPS = ("\nQuestion:", "\n\n")
@@ -72,7 +73,7 @@ def evaluate_humaneval(method: Method, limit: int | None, *, max_new_tokens: int
                        keep_completions: bool = True) -> dict[str, Any]:
     """HumanEval pass@1 with greedy decoding. ``style`` is ``completion`` (raw prompt, the original
     protocol), ``chat`` (instruction + pre-filled code fence) or ``auto`` (chat when the tokenizer has
-    a chat template); see :mod:`hero_core.eval.humaneval`."""
+    a chat template); see :mod:`hero_core.eval.benchmarks.humaneval`."""
     from tqdm import tqdm
 
     if style == "auto":
@@ -97,7 +98,7 @@ def evaluate_humaneval(method: Method, limit: int | None, *, max_new_tokens: int
         rows.append(row)
     passed = sum(r["status"] == "passed" for r in rows)
     # per-problem 1/0 in problem order: kept when the problem rows (with their texts) are dropped, for the
-    # bootstrap over problems of hero_core.eval.retain
+    # bootstrap over problems of hero_core.eval.suites.retain
     grades = [float(r["status"] == "passed") for r in rows]
     return {"pass@1": passed / len(rows) if rows else None, "n": len(rows), "passed": passed, "style": style,
             "grades": grades, "compute": tally.summary(), "problems": rows}
@@ -134,7 +135,7 @@ def answers_match(predicted: str | None, answer: str) -> bool:
 def reasoning_exemplars(shots: int = REASONING_SHOTS) -> list[str]:
     """``shots`` worked *train*-split problems, cycling through the problem kinds (arithmetic story,
     expression, ordering) so each kind is shown once before any repeats."""
-    from ..core.reasoning import reasoning_problems
+    from ...core.reasoning import reasoning_problems
 
     pool = reasoning_problems(max(60, 10 * shots), "train", seed=12345)
     kinds = sorted({p.kind for p in pool})
@@ -152,7 +153,7 @@ def evaluate_reasoning(method: Method, limit: int | None, *, shots: int = REASON
     """Exact match of the generated answer on held-out generated problems (``reasoning.reasoning_problems``)."""
     from tqdm import tqdm
 
-    from ..core.reasoning import reasoning_problems
+    from ...core.reasoning import reasoning_problems
 
     problems = reasoning_problems(limit or 100, "eval")
     tally = ComputeTally(method.profile, method.routed)
@@ -180,7 +181,7 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
     Each batch of held-out texts is run once through ``reference`` (dense) and then every method
     (:func:`hero_core.eval.engine.run_texts`), so dense logits never need storing. Perplexity retention is the
     inverse of the pooled perplexity ratio. Returns ``{method: {domain: figures}}``."""
-    from ..core.data import domain_texts
+    from ...core.data import domain_texts
 
     out: dict[str, dict[str, Any]] = {m.name: {} for m in methods}
     for domain in domains:

@@ -1,5 +1,6 @@
-"""The whole evaluation (:func:`evaluate`): every method on every suite of :data:`~hero_core.eval.suites.SUITES`,
-Retain against the dense reference, the summary table; and the one-off BIG-bench task selection.
+"""The whole evaluation (:func:`evaluate`): every method on every suite of
+:data:`~hero_core.eval.suites.registry.SUITES`, Retain against the dense reference, the summary table; and the one-off
+BIG-bench task selection.
 
     param skip     paper's metric, averaged over every token the model processed in that suite
                    (prompts, choices, generated tokens); plus its net form and the FLOP share saved
@@ -16,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.choices import check_distinct
-from . import bigbench
-from .methods import HeroMethod, Method
-from .scoring import retain, score_multiple_choice
-from .suites import DEFAULT_DOMAIN_TOKENS, EVAL_TASKS_FILE, SUITES, RunOptions, load_eval_tasks
+from ...core.choices import check_distinct
+from ..benchmarks import bigbench
+from ..methods import HeroMethod, Method
+from ..scoring import retain, score_multiple_choice
+from .registry import DEFAULT_DOMAIN_TOKENS, EVAL_TASKS_FILE, SUITES, RunOptions, load_eval_tasks
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def summary_rows(results: dict[str, dict[str, Any]], reference: str) -> list[dic
 def select_bigbench_tasks(hero, n: int = bigbench.SELECTION_EXAMPLES, out: Path | None = EVAL_TASKS_FILE, *,
                           progress: bool = True) -> dict[str, Any]:
     """Run the selection rule once: dense accuracy of every candidate on its first ``n`` examples,
-    :func:`hero_core.eval.bigbench.select_tasks`, and (with ``out``) the record written as JSON."""
+    :func:`hero_core.eval.benchmarks.bigbench.select_tasks`, and (with ``out``) the record written as JSON."""
     method = HeroMethod(hero, "dense")
     candidates = bigbench.all_candidates()
     bigbench.ensure_tasks(candidates)

@@ -1,6 +1,6 @@
 """The answers suite: does routing keep the model's *answers*, not only its perplexity?
 
-Prompts with checkable answers (``answers.jsonl``, written by :mod:`hero_core.eval.answers_data`) are
+Prompts with checkable answers (``answers.jsonl``, written by :mod:`hero_core.eval.answers.data`) are
 answered greedily with the chat template on, by the dense model and by each routed method
 (:func:`run_answers`); each answer is checked (:func:`check_answer`) and :func:`answers_kept` reports the
 share of the prompts dense answers correctly that a method also answers correctly, with a 95 % bootstrap
@@ -13,7 +13,7 @@ Check types (a row's ``check``):
                   number after the last "=" (chat answers often restate "2 + 50 = 52" and then ramble
                   on about the operands), else the last number (the reasoning suite's rule)
     humaneval     {"task_id": ...}: HumanEval's own tests pass on prompt + the chat-style completion
-                  (run in a subprocess by :mod:`hero_core.eval.humaneval`)
+                  (run in a subprocess by :mod:`hero_core.eval.benchmarks.humaneval`)
     one_word      exactly one word (markup and punctuation aside); with "answers", one of them
     uppercase     letters, none lower case; with "answers", one of them occurs
     lowercase     letters, none upper case; with "answers", one of them occurs
@@ -42,13 +42,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.choices import check_distinct
-from ..core.config import check_variant
-from ..core.metrics import bootstrap_ci
-from ..core.trace import RoutingTrace
-from . import humaneval
-from .answer_references import ReferencePolicy
-from .suites import answers_match, parse_answer
+from ...core.choices import check_distinct
+from ...core.config import check_variant
+from ...core.metrics import bootstrap_ci
+from ...core.trace import RoutingTrace
+from ..benchmarks import humaneval
+from ..suites.registry import answers_match, parse_answer
+from .references import ReferencePolicy
 
 ANSWERS_FILE = Path(__file__).with_name("answers.jsonl")
 CHECK_TYPES = ("contains_any", "integer", "humaneval", "one_word", "uppercase", "lowercase", "yes_no", "comma_list")
@@ -67,7 +67,7 @@ def load_rows(path: str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """The rows of an answers JSONL file (``answers.jsonl`` by default), each checked for its fields."""
     source = Path(path) if path is not None else ANSWERS_FILE
     if not source.is_file():
-        raise ValueError(f"no answers file at {source}; run `python -m hero_core.eval.answers_data` to write it")
+        raise ValueError(f"no answers file at {source}; run `python -m hero_core.eval.answers.data` to write it")
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
     check_rows(rows)
     return rows
@@ -218,7 +218,7 @@ class _Run:
 def _runs(hero, methods_or_variants: Sequence[Any]) -> list[_Run]:
     """One run per item, dense first: a variant name runs on ``hero``; a
     :class:`~hero_core.eval.methods.HeroMethod` runs on its own model (another checkpoint, say); a
-    reference of :mod:`hero_core.eval.answer_references` runs its policy on its model."""
+    reference of :mod:`hero_core.eval.answers.references` runs its policy on its model."""
     runs = [_Run(REFERENCE, hero, "dense", None)]
     for item in methods_or_variants:
         if isinstance(item, str):
@@ -228,7 +228,7 @@ def _runs(hero, methods_or_variants: Sequence[Any]) -> list[_Run]:
         elif all(hasattr(item, a) for a in ("hero", "variant", "tau", "name")):
             if getattr(item, "policy", None) is not None:
                 raise ValueError(f"method {item.name!r} has a routing policy; the answers suite takes a reference "
-                                 "policy as a reference of hero_core.eval.answer_references")
+                                 "policy as a reference of hero_core.eval.answers.references")
             run = _Run(item.name, item.hero, check_variant(item.variant), item.tau)
         else:
             raise ValueError(f"expected a variant name, a HeroMethod or a reference policy, "

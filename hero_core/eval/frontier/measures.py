@@ -1,7 +1,7 @@
 """What ``scripts/make_frontier.py`` measures beside the frontier, into docs/results.json: greedy chat answers
 against dense (common prefix, answers shown side by side), the memory-attention entropy, the read-matters ablation
 (learned against uniform read) and the default checkpoint on a bf16 backbone. Each takes the loaded checkpoints by name
-(hero_core.eval.frontier_results.load_models) and returns its JSON section.
+(hero_core.eval.frontier.results.load_models) and returns its JSON section.
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ def memory_entropy(models: dict, limit: int) -> dict:
 def learned_and_uniform_read(model, texts: dict[str, list[str]], max_tokens: int) -> dict[str, dict[str, dict]]:
     """Held-out quality of ``model`` at its own tau with its learned memory read and with every read replaced by
     the uniform average of the same values: {"learned" | "uniform": {domain: summary}} (evaluate_points)."""
-    from hero_core.eval import HeroMethod
-    from hero_core.eval.frontier import evaluate_points
+    from hero_core.eval.frontier.curves import evaluate_points
+    from hero_core.eval.methods import HeroMethod
 
     variant = model.config.variant
     methods = [HeroMethod(model, variant, name="learned"),

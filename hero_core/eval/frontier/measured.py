@@ -5,7 +5,7 @@ Docker image leaves it out (``.dockerignore``) and a wheel carries only ``hero_c
 writes a small summary next to the bundled checkpoints, which travel with ``hero_core`` — the measurements belong
 to them — and the app reads only that:
 
-    python -m hero_core.eval.measured [docs/results.json]   # -> hero_core/checkpoints/measured.json
+    python -m hero_core.eval.frontier.measured [docs/results.json]   # -> hero_core/checkpoints/measured.json
 
 Every number in it is derived from ``docs/results.json`` by :func:`summarise` (a test checks the committed file
 against it), so the app never states a measured result that the results file does not hold.
@@ -19,15 +19,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..core.checkpoint import BUNDLED_DIR
-from ..core.files import atomic_write_text, say_wrote
-from ..core.model import DEFAULT_CHECKPOINT
-from ..core.reference_labels import REFERENCE_LABELS
-from .frontier import at_skip
-from .twins import counterparts, parse_name
+from ...core.checkpoint import BUNDLED_DIR
+from ...core.files import atomic_write_text, say_wrote
+from ...core.model import DEFAULT_CHECKPOINT
+from ...core.reference_labels import REFERENCE_LABELS
+from ..twins import counterparts, parse_name
+from .curves import at_skip
 
 MEASURED_FILE = BUNDLED_DIR / "measured.json"
-RESULTS_FILE = Path(__file__).resolve().parents[2] / "docs" / "results.json"
+RESULTS_FILE = Path(__file__).resolve().parents[3] / "docs" / "results.json"
 FORMAT_VERSION = 1
 
 

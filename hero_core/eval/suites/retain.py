@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.metrics import bootstrap_ci, bootstrap_picks, percentile_interval
-from .scoring import retain
+from ...core.metrics import bootstrap_ci, bootstrap_picks, percentile_interval
+from ..scoring import retain
 
 RETAIN_SUITES = ("main", "humaneval")  # the suites whose tasks enter Retain
 REFERENCE = "dense"

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from ..core.config import INFERENCE_VARIANTS
-from . import bigbench, humaneval
-from . import suites as registry
+from ...core.config import INFERENCE_VARIANTS
+from ..benchmarks import bigbench, humaneval
+from . import registry
 from .harness import run_lm_eval
 from .runner import evaluate, select_bigbench_tasks
 
@@ -37,7 +37,7 @@ HEADLINE = "headline"  # --answers --checkpoint headline: every checkpoint of th
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``python -m hero_core eval``: the suites, task selection, BIG-bench fetching and lm-eval runs."""
-    from ..model_args import add_backbone_arguments
+    from ...model_args import add_backbone_arguments
 
     p.description = DESCRIPTION
     p.add_argument("--checkpoint", default=None,
@@ -71,12 +71,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lm-eval-task", type=Path, default=None,
                    help="an lm-evaluation-harness task YAML to run on each variant (needs lm-eval installed)")
     p.add_argument("--answers", action="store_true",
-                   help="run the answers suite (hero_core/eval/answers.jsonl): greedy chat answers of dense and each "
-                        "checkpoint, the share of dense's correct answers each keeps (95 %% bootstrap), param skip on "
-                        "the answer tokens")
+                   help="run the answers suite (hero_core/eval/answers/answers.jsonl): greedy chat answers of dense "
+                        "and each checkpoint, the share of dense's correct answers each keeps (95 %% bootstrap), "
+                        "param skip on the answer tokens")
     p.add_argument("--answers-file", type=Path, default=None,
                    help="with --answers: a JSONL of prompts in the answers format "
-                        "(default: hero_core/eval/answers.jsonl)")
+                        "(default: hero_core/eval/answers/answers.jsonl)")
     p.add_argument("--resume-dir", type=Path, default=None,
                    help="with --answers: keep every answer in a JSONL file per run in this folder as it is checked, "
                         "and reuse the answers already there (a stopped run resumes where it stopped)")
@@ -108,7 +108,7 @@ def run_cli(args) -> int:
         print(f"BIG-bench {bigbench.BIGBENCH_VERSION}: {len(paths)} candidate tasks under {bigbench.tasks_dir()}")
         if not (args.select_tasks or args.lm_eval_task):
             return 0
-    from ..model_args import load_from_args
+    from ...model_args import load_from_args
 
     if args.answers:
         return _run_answers(args, load_from_args, progress)
@@ -184,10 +184,11 @@ def _print_summary(result: dict) -> None:
 
 def _run_answers(args, load, progress: bool) -> int:
     """``--answers``: every checkpoint (on one loaded backbone) against dense on the answers suite."""
-    from ..core.model import DEFAULT_CHECKPOINT
-    from . import answers, twins
-    from .methods import HeroMethod
-    from .sweep import with_checkpoint
+    from ...core.model import DEFAULT_CHECKPOINT
+    from .. import twins
+    from ..answers import run as answers
+    from ..methods import HeroMethod
+    from ..sweep.run import with_checkpoint
 
     names = [c.strip() for c in (args.checkpoint or "").split(",") if c.strip()]
     names = names or [DEFAULT_CHECKPOINT, *filter(None, [twins.twin_name(DEFAULT_CHECKPOINT)])]
@@ -248,9 +249,9 @@ def _print_answers(report: dict) -> None:
 def _references(first, matched: dict, *, random: bool, oracle: bool) -> list[tuple[Any, dict[str, Any]]]:
     """``--random`` / ``--oracle``: the reference policies at the first checkpoint's param skip on calibration
     text (the skip its twin was matched to, when --twins measured it), each with what the report says of it."""
-    from ..core.tau_search import realised_skip
-    from .answer_references import oracle_reference, random_reference
-    from .calibration import calibration_blocks
+    from ...core.tau_search import realised_skip
+    from ..answers.references import oracle_reference, random_reference
+    from ..calibration import calibration_blocks
 
     if not (random or oracle):
         return []
@@ -282,10 +283,10 @@ class _Twin:
 def _matched_twins(hero, models: list, args) -> dict[str, _Twin]:
     """``--twins``: each checkpoint's local twin at matched param skip on calibration text (loaded onto the same
     backbone when it is not among ``models``). Refused with --tau: the match is to each checkpoint's own tau."""
-    from ..core.checkpoint import bundled_names
-    from . import twins
-    from .calibration import calibration_blocks
-    from .sweep import with_checkpoint
+    from ...core.checkpoint import bundled_names
+    from .. import twins
+    from ..calibration import calibration_blocks
+    from ..sweep.run import with_checkpoint
 
     if args.tau is not None:
         raise ValueError("--twins matches each twin to its checkpoint's own tau; leave out --tau")

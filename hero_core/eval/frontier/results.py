@@ -23,13 +23,13 @@ from pathlib import Path
 
 from hero_core.core.files import say_wrote
 from hero_core.core.model import DEFAULT_CHECKPOINT
-from hero_core.eval.frontier_measures import DOMAINS, MAX_TOKENS, bf16_check, generations, memory_entropy, read_matters
+from hero_core.eval.frontier.measures import DOMAINS, MAX_TOKENS, bf16_check, generations, memory_entropy, read_matters
 
 # This module is scripts/make_frontier.py's command line (its docstring is --help): the frontier in one process
 # per domain (each runs this module with --part), merged, then frontier_measures' sections.
-SELF = "hero_core.eval.frontier_results"  # what each domain's process runs
+SELF = "hero_core.eval.frontier.results"  # what each domain's process runs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 CURVES = ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40")
 ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",
@@ -66,7 +66,7 @@ def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = N
     with ``sweep``, over TAUS like the -10 curves."""
     import torch
 
-    from hero_core.eval.frontier import frontier
+    from hero_core.eval.frontier.curves import frontier
 
     torch.set_num_threads(1)
     models = load_models(only or [*CURVES, *ABLATIONS, *STAGE_ONE])
@@ -153,7 +153,7 @@ def add_baselines(limit: int, out: Path) -> int:
     into ``out``'s frontier beside the routers (same texts and cut)."""
     import torch
 
-    from hero_core.eval.frontier import frontier
+    from hero_core.eval.frontier.curves import frontier
 
     torch.set_num_threads(1)
     models = load_models([CURVES[0]])

@@ -1,10 +1,10 @@
 """The "answers kept vs param skip" figure: one point per routed run of an answers report, with its 95 % interval.
 
 Answers kept is the share of the prompts dense answers correctly that a run also answers correctly
-(:func:`hero_core.eval.answers.answers_kept`); the x axis is param skip on the **answer tokens** (what the run saved
+(:func:`hero_core.eval.answers.run.answers_kept`); the x axis is param skip on the **answer tokens** (what the run saved
 while writing its answer, the system prompt aside). A trained router and its local twin at matched compute
 (``local-10@hero-10``) share a colour family, so a reader compares points at equal x. The dashed line at 100 % is
-dense itself. The reference policies of :mod:`hero_core.eval.answer_references` (``random@<checkpoint>``, a grey
+dense itself. The reference policies of :mod:`hero_core.eval.answers.references` (``random@<checkpoint>``, a grey
 cross; ``oracle@<checkpoint>``, a black diamond: not deployable, it runs both branches at every block) are drawn when
 the report holds them, and the caption names each one as not run when it does not.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.reference_labels import DENSE_LABEL, reference_run_label
+from ...core.reference_labels import DENSE_LABEL, reference_run_label
 
 ORACLE_NOTE = "Oracle reference: not run on the answers suite (docs/results.md has it on held-out text)"
 RANDOM_NOTE = "Random-skip reference: not run on the answers suite"

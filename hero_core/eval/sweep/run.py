@@ -9,7 +9,7 @@ row per routed block, never the traces themselves.
 The same loop serves the app (one cached call per item, :func:`run_item`), notebooks (:func:`sweep`) and
 ``python -m hero_core sweep data.jsonl --checkpoint hero-10 --checkpoint local-10 --out results/``, which runs
 unchanged under ``accelerate launch``: rank r takes items r, r + W, …, writes each finished item to its own shard
-as it goes (:mod:`hero_core.eval.sweep_shards`: a rerun resumes, a killed run keeps what it finished), and rank 0
+as it goes (:mod:`hero_core.eval.sweep.shards`: a rerun resumes, a killed run keeps what it finished), and rank 0
 merges the shards from disk into the tables.
 """
 
@@ -27,14 +27,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
-from ..analysis.token_table import token_summary
-from ..core.choices import check_distinct
-from ..core.metrics import perplexity_ratio, ratio_interval
-from ..core.trace import RoutingTrace, quality_fields
-from .position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
-from .sweep_data import BUNDLED_SETS, Item, bundled_items, load_prompts
-from .sweep_shards import SHARD_DIR, ShardWriter, finished_items, merged_parts
+from ...analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
+from ...analysis.token_table import token_summary
+from ...core.choices import check_distinct
+from ...core.metrics import perplexity_ratio, ratio_interval
+from ...core.trace import RoutingTrace, quality_fields
+from ..frontier.position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
+from .data import BUNDLED_SETS, Item, bundled_items, load_prompts
+from .shards import SHARD_DIR, ShardWriter, finished_items, merged_parts
 
 TABLES = ("items", "tokens", "layers")
 
@@ -52,7 +52,7 @@ class SweepRun:
 
 def with_checkpoint(hero, name: str):
     """``hero``'s backbone with another checkpoint's router (the backbone is not loaded twice)."""
-    from ..core.model import load_checkpoint
+    from ...core.model import load_checkpoint
 
     if name == hero.checkpoint_name:
         return hero
@@ -99,7 +99,7 @@ def _item_row(trace: RoutingTrace, run: str, index: int, item: Item, matched_to:
 def sweep_methods(runs: Sequence[SweepRun], match_compute: bool) -> tuple[list, dict[str, str]]:
     """The HeroMethods of ``runs`` in order, each routed run after the first followed by its matched-compute copy
     (named ``"<label> @ <first label> compute"``), and ``{matched copy: first label}``."""
-    from .methods import HeroMethod
+    from ..methods import HeroMethod
 
     methods, matched_to = [], {}
     for k, run in enumerate(runs):
@@ -118,8 +118,8 @@ def run_item(runs: Sequence[SweepRun], item: Item, index: int, *, max_tokens: in
 
     The item goes through :func:`hero_core.eval.engine.run_texts`: the dense model (the first run's backbone,
     which every run of a sweep shares) runs once, and each routed run is scored against it."""
-    from .engine import run_texts
-    from .methods import HeroMethod
+    from ..engine import run_texts
+    from ..methods import HeroMethod
 
     rows: dict[str, list[dict]] = {name: [] for name in TABLES}
     if not runs:
@@ -208,7 +208,8 @@ class SweepResult:
         Bins are [edges[i], edges[i + 1]) of the token's index in its item; the default edges keep token 0 (the
         attention sink, which skips most FFNs) alone and split the rest at the routers' 128-token training
         blocks. Unlike :meth:`skip_by_position` this does not stretch a 20-token and a 2,000-token prompt onto
-        the same axis, so position effects stay visible. Columns: see :func:`hero_core.eval.position_skip.bin_table`."""
+        the same axis, so position effects stay visible. Columns: see
+        :func:`hero_core.eval.frontier.position_skip.bin_table`."""
         return bin_table(self.tokens, by=("run",), edges=edges)
 
     def quality(self, seed: int = 0) -> pd.DataFrame:
@@ -306,7 +307,7 @@ def sweep(hero, prompts: Sequence[Item | str], *, checkpoints: Sequence | None =
     what is done, ``meta["stopped"]`` says so). ``rank`` / ``world_size`` take every ``world_size``-th item
     from ``rank`` on (item numbers stay global), for a caller that merges the ranks' parts. ``skip``: item numbers
     already done (a resumed sweep). ``on_item(index, rows)`` takes each finished item instead of the result
-    (:mod:`hero_core.eval.sweep_shards` writes it to disk), so memory stays flat however many items there are;
+    (:mod:`hero_core.eval.sweep.shards` writes it to disk), so memory stays flat however many items there are;
     the returned result then holds no rows."""
     items = [p if isinstance(p, Item) else Item(str(i), str(p)) for i, p in enumerate(prompts)]
     if not items:
@@ -368,7 +369,7 @@ def _items_from(spec: Path, hero) -> list[Item]:
 
 
 def run_cli(args) -> int:
-    from ..model_args import load_from_args
+    from ...model_args import load_from_args
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     state = None
