@@ -48,6 +48,17 @@ def train_study_run(payload: dict) -> None:
     train(cfg, HeroModel(backbone, fresh_router(backbone), "training"), progress=True)
 
 
+def draw_study_figures(report: dict, out: Path) -> dict:
+    """The study's figures as PNG beside its page, or a note saying why they are missing (no renderer here)."""
+    from .viz.figure_export import ExportError
+    from .viz.study_figures import write_study_figures
+
+    try:
+        return {"figures": write_study_figures(report, out)}
+    except ExportError as err:
+        return {"figures_note": f"Figures not drawn: {err}"}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backbone", default=None, help="local Hugging Face model directory (default: the embedded model)")
     p.add_argument("--data", default=None, help="your own text (as `train --data`); default: the built-in mix")
@@ -94,7 +105,8 @@ def run_cli(args) -> int:
     unknown = [] if args.bundled else [a for a in spec.arms if a not in TRAINABLE_VARIANTS]
     if unknown:
         raise ValueError(f"unknown arm(s) {unknown}; choose router variants from {', '.join(TRAINABLE_VARIANTS)}")
-    report = run_study(spec, train_run=train_study_run, plan_only=args.plan, render_only=args.render)
+    report = run_study(spec, train_run=train_study_run, plan_only=args.plan, render_only=args.render,
+                       draw=draw_study_figures)
     if args.bundled and not args.plan and "summary" in report:
         from .eval.study.bundled import answer_sentence, publish
 

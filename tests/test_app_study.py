@@ -28,7 +28,16 @@ def test_the_bundled_study_opens_by_default(open_page):
     seeds = at.dataframe[0].value
     assert list(seeds["run"]) == [n for row in report["summary"]["arms"].values() for n in row["runs"]]
     assert list(seeds["τ"]) == [report["runs"][n]["tau"] for n in seeds["run"]]
-    assert len(at.get("plotly_chart")) == len(report["summary"]["measures"])
+    differences, frontier = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    measures, arms = report["summary"]["measures"], report["summary"]["arms"]
+    assert len(differences["data"]) == len(measures)  # one panel per measure, every comparison in it
+    assert all(list(t["y"]) == list(report["summary"]["differences"]) for t in differences["data"])
+    # a point per run in every domain, and each arm's references at the same skip
+    runs = [t for t in frontier["data"] if t["name"] in arms]
+    assert len(runs) == len(arms) * len(report["domains"])
+    assert sum(len(t["x"]) for t in runs) == sum(len(r["runs"]) for r in arms.values()) * len(report["domains"])
+    references = [t for t in frontier["data"] if t["name"] not in arms]
+    assert len(references) == sum(len(a) for a in report["references"].values()) * len(report["domains"])
     text = _markdown(at)
     assert "[Route explorer](explorer?checkpoint=local-10-s1)" in text
     assert "compare_checkpoints=seeds%2Flocal-10-s1-seed1&compare_checkpoints=seeds%2Fhero-10-r2-s1-seed1" in text

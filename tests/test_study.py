@@ -4,6 +4,7 @@ measurements and the report built from them; the plan on a tiny model of another
 import dataclasses
 import json
 import random
+import shutil
 
 import pytest
 
@@ -12,7 +13,7 @@ from hero_core.eval.study import StudyError, StudySpec, run_study
 from hero_core.eval.study.measures import store_file
 from hero_core.eval.study.stats import TextSums
 from hero_core.eval.suites.registry import load_eval_tasks
-from hero_core.study_cli import train_study_run
+from hero_core.study_cli import draw_study_figures, train_study_run
 
 WORDS = "the a memory router layer token skip gate block model text value sum code data chat".split()
 # A few steps of small blocks, the guard on every second step: seconds per run on the tiny model
@@ -66,8 +67,14 @@ def test_a_study_is_resumed_without_training_a_finished_run_again(study_inputs, 
     report = run_study(dataclasses.replace(spec, lanes=2), train_run=train_study_run, progress=False, n_boot=200,
                        say=said.append)
     assert not report["missing"] and weights.stat().st_mtime_ns == stamp  # the finished run was not trained again
-    again = run_study(spec, train_run=counting, progress=False, n_boot=200, say=said.append)
+    again = run_study(spec, train_run=counting, progress=False, n_boot=200, say=said.append, draw=draw_study_figures)
     assert trained == ["hero-seed0"] and again["summary"] == report["summary"]  # nothing trained, the same numbers
+    page = (tmp_path / "study" / "study.md").read_text()
+    if shutil.which("chromium"):  # the PNG renderer (kaleido) draws in an installed Chromium
+        for name, path in again["figures"].items():
+            assert (tmp_path / "study" / path).read_bytes()[:4] == b"\x89PNG" and f"]({path})" in page, name
+    else:
+        assert again["figures_note"] in page
 
     # the report's numbers are the stored per-run measurements
     store = tmp_path / "study" / "measures"

@@ -4,13 +4,13 @@ differences with their paired intervals, each run's training health, and links t
 from urllib.parse import urlencode
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from hero_core.core.checkpoint import bundled_names, seed_names
 from hero_core.eval.study import StudyError
 from hero_core.eval.study.bundled import STORE
-from hero_core.eval.study.report import interval, measure_name, read_report
+from hero_core.eval.study.report import measure_name, read_report
+from hero_core.viz.study_figures import differences_chart, study_frontier_chart
 
 P = "study"
 
@@ -55,19 +55,17 @@ st.dataframe(pd.DataFrame([{"arm": arm, "seeds": len(row["runs"]),
 st.subheader("Differences between arms")
 st.caption("Mean over seeds of the first arm minus the second, with its 95 % interval. Perplexity: left of 0 = the "
            "first arm is better; accuracy: right of 0. An interval across 0 is not separable.")
-columns = st.columns(min(3, len(measures)))
-for k, m in enumerate(measures):
-    names = list(summary["differences"])
-    cells = [summary["differences"][n][m] for n in names]
-    figure = go.Figure(go.Scatter(
-        x=[c["difference"] for c in cells], y=names, mode="markers",
-        error_x={"type": "data", "symmetric": False, "array": [c["high"] - c["difference"] for c in cells],
-                 "arrayminus": [c["difference"] - c["low"] for c in cells]},
-        hovertext=[f"{interval(m, c)} {c['verdict']}" for c in cells], hoverinfo="text"))
-    figure.add_vline(x=0, line_dash="dot")
-    figure.update_layout(title=measure_name(m), height=90 + 50 * len(names),
-                         margin={"l": 10, "r": 10, "t": 40, "b": 30})
-    columns[k % len(columns)].plotly_chart(figure, key=f"{P}_diff_{k}")
+st.plotly_chart(differences_chart(summary), key=f"{P}_differences")
+
+st.subheader("Every run and the references at the same skip")
+if report.get("references"):
+    st.caption("Perplexity ratio to dense against the param skip each run realised on the held-out texts (its tau "
+               "was matched on the calibration split). References run on each arm's own adapters, mean over its "
+               "seeds; the oracle needs the dense output it would save, so it is not deployable.")
+else:
+    st.caption("No references at the same skip in this study (run it without --no-references to measure them); "
+               "the runs alone are drawn.")
+st.plotly_chart(study_frontier_chart(report), key=f"{P}_frontier")
 
 st.subheader("Each run: training health and links")
 bundled = set(bundled_names()) | set(seed_names())

@@ -11,6 +11,7 @@ docs/seeds.json (the README's answer reads it) and summarised for the app in che
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ...core.checkpoint_info import SEED_ARMS, seed_runs
@@ -80,7 +81,9 @@ def publish(report: dict) -> list[Path]:
     # the per-text numbers stay in docs/seeds/ (each run's file and study.json): this one is what pages quote
     quoted = {k: v for k, v in report.items() if k not in ("measurements", "dense_grades")}
     atomic_write_text(PUBLISHED, json.dumps(quoted, indent=1, sort_keys=True) + "\n")
-    atomic_write_text(PUBLISHED.with_suffix(".md"), render_markdown(report))
+    # the figures live in the study folder; the page is published beside it
+    folder = os.path.relpath(STORE, PUBLISHED.parent) + "/"
+    atomic_write_text(PUBLISHED.with_suffix(".md"), render_markdown(report, folder=folder))
     atomic_write_text(SHIPPED, json.dumps(shipped_summary(report), indent=1, sort_keys=True) + "\n")
     return [PUBLISHED, PUBLISHED.with_suffix(".md"), SHIPPED]
 

@@ -20,6 +20,8 @@ from .stats import TextSums
 
 DOMAINS = ("chat", "code", "reasoning")
 REFERENCES = ("static_pruning", "random_skip", "oracle")
+# each study reference as the frontier names it, so its words come from the one table (core.reference_labels)
+REFERENCE_KEYS = {"static_pruning": "static", "random_skip": "random", "oracle": "oracle"}
 CALIBRATION_BLOCKS, CALIBRATION_LEN = 8, 128
 
 

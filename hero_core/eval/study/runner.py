@@ -21,11 +21,13 @@ REPORT_FILE, PAGE_FILE = "study.json", "study.md"
 
 def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = None, plan_only: bool = False,
               render_only: bool = False, max_runs: int | None = None, progress: bool = True,
-              n_boot: int | None = None, say: Callable[[str], None] = print) -> dict:
+              n_boot: int | None = None, draw: Callable[[dict, Path], dict] | None = None,
+              say: Callable[[str], None] = print) -> dict:
     """Run (or continue) the study ``spec``; returns the plan (``plan_only``) or the report. ``train_run`` trains
     one run from its job's JSON (hero_core.study_cli.train_study_run; needed only when a run is unfinished).
     ``render_only``: neither train nor measure; report what is stored. ``max_runs``: train at most that many
-    runs in this call."""
+    runs in this call. ``draw(report, out)``: the study's figures, written under ``out``; returns the report's
+    ``figures`` (name -> path relative to ``out``) or a ``figures_note`` saying why there are none."""
     load_or_write_spec(spec, write=not plan_only)  # before anything is read: another study's folder is refused
     jobs = plan_runs(spec)
     done = {j.name for j in jobs if finished(j, spec)}
@@ -46,6 +48,8 @@ def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = Non
         done = {j.name for j in jobs if finished(j, spec)}
     measured, dense, notes = collect(spec, [j for j in jobs if j.name in done], backbone, progress)
     report = build_report(spec, the_plan, jobs, measured, dense, notes, n_boot=n_boot)
+    if draw is not None:
+        report |= draw(report, Path(spec.out))
     write_report(Path(spec.out), report)
     for sentence in report.get("verdicts", {}).values():
         say(sentence)
