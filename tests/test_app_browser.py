@@ -111,6 +111,12 @@ CHART_BY_TITLE_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d =
                      "d._fullLayout.title.text.replace(/<[^>]*>/g, '').startsWith('%s'))")
 
 
+# Charts whose labels, colour bar or legend made plotly widen a margin (and draw the chart a second time).
+PUSHED_MARGINS_JS = ("[...document.querySelectorAll('.js-plotly-plot')].filter(d => d._fullLayout && "
+                     "['l', 'r', 't', 'b'].some(s => Math.abs(d._fullLayout.margin[s] - d._fullLayout._size[s]) > 1))"
+                     ".map(d => d._fullLayout.title.text.replace(/<[^>]*>/g, '').slice(0, 40))")
+
+
 def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     tools = browser
     # 1. A prompt passed in the address bar.
@@ -144,6 +150,8 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
                    what="the address bar to name the clicked cell")
     time.sleep(1.0)  # a redraw would have happened by now (the page settles in ~1 s)
     assert tools.eval(f"{CHART_BY_TITLE_JS % 'FFNs executed per token'}.__draws") == 0
+    # every chart of the page was drawn with the margins it was given: none needed plotly's second, wider draw
+    assert tools.eval(PUSHED_MARGINS_JS) == []
     tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 3")
     time.sleep(1.0)  # let plotly finish drawing before the screenshot
     tools.eval("window.scrollTo(0, 0); document.querySelector('section.main, [data-testid=\"stMain\"]')"

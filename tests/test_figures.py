@@ -223,3 +223,23 @@ def test_figure_html_is_offline(trace):
     assert re.search(r"<script[^>]*\bsrc=", page) is None  # nothing is fetched
     assert "cdn.plot.ly/plotly" not in page
     assert len(page) > 1_000_000  # plotly.js itself is inlined
+
+
+def test_settled_margins_hold_the_labels_plotly_would_push_them_to(tiny):
+    """A skip map's margins already hold its turned token labels, its layer labels and its colour bar (so plotly
+    draws it once); settling twice changes nothing, and a margin already wide enough is left alone."""
+    from hero_core.viz.margins import COLOUR_BAR_PX, settle_margins
+
+    trace = tiny.trace("A sentence whose tokens become the labels of the map's token axis.")
+    fig = F.skip_heatmap(trace)
+    before = fig.layout.margin.to_plotly_json()
+    settle_margins(fig)
+    after = fig.layout.margin.to_plotly_json()
+    assert after["b"] > before["b"] and after["r"] >= COLOUR_BAR_PX and after["l"] >= before["l"]
+    longest = max(len(t) for t in fig.layout.xaxis.ticktext)
+    assert after["b"] >= longest * fig.layout.xaxis.tickfont.size * 0.6  # the turned labels fit below the plot
+    assert settle_margins(fig).layout.margin.to_plotly_json() == after
+    import plotly.graph_objects as go
+
+    wide = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]), layout={"margin": {"l": 200, "r": 200, "t": 200, "b": 200}})
+    assert settle_margins(wide).layout.margin.to_plotly_json() == {"l": 200, "r": 200, "t": 200, "b": 200}

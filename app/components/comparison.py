@@ -11,6 +11,7 @@ import streamlit as st
 from hero_core import RoutingTrace
 from hero_core.viz.figures import flip_map, layer_divergence, skip_heatmaps
 
+from .charts import show_chart
 from .exports import show_figure
 from .widgets import windowed
 
@@ -22,7 +23,7 @@ def draw_same_token_comparison(traces: Sequence[RoutingTrace], labels: Sequence[
     to the page's other token-axis charts."""
     window = windowed(traces[0], prefix=key)  # a long prompt: one token window for every map
     figures = {"skip maps": skip_heatmaps(traces, labels, window)}
-    st.plotly_chart(figures["skip maps"], key=f"{key}_maps")
+    show_chart(st, figures["skip maps"], key=f"{key}_maps")
     for i in range(1, len(traces)):
         name = f"flips {labels[0]} vs {labels[i]}"
         show_figure(figures, name, flip_map(traces[0], traces[i], (labels[0], labels[i]), window),

@@ -15,6 +15,8 @@ from hero_core import RoutingTrace
 from hero_core.viz.figure_export import figure_image, figures_html
 from hero_core.viz.figures import figure_html
 
+from .charts import show_chart
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
 MAX_NAME = 96
 
@@ -44,7 +46,7 @@ def show_figure(figures: dict[str, go.Figure], name: str, figure: go.Figure, *, 
     """Draw ``figure`` (in ``where``: the page, or a column) and keep it under ``name`` for the page's
     :func:`export_panel`, so every figure a page shows can be exported."""
     figures[name] = figure
-    where.plotly_chart(figure, key=key)
+    show_chart(where, figure, key=key)
 
 
 def export_panel(trace: RoutingTrace | None, figures: Mapping[str, go.Figure], *, key: str, context: str,

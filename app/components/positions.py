@@ -10,6 +10,8 @@ import streamlit as st
 from hero_core import RoutingTrace
 from hero_core.viz.prompt_positions import MIN_TOKENS, TRAINED_SPAN, position_bars, position_table, position_words
 
+from .charts import show_chart
+
 
 def show_position_skip(trace: RoutingTrace, *, key: str) -> dict:
     """An expander with the bins' chart and what they show, open when the prompt runs past the trained span.
@@ -19,6 +21,6 @@ def show_position_skip(trace: RoutingTrace, *, key: str) -> dict:
     table = position_table(trace)
     figure = position_bars(table, trace)
     with st.expander(f"Skip by absolute position ({trace.n_tokens} tokens)", expanded=trace.n_tokens > TRAINED_SPAN):
-        st.plotly_chart(figure, key=key)
+        show_chart(st, figure, key=key)
         st.markdown(position_words(table, trace.n_routed))
     return {"skip by position": figure}

@@ -21,6 +21,8 @@ from hero_core.eval.study.bundled import load_shipped as load_seeds
 from hero_core.eval.twins import bundled_control_caveat, counterpart, counterparts
 from hero_core.viz.frontier_figure import frontier_chart
 
+from .charts import show_chart
+
 # what a trained checkpoint's variant means, in words a label can carry
 TRAINED_AS = {"hero": "with history", "no_history": "local router, no history",
               "no_memread": "without the memory read", "no_aux": "without the auxiliary loss",
@@ -140,7 +142,7 @@ def render_baselines(measured: dict | None) -> None:
     domains = list(dict.fromkeys(r["domain"] for r in rows))
     if curves:
         mark = {r["domain"]: r["param_skip"] for r in rows}
-        st.plotly_chart(frontier_chart(curves, domains, mark=mark), key="baselines_frontier")
+        show_chart(st, frontier_chart(curves, domains, mark=mark), key="baselines_frontier")
     st.dataframe(baseline_table(rows), hide_index=True, key="baselines_table")
     adapters = sorted({r["adapters_of"] for r in rows if r.get("adapters_of")})
     st.caption(f"Perplexity ratio to the dense model with its 95 % bootstrap interval, on "

@@ -22,6 +22,7 @@ from hero_core.core.labels import token_label
 from hero_core.viz.axes import MAX_WINDOW
 from hero_core.viz.figures import compute_legend_html, skip_heatmap, skip_overview, token_compute_html
 
+from .charts import show_chart
 from .links import link_note
 
 EXAMPLES = MappingProxyType({
@@ -277,7 +278,7 @@ def windowed(trace: RoutingTrace, *, prefix: str) -> tuple[int, int] | None:
     window (None: the prompt fits), which this page's other token-axis charts then share (:func:`shown_window`)."""
     window = token_window(trace, prefix=prefix)
     if window is not None:
-        st.plotly_chart(skip_overview(trace, window), key=f"{prefix}_overview", config={"displaylogo": False})
+        show_chart(st, skip_overview(trace, window), key=f"{prefix}_overview", config={"displaylogo": False})
     st.session_state[picker_key(trace, prefix, "shown")] = window
     return window
 
@@ -295,7 +296,7 @@ def clickable_skip_map(trace: RoutingTrace, *, prefix: str, selected: tuple[int,
     window = windowed(trace, prefix=prefix)
     fig = skip_heatmap(trace, selected=selected, title=title, window=window)
     chart_key = f"{prefix}_map"
-    st.plotly_chart(fig, key=chart_key, selection_mode="points", config={"displaylogo": False},
+    show_chart(st, fig, key=chart_key, selection_mode="points", config={"displaylogo": False},
                     on_select=guarded(partial(_on_map_click, chart_key, trace, prefix)))
     return fig
 

@@ -3,6 +3,7 @@
 import streamlit as st
 from components import dataset as ds
 from components import settings as app_settings
+from components.charts import show_chart
 from components.exports import export_panel, safe_filename
 
 from hero_core.core.ratio_text import interval_text
@@ -95,15 +96,15 @@ figures = {"layer skip": sweep_layer_skip(result), "category skip": sweep_catego
            "position skip": sweep_position_skip(result), "item quality": sweep_item_quality(result),
            "ratio to dense": sweep_matched_bars(result)}
 left, right = st.columns(2)
-left.plotly_chart(figures["layer skip"], key=f"{P}_layers")
-right.plotly_chart(figures["category skip"], key=f"{P}_categories")
-left.plotly_chart(figures["position skip"], key=f"{P}_positions")
+show_chart(left, figures["layer skip"], key=f"{P}_layers")
+show_chart(right, figures["category skip"], key=f"{P}_categories")
+show_chart(left, figures["position skip"], key=f"{P}_positions")
 left.caption("Position is the token's index in its item (absolute, not relative): token 0 is the attention sink "
              "and skips most FFNs; the routers were trained on 128-token blocks, so skip can drift past 128.")
-right.plotly_chart(figures["item quality"], key=f"{P}_items")
+show_chart(right, figures["item quality"], key=f"{P}_items")
 
 st.subheader("Quality against dense, and at matched compute")
-st.plotly_chart(figures["ratio to dense"], key=f"{P}_ratio")
+show_chart(st, figures["ratio to dense"], key=f"{P}_ratio")
 st.dataframe(quality, hide_index=True, key=f"{P}_quality_table", column_config=ds.QUALITY_COLUMNS)
 comparison = result.matched()
 if len(comparison):

@@ -5,6 +5,7 @@ template on, the prompt is mostly the template's system turn. Every control live
 
 import streamlit as st
 from components import settings as app_settings
+from components.charts import show_chart
 from components.exports import export_panel, show_figure
 from components.generation import agreement, generate, span_table
 from components.positions import show_position_skip
@@ -125,7 +126,7 @@ st.subheader("Routing over prompt + generated tokens")
 window = windowed(trace, prefix=P)  # a long prompt + continuation: a token window and an overview strip
 figures = {"skip map": skip_heatmap(trace, title="Skip map over prompt + generated tokens", window=window),
            **by_position}
-st.plotly_chart(figures["skip map"], key=f"{P}_map")
+show_chart(st, figures["skip map"], key=f"{P}_map")
 if trace.quality is not None:
     show_figure(figures, "quality per token", token_quality_bars(trace, window), key=f"{P}_quality")
 show_figure(figures, "ffns per token", executed_counts(trace, window), key=f"{P}_counts")

@@ -3,6 +3,7 @@
 
 import streamlit as st
 from components import settings as app_settings
+from components.charts import show_chart
 from components.exports import export_panel
 from components.runtime import get_sweep, get_trace, load_model
 from components.tour import TAU_GRID, TEACHING_PROMPT, local_at_equal_compute, tour_run
@@ -50,7 +51,7 @@ st.markdown("where **b** (local logit) looks at the token's current hidden state
             "(token, layer), coloured by g; a white cross means the FFN was skipped.")
 base = get_trace(tour_run(settings, prompt, variant))
 figures["skip map"] = skip_heatmap(base)
-st.plotly_chart(figures["skip map"], key=f"{P}_map")
+show_chart(st, figures["skip map"], key=f"{P}_map")
 s = base.summary()
 st.markdown(f"This run executes **{s['ffn_executed_per_token']:.1f} of {base.n_routed}** FFNs per token on "
             f"average: **{s['param_skip']:.1%}** of the model's parameters sit idle for a typical token.")
@@ -70,7 +71,7 @@ ffn_swept = [t.summary()["ffn_executed_per_token"] for t in sweep]
 ratio_swept = [(t.quality_summary() or {}).get("perplexity_ratio", float("nan")) for t in sweep]
 figures["threshold sweep"] = tau_curve(TAU_GRID, ffn_swept, base.n_routed, current=float(tau), trace=at_tau,
                                        note=source_note, perplexity_ratio=ratio_swept)
-st.plotly_chart(figures["threshold sweep"], key=f"{P}_sweep")
+show_chart(st, figures["threshold sweep"], key=f"{P}_sweep")
 # what this curve does, said from the curve (it need not fall at every step on one short text)
 st.markdown(f"At τ = {tau:g}: **{at_tau.summary()['ffn_executed_per_token']:.1f}** FFNs per token. "
             f"{tau_sweep_words(TAU_GRID, ffn_swept, base.n_routed, ratio_swept)} Training (with a penalty on FFN "
@@ -98,7 +99,7 @@ else:
     depth = cols[1].slider("Depth (routed blocks so far)", 1, base.n_routed, max(1, base.n_routed // 2),
                            key=f"{P}_depth", bind=BIND)
     figures["memory filling"] = memory_fill(base, token, depth)
-    st.plotly_chart(figures["memory filling"], key=f"{P}_fill")
+    show_chart(st, figures["memory filling"], key=f"{P}_fill")
     where = f"At L{base.routed_layers[depth - 1]}, token “{token_label(base.tokens[token], 24)}”"
     gate = (f"Its gate there: g = {base.gate[depth - 1, token]:.3f} → FFN "
             f"{'executed' if base.executed[depth - 1, token] else 'skipped'}.")
@@ -128,9 +129,9 @@ else:
                "mostly by how many FFNs each runs.")
     shown = base if history_on else local
     figures["skip map (history toggle)"] = skip_heatmap(shown, title=f"Skip map · {shown.variant}")
-    st.plotly_chart(figures["skip map (history toggle)"], key=f"{P}_toggle_map")
+    show_chart(st, figures["skip map (history toggle)"], key=f"{P}_toggle_map")
     figures["history flips"] = flip_map(base, local, (variant, "no_history"))
-    st.plotly_chart(figures["history flips"], key=f"{P}_flips")
+    show_chart(st, figures["history flips"], key=f"{P}_flips")
     flips = int((base.executed != local.executed).sum())
     if flips == 0:
         st.markdown(f"Turning the history off flips **none** of the {base.executed.size} decisions on this text: "

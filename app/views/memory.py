@@ -4,6 +4,7 @@ import math
 
 import streamlit as st
 from components import settings as app_settings
+from components.charts import show_chart
 from components.exports import export_panel, show_figure
 from components.runtime import RunSpec
 from components.saved import trace_for
@@ -92,8 +93,8 @@ figures["memory map"] = memory_map(trace, token, mode=mode, selected_block=block
 figures["mean memory map"] = mean_memory_map(trace, mode="weights" if mode == "difference" else mode,
                                              selected_block=block)
 left, right = st.columns(2)
-left.plotly_chart(figures["memory map"], key=f"{P}_token_map")
-right.plotly_chart(figures["mean memory map"], key=f"{P}_mean_map")
+show_chart(left, figures["memory map"], key=f"{P}_token_map")
+show_chart(right, figures["mean memory map"], key=f"{P}_mean_map")
 floor = f" {COLOUR_FLOOR_TEXT}" if mode != "weights" else ""
 st.caption(f"Row j of a map is the read at block j: how much of each earlier block's value the token "
            f"“{token_label(trace.tokens[token], 24)}” drew on (rows sum to 1 from block 2 on). A uniform read gives "

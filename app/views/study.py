@@ -5,6 +5,7 @@ from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
+from components.charts import show_chart
 
 from hero_core.core.checkpoint import bundled_names, seed_names
 from hero_core.eval.study import StudyError
@@ -55,7 +56,7 @@ st.dataframe(pd.DataFrame([{"arm": arm, "seeds": len(row["runs"]),
 st.subheader("Differences between arms")
 st.caption("Mean over seeds of the first arm minus the second, with its 95 % interval. Perplexity: left of 0 = the "
            "first arm is better; accuracy: right of 0. An interval across 0 is not separable.")
-st.plotly_chart(differences_chart(summary), key=f"{P}_differences")
+show_chart(st, differences_chart(summary), key=f"{P}_differences")
 
 st.subheader("Every run and the references at the same skip")
 if report.get("references"):
@@ -65,7 +66,7 @@ if report.get("references"):
 else:
     st.caption("No references at the same skip in this study (run it without --no-references to measure them); "
                "the runs alone are drawn.")
-st.plotly_chart(study_frontier_chart(report), key=f"{P}_frontier")
+show_chart(st, study_frontier_chart(report), key=f"{P}_frontier")
 
 st.subheader("Each run: training health and links")
 bundled = set(bundled_names()) | set(seed_names())

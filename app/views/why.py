@@ -5,6 +5,7 @@ from types import MappingProxyType
 
 import streamlit as st
 from components import settings as app_settings
+from components.charts import show_chart
 from components.exports import export_panel, show_figure
 from components.runtime import RunSpec, cached_attribution, get_attribution
 from components.saved import trace_for
@@ -100,10 +101,10 @@ def show_attribution(attribution) -> None:
                    "Token ablation measures each token's effect directly.")
         st.button("Use token ablation", key=f"{P}_use_ablation", on_click=use_ablation)
         with st.expander("The failed attribution, for the record"):
-            st.plotly_chart(figures["attribution"], key=f"{P}_attribution")
+            show_chart(st, figures["attribution"], key=f"{P}_attribution")
             st.dataframe(attribution.tries, hide_index=True)
     else:
-        st.plotly_chart(figures["attribution"], key=f"{P}_attribution")
+        show_chart(st, figures["attribution"], key=f"{P}_attribution")
         st.html(attribution_html(attribution.tokens, attribution.scores))
     if attribution.method == "integrated_gradients" and attribution.passed:
         st.markdown(f"Completeness: Σ attributions = {total:+.4f}; a + b at the input minus at the "

@@ -52,7 +52,11 @@ def tick_step(n_visible: int, cell_px: float) -> int:
 
 
 def token_axis(tokens: Sequence[str], window: tuple[int, int] | None = None) -> dict:
-    """Token axis over ``window`` (all tokens by default); ticks are global, so panning keeps them in place."""
+    """Token axis over ``window`` (all tokens by default); ticks are global, so panning keeps them in place.
+
+    ``ticklabeloverflow`` "allow": plotly's default measures every label's box on every draw to hide those past the
+    figure's edge, a quarter of a second per redraw of the skip map's token labels (docs/experiments/app-latency);
+    these labels sit inside the plot's width."""
     T = len(tokens)
     first, last = clamp_window(T, window)
     n_visible = last - first + 1
@@ -63,7 +67,7 @@ def token_axis(tokens: Sequence[str], window: tuple[int, int] | None = None) -> 
     return {"tickmode": "array", "tickvals": ticks, "ticktext": [plotly_text(labels[t]) for t in ticks],
             "tickfont": {"size": tick_font(cell_px * step)},
             "range": [first - 0.5, last + 0.5], "tickangle": -90 if n_visible > 12 else 0,
-            "title": {"text": "token"}, "automargin": True}
+            "title": {"text": "token"}, "automargin": True, "ticklabeloverflow": "allow"}
 
 
 def hover_labels(tokens: Sequence[str]) -> list[str]:
@@ -89,7 +93,7 @@ def block_axis(trace: RoutingTrace, reverse: bool = False, size: int | None = No
     step = max(1, math.ceil(R / 32), math.ceil(12 / (size + 3)) if size else 1)  # 12 px: one label's height
     ticks = list(range(1, R + 1, step))
     axis = {"tickmode": "array", "tickvals": ticks, "ticktext": [f"L{trace.routed_layers[j - 1]}" for j in ticks],
-            "title": {"text": "routed layer"}}
+            "title": {"text": "routed layer"}, "ticklabeloverflow": "allow"}
     axis["range"] = [R + 0.5, 0.5] if reverse else [0.5, R + 0.5]
     return axis
 
