@@ -14,6 +14,7 @@ This module sits at the package root because it joins two layers: training (hero
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,6 +76,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", default=None, help="JSONL of {question, choices, answer}: multiple-choice accuracy "
                    "retained against dense")
     p.add_argument("--bigbench", default=None, help="a BIG-bench checkout or archive (left out when not given)")
+    p.add_argument("--answers", type=int, default=0, help="prompts of the built-in answers suite (greedy chat "
+                   "answers with a checkable result): the share of dense's correct answers each run keeps (default: "
+                   "left out; each prompt is one generation per run)")
     p.add_argument("--limit", type=int, default=40, help="held-out texts per domain (default: %(default)s)")
     p.add_argument("--max-tokens", type=int, default=192, help="tokens per held-out text at most")
     p.add_argument("--no-references", dest="references", action="store_false",
@@ -90,11 +94,12 @@ def spec_from_args(args) -> StudySpec:
         from .eval.study.bundled import bundled_spec
 
         return bundled_spec(lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, tasks=args.tasks,
-                            bigbench=args.bigbench, references=args.references)
+                            bigbench=args.bigbench, answers=args.answers, references=args.references)
     return StudySpec(out=str(args.out), arms=tuple(a.strip() for a in args.arms.split(",") if a.strip()),
                      seeds=args.seeds, skip=args.skip, steps=args.steps or first_stage_steps(),
                      backbone=args.backbone, data=args.data, tasks=args.tasks, bigbench=args.bigbench,
-                     lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, references=args.references)
+                     lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, answers=args.answers,
+                     references=args.references)
 
 
 def run_cli(args) -> int:
@@ -105,6 +110,16 @@ def run_cli(args) -> int:
     unknown = [] if args.bundled else [a for a in spec.arms if a not in TRAINABLE_VARIANTS]
     if unknown:
         raise ValueError(f"unknown arm(s) {unknown}; choose router variants from {', '.join(TRAINABLE_VARIANTS)}")
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size > 1 and not (args.plan or args.render):  # under accelerate launch: one process per GPU
+        from accelerate import PartialState
+
+        state = PartialState()  # sets this rank's device, so each rank trains on its own GPU
+        run_study(replace(spec, lanes=1), train_run=train_study_run, rank=state.process_index, world_size=world_size,
+                  progress=state.is_main_process, say=print if state.is_main_process else (lambda line: None))
+        state.wait_for_everyone()  # every run is trained before one rank measures them all
+        if not state.is_main_process:
+            return 0
     report = run_study(spec, train_run=train_study_run, plan_only=args.plan, render_only=args.render,
                        draw=draw_study_figures)
     if args.bundled and not args.plan and "summary" in report:

@@ -41,10 +41,14 @@ def study_inputs(tmp_path_factory):
 
 
 def _spec(root, backbone, out, **kw):
+    measured = {"skip": SKIP, "tasks": str(root / "tasks.jsonl"), "bigbench": str(root / "bigbench"), "answers": 2}
     return StudySpec(out=str(out), arms=("hero", "no_history"), seeds=2, steps=4, backbone=str(backbone),
-                     data=str(root / "text.jsonl"), tasks=str(root / "tasks.jsonl"), bigbench=str(root / "bigbench"),
-                     limit=4, max_tokens=32,
-                     batch_size=2, seq_len=32, train_overrides=QUICK, **{"skip": SKIP} | kw)
+                     data=str(root / "text.jsonl"), limit=4, max_tokens=32, batch_size=2, seq_len=32,
+                     train_overrides=QUICK, **measured | kw)
+
+
+def _same(a, b) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def test_a_study_is_resumed_without_training_a_finished_run_again(study_inputs, tmp_path, monkeypatch):
@@ -68,7 +72,8 @@ def test_a_study_is_resumed_without_training_a_finished_run_again(study_inputs, 
                        say=said.append)
     assert not report["missing"] and weights.stat().st_mtime_ns == stamp  # the finished run was not trained again
     again = run_study(spec, train_run=counting, progress=False, n_boot=200, say=said.append, draw=draw_study_figures)
-    assert trained == ["hero-seed0"] and again["summary"] == report["summary"]  # nothing trained, the same numbers
+    # nothing trained, the same numbers (compared as JSON: a measure dense never gets right is NaN, unequal to itself)
+    assert trained == ["hero-seed0"] and _same(again["summary"], report["summary"])
     page = (tmp_path / "study" / "study.md").read_text()
     if shutil.which("chromium"):  # the PNG renderer (kaleido) draws in an installed Chromium
         for name, path in again["figures"].items():
@@ -84,14 +89,18 @@ def test_a_study_is_resumed_without_training_a_finished_run_again(study_inputs, 
             assert value == TextSums.from_json(stored["domains"]["data"]).point()
             assert report["runs"][name]["tau"] == stored["tau"] and report["runs"][name]["arm"] == arm
             assert report["runs"][name]["health"]["final_step"] == 4  # trained under the guard
-    assert set(report["summary"]["measures"]) == {"ppl:data", "mc:accuracy", "mc:retained", "bigbench:retain"}
+    assert set(report["summary"]["measures"]) == {"ppl:data", "mc:accuracy", "mc:retained", "bigbench:retain",
+                                                  "answers:kept"}
+    # answers kept: dense answered each prompt once for the whole study, every run against the same prompts
+    kept = report["measurements"]["hero-seed1"]["answers"]["grades"]
+    assert len(kept) == len(report["dense_grades"]["answers"]) == 2
     bigbench = report["measurements"]["hero-seed0"]["bigbench"]["grades"]
     assert set(bigbench) == set(load_eval_tasks()["main"]) and all(len(g) == 4 for g in bigbench.values())
     assert set(report["references"]) == {"static_pruning", "random_skip", "oracle"}
     assert "hero vs no_history" in report["verdicts"]["hero - no_history"]
     page = (tmp_path / "study" / "study.md").read_text()
     assert all(f"| {name} |" in page for name in report["runs"]) and "BIG-bench: Retain" in page
-    assert json.loads((tmp_path / "study" / "study.json").read_text())["summary"] == report["summary"]
+    assert _same(json.loads((tmp_path / "study" / "study.json").read_text())["summary"], report["summary"])
 
     with pytest.raises(StudyError, match="another study"):
         run_study(_spec(root, backbone, tmp_path / "study", skip=0.2), train_run=counting, progress=False,
@@ -129,3 +138,25 @@ def test_the_command_prints_the_plan_and_refuses_an_unknown_arm(study_inputs, tm
     assert out.count("to train") >= 4 and not (tmp_path / "out").exists()
     assert main([*args, "--arms", "hero,dense"]) == 2
     assert "unknown arm(s) ['dense']" in capsys.readouterr().err
+
+
+def test_ranks_share_the_runs_and_one_measures(study_inputs, tmp_path, monkeypatch):
+    """Under several processes (accelerate launch, one per GPU) rank r trains the unfinished runs r, r + W, … and
+    returns the plan; the study measured afterwards trains nothing more."""
+    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path / "cache"))
+    root, backbone = study_inputs
+    spec = _spec(root, backbone, tmp_path / "study", tasks=None, bigbench=None, answers=0, references=False)
+    trained = {0: [], 1: []}
+
+    def on(rank):
+        def counting(payload):
+            trained[rank].append(payload["job"]["name"])
+            train_study_run(payload)
+        return counting
+
+    for rank in (0, 1):
+        plan = run_study(spec, train_run=on(rank), rank=rank, world_size=2, progress=False, say=lambda line: None)
+        assert "runs" in plan and "summary" not in plan  # a rank trains; it does not measure
+    assert trained == {0: ["hero-seed0", "no_history-seed0"], 1: ["hero-seed1", "no_history-seed1"]}
+    report = run_study(spec, train_run=on(0), progress=False, n_boot=100, say=lambda line: None)
+    assert not report["missing"] and len(trained[0]) == 2  # nothing trained again

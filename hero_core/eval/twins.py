@@ -6,7 +6,7 @@ no_history router trained with the first recipe's schedule (``hero-10-r2`` -> ``
 ``local-10-s1``). Comparing the two at their own tau would mix a better router with a different amount of
 skipping, so the twin is also run at **matched compute**: the tau at which its param skip on calibration text
 (:func:`hero_core.eval.calibration.calibration_blocks`, train-split blocks of every domain) equals the skip the
-checkpoint realises there at its own tau (:func:`match_twin`; bisection by
+checkpoint realises there at its own tau (:func:`match_twin`; the search of
 :meth:`hero_core.core.model.HeroModel.tau_for_param_skip`).
 """
 

@@ -43,15 +43,19 @@ def job_payload(job: RunJob, spec: StudySpec) -> dict:
 
 
 def train_missing(spec: StudySpec, jobs: list[RunJob], train_run: Callable[[dict], None], *,
-                  max_runs: int | None = None, progress: bool = True) -> list[str]:
+                  max_runs: int | None = None, progress: bool = True, rank: int = 0, world_size: int = 1) -> list[str]:
     """Train every unfinished job, ``spec.lanes`` at a time; returns the names trained by this call.
-    ``max_runs`` stops after that many (a slice of a long study; the rest continue on the next call)."""
+    ``max_runs`` stops after that many (a slice of a long study; the rest continue on the next call). Under
+    several processes (``accelerate launch``: one per GPU) rank r trains the unfinished jobs r, r + W, …"""
     from tqdm import tqdm
 
-    missing = [j for j in jobs if not finished(j, spec)]
+    # a rank's share is fixed by the plan's order, not by what is unfinished when it looks: ranks start together
+    # but not at one instant
+    mine = jobs[rank::world_size]
+    missing = [j for j in mine if not finished(j, spec)]
     todo = missing if max_runs is None else missing[:max_runs]
     trained: list[str] = []
-    with tqdm(total=len(jobs), initial=len(jobs) - len(missing), desc="study", unit="run", disable=not progress,
+    with tqdm(total=len(mine), initial=len(mine) - len(missing), desc="study", unit="run", disable=not progress,
               position=0) as bar:
         if spec.lanes == 1 or len(todo) <= 1:
             for job in todo:

@@ -230,3 +230,32 @@ def measure_bigbench(hero, examples: dict[str, list], tau: float | None) -> dict
 
 def bigbench_settings(spec) -> dict:
     return {"bigbench_limit": BIGBENCH_LIMIT, "target_skip": spec.skip}
+
+
+# -- answers kept --------------------------------------------------------------------------------------------------
+ANSWERS_TOKENS = 48  # each answer's new tokens at most: the suite's short answers fit; its longer ones are cut
+
+
+def answers_settings(spec) -> dict:
+    return {"answers": spec.answers, "max_new_tokens": ANSWERS_TOKENS, "target_skip": spec.skip}
+
+
+def answer_rows(spec) -> dict:
+    """``--answers N``: the first N prompts of the answers suite (every category in turn), and where the answers are
+    kept, so dense's are generated once for the whole study and an interrupted run loses at most one answer."""
+    from ..answers.run import load_rows, select_rows
+
+    return {"rows": select_rows(load_rows(), spec.answers), "store": spec.store / "answers"}
+
+
+def measure_answers(hero, items: dict, tau: float | None) -> list[float]:
+    """Per prompt, 1 where the run at ``tau`` (None: dense) answers it correctly (greedy, chat template)."""
+    from ..answers.run import REFERENCE, run_answers
+    from ..methods import HeroMethod
+
+    name = REFERENCE if tau is None else f"routed:{hero.checkpoint_name}"
+    methods = [] if tau is None else [HeroMethod(hero, hero.config.variant, tau, name=name)]
+    frame = run_answers(hero, methods, items["rows"], max_new_tokens=ANSWERS_TOKENS, resume_dir=items["store"])
+    correct = frame[frame.method == name].set_index("id")["correct"]
+    return [float(correct[row["id"]]) for row in items["rows"]]
+

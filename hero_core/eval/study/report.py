@@ -23,7 +23,7 @@ def measure_name(measure: str) -> str:
     if kind == "ppl":
         return f"{detail} ppl ratio"
     return {"mc:accuracy": "MC accuracy %", "mc:retained": "MC retained %",
-            "bigbench:retain": "BIG-bench Retain %"}.get(measure, measure)
+            "bigbench:retain": "BIG-bench Retain %", "answers:kept": "answers kept %"}.get(measure, measure)
 
 
 def units_of(measured: dict, dense: dict) -> dict:
@@ -33,6 +33,9 @@ def units_of(measured: dict, dense: dict) -> dict:
         grades = np.asarray(measured["mc"]["grades"], dtype=float)
         units["mc:accuracy"] = ItemMeans(grades)
         units["mc:retained"] = Retained(grades, np.asarray(dense["mc"], dtype=float))
+    if measured.get("answers") is not None and dense.get("answers") is not None:
+        units["answers:kept"] = Retained(np.asarray(measured["answers"]["grades"], dtype=float),
+                                         np.asarray(dense["answers"], dtype=float))
     if measured.get("bigbench") is not None and dense.get("bigbench") is not None:
         tasks = sorted(dense["bigbench"])
         units["bigbench:retain"] = TaskRetain([np.asarray(measured["bigbench"]["grades"][t], dtype=float)
@@ -50,7 +53,7 @@ def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense:
     arms = {arm: names for arm, names in arms.items() if names}
     units = {name: units_of(m, dense) for name, m in measured.items()}
     domains = list(next(iter(measured.values()))["ppl"]["domains"]) if measured else []
-    measures = [f"ppl:{d}" for d in domains] + ["mc:accuracy", "mc:retained", "bigbench:retain"]
+    measures = [f"ppl:{d}" for d in domains] + ["mc:accuracy", "mc:retained", "bigbench:retain", "answers:kept"]
     runs = {}
     for job in jobs:
         m = measured.get(job.name)

@@ -22,12 +22,14 @@ REPORT_FILE, PAGE_FILE = "study.json", "study.md"
 def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = None, plan_only: bool = False,
               render_only: bool = False, max_runs: int | None = None, progress: bool = True,
               n_boot: int | None = None, draw: Callable[[dict, Path], dict] | None = None,
-              say: Callable[[str], None] = print) -> dict:
+              say: Callable[[str], None] = print, rank: int = 0, world_size: int = 1) -> dict:
     """Run (or continue) the study ``spec``; returns the plan (``plan_only``) or the report. ``train_run`` trains
     one run from its job's JSON (hero_core.study_cli.train_study_run; needed only when a run is unfinished).
     ``render_only``: neither train nor measure; report what is stored. ``max_runs``: train at most that many
     runs in this call. ``draw(report, out)``: the study's figures, written under ``out``; returns the report's
-    ``figures`` (name -> path relative to ``out``) or a ``figures_note`` saying why there are none."""
+    ``figures`` (name -> path relative to ``out``) or a ``figures_note`` saying why there are none. ``rank`` of
+    ``world_size`` (several processes, one per GPU): this process trains its share of the unfinished runs and
+    returns the plan; the caller waits for every rank, then measures with rank 0 alone."""
     load_or_write_spec(spec, write=not plan_only)  # before anything is read: another study's folder is refused
     jobs = plan_runs(spec)
     done = {j.name for j in jobs if finished(j, spec)}
@@ -44,8 +46,11 @@ def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = Non
     if not render_only and len(done) < len(jobs):
         if train_run is None:
             raise ValueError("runs are unfinished and no trainer was given (python -m hero_core study trains them)")
-        train_missing(spec, jobs, train_run, max_runs=max_runs, progress=progress)
+        train_missing(spec, jobs, train_run, max_runs=max_runs, progress=progress, rank=rank,
+                      world_size=world_size)
         done = {j.name for j in jobs if finished(j, spec)}
+    if world_size > 1:
+        return the_plan
     measured, dense, notes = collect(spec, [j for j in jobs if j.name in done], backbone, progress)
     report = build_report(spec, the_plan, jobs, measured, dense, notes, n_boot=n_boot)
     if draw is not None:
@@ -95,11 +100,13 @@ def graded_kinds(spec: StudySpec) -> dict[str, dict]:
     kinds = {"mc": m.tasks_settings(spec)} if spec.tasks else {}
     if spec.bigbench and Path(spec.bigbench).expanduser().exists():
         kinds["bigbench"] = m.bigbench_settings(spec)
+    if spec.answers:
+        kinds["answers"] = m.answers_settings(spec)
     return kinds
 
 
 GRADERS = {"mc": (lambda spec: m.read_tasks(spec.tasks), m.measure_mc),
-           "bigbench": (m.bigbench_examples, m.measure_bigbench)}
+           "bigbench": (m.bigbench_examples, m.measure_bigbench), "answers": (m.answer_rows, m.measure_answers)}
 
 
 def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tuple[dict, dict, dict]:
@@ -112,7 +119,10 @@ def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tu
     kinds = graded_kinds(spec)
     notes = {"mc": (f"Multiple choice: the items of {spec.tasks}, accuracy and accuracy retained against dense on the "
                     "same items." if spec.tasks else "Multiple-choice accuracy left out: no --tasks file given."),
-             "bigbench": bigbench_note(spec)}
+             "bigbench": bigbench_note(spec),
+             "answers": (f"Answers kept: the first {spec.answers} prompts of the answers suite (every category in "
+                         "turn), greedy; the share of dense's correct answers each run also gets right." if spec.answers
+                         else "Answers kept left out: no --answers N given.")}
     if not spec.data:
         notes["chat"] = ("A chat ratio below 1 is not a gain over dense: the held-out chat texts are the dense model's "
                          "own replies, and routers trained on the renormalised top-k target put more probability on "

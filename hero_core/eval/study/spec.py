@@ -17,7 +17,7 @@ SPEC_FILE = "study_spec.json"
 # Settings that change no number already measured: how many processes train side by side, and which further
 # measures are taken (each stored measurement carries its own settings).
 # Where the study lives is not what it measures either.
-NOT_RESULTS = ("lanes", "references", "tasks", "bigbench", "out", "measures_dir")
+NOT_RESULTS = ("lanes", "references", "tasks", "bigbench", "answers", "out", "measures_dir")
 
 
 class StudyError(ValueError):
@@ -35,6 +35,7 @@ class StudySpec:
     data: str | None = None  # the user's text (hero_core.core.corpus); None: the built-in chat / code / reasoning mix
     tasks: str | None = None  # JSONL of {question, choices, answer}: multiple-choice accuracy retained against dense
     bigbench: str | None = None  # a BIG-bench checkout or archive; None: left out (the report says so)
+    answers: int = 0  # prompts of the answers suite whose correct answers each run must keep (0: left out)
     lanes: int = 1
     limit: int = 40  # held-out texts per domain
     max_tokens: int = 192  # tokens per held-out text at most
