@@ -197,11 +197,13 @@ def plan_lines(p: dict) -> list[str]:
         lines.append(f"{len(p['to_train'])} run(s) to train on {p['lanes']} lane(s).")
     else:
         lines.append(f"{len(p['to_train'])} run(s) to train ({p['tokens_to_train']:,} tokens) on {p['lanes']} "
-                     f"lane(s): about {_duration(p['estimated_hours'])} on this machine, from a measured step of "
+                     f"lane(s): {_duration(p['estimated_hours'])} on this machine, from a measured step of "
                      f"{p['step_seconds']:.2f} s at one thread (the dense teacher's cache and the guard's "
                      "evaluations come on top).")
     return lines
 
 
 def _duration(hours: float) -> str:
-    return f"{hours * 60:.0f} min" if hours < 1 else f"{hours:.1f} h"
+    if hours < 1 / 60:
+        return "under a minute"
+    return f"about {hours * 60:.0f} min" if hours < 1 else f"about {hours:.1f} h"
