@@ -114,7 +114,8 @@ CHART_BY_TITLE_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d =
 # Charts whose labels, colour bar or legend made plotly widen a margin (and draw the chart a second time).
 PUSHED_MARGINS_JS = ("[...document.querySelectorAll('.js-plotly-plot')].filter(d => d._fullLayout && "
                      "['l', 'r', 't', 'b'].some(s => Math.abs(d._fullLayout.margin[s] - d._fullLayout._size[s]) > 1))"
-                     ".map(d => d._fullLayout.title.text.replace(/<[^>]*>/g, '').slice(0, 40))")
+                     ".map(d => d._fullLayout.title.text.replace(/<[^>]*>/g, '').slice(0, 40) + ' ' + JSON.stringify("
+                     "['l', 'r', 't', 'b'].map(s => [d._fullLayout.margin[s], d._fullLayout._size[s]])))")
 
 
 def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
@@ -151,7 +152,8 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     time.sleep(1.0)  # a redraw would have happened by now (the page settles in ~1 s)
     assert tools.eval(f"{CHART_BY_TITLE_JS % 'FFNs executed per token'}.__draws") == 0
     # every chart of the page was drawn with the margins it was given: none needed plotly's second, wider draw
-    assert tools.eval(PUSHED_MARGINS_JS) == []
+    pushed = tools.eval(PUSHED_MARGINS_JS)
+    assert not pushed, "\n".join(pushed)
     tools.wait_for("document.querySelectorAll('.js-plotly-plot').length >= 3")
     time.sleep(1.0)  # let plotly finish drawing before the screenshot
     tools.eval("window.scrollTo(0, 0); document.querySelector('section.main, [data-testid=\"stMain\"]')"
@@ -458,3 +460,9 @@ def test_compare_matches_compute_in_a_browser(server, browser, tiny):
         assert float(skip) == pytest.approx(100 * tiny.trace(URL_PROMPT, variant=variant, tau=want).param_skip,
                                             abs=0.06), label
     assert tools.eval(NO_EXCEPTION_JS)
+    # the comparison's charts (stacked maps, flip map with its named colour bar, legends on the right) drawn once
+    tools.wait_for("[...document.querySelectorAll('.js-plotly-plot')].filter(d => d._fullLayout).length >= 5",
+                   timeout=120, what="Compare's charts")
+    time.sleep(1.0)
+    pushed = tools.eval(PUSHED_MARGINS_JS)
+    assert not pushed, "\n".join(pushed)

@@ -241,5 +241,10 @@ def test_settled_margins_hold_the_labels_plotly_would_push_them_to(tiny):
     assert settle_margins(fig).layout.margin.to_plotly_json() == after
     import plotly.graph_objects as go
 
+    # a colour bar with named ticks (the flip map's four outcomes) takes the room of its longest name
+    flips = F.flip_map(trace, tiny.trace("A sentence whose tokens become the labels of the map's token axis.",
+                                         variant="no_history"), labels=("a long run label", "another long label"))
+    longest_name = max(len(t) for t in flips.data[0].colorbar.ticktext)
+    assert settle_margins(flips).layout.margin.r >= longest_name * 12 * 0.45
     wide = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]), layout={"margin": {"l": 200, "r": 200, "t": 200, "b": 200}})
     assert settle_margins(wide).layout.margin.to_plotly_json() == {"l": 200, "r": 200, "t": 200, "b": 200}

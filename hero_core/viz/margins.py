@@ -19,7 +19,7 @@ CHAR_WIDTH = 0.65  # a tick label's width per character, in units of its font si
 TITLE_PX = 48  # an axis title, its standoff and the tick padding (measured: 67 px pushed below one line of labels)
 BARE_PX = 16  # the tick padding alone, on an axis with no title
 NUMBER_CHARS = 5  # a numeric axis's labels ("0.125", "1e-4"): text the figure does not spell out
-SLACK_PX = 6
+SLACK_PX = 10
 LEGEND_PX = 50  # a legend's symbol, padding and border beside its longest entry
 COLOUR_BAR_PX = 80  # a vertical colour bar with a short title, beside the plot
 DEFAULT_TICK_FONT = 12
@@ -30,8 +30,10 @@ def _labels(fig: go.Figure, name: str) -> list[str]:
     """The tick texts of axis ``name``: its ``ticktext``, or on a category axis the first trace's values."""
     axis = fig.layout[name]
     texts = axis.ticktext
-    if not texts and axis.type == "category" and fig.data:
-        texts = getattr(fig.data[0], name[0], None)
+    if not texts and fig.data:  # a category axis (set, or strings plotly reads as one) labels the trace's values
+        values = getattr(fig.data[0], name[0], None)
+        if values is not None and len(values) and (axis.type == "category" or isinstance(values[0], str)):
+            texts = values
     return [_TAG.sub("", str(t)) for t in (texts if texts is not None else ())]
 
 
@@ -45,30 +47,50 @@ def _across_px(axis, texts: list[str], rotated: bool) -> float:
     return chars * font * CHAR_WIDTH
 
 
+def _colour_bar_px(trace) -> float:
+    """Room a trace's vertical colour bar takes right of the plot: its bar and its labels (named ticks, e.g. the flip
+    map's four outcomes, are as wide as their longest name)."""
+    bar = trace.colorbar if trace.type in ("heatmap", "contour") else getattr(trace.marker, "colorbar", None)
+    texts = [_TAG.sub("", str(t)) for t in ((bar.ticktext if bar is not None else None) or ())]
+    if not texts:
+        return COLOUR_BAR_PX
+    # a colour bar's labels are set smaller than tick labels: ~0.45 of the font a character (the flip map, measured)
+    return max(COLOUR_BAR_PX, 60 + max(len(t) for t in texts) * DEFAULT_TICK_FONT * 0.45)
+
+
+def _shows_colour_bar(trace) -> bool:
+    if trace.type in ("heatmap", "contour"):
+        return trace.showscale is not False
+    return bool(getattr(getattr(trace, "marker", None), "showscale", False))
+
+
 def settle_margins(fig: go.Figure) -> go.Figure:
-    """Raise ``fig``'s margins (in place) to the room its main axes and colour bars are estimated to need. Only the
-    first x and y axes are read: a subplot's inner axes push no outer margin."""
+    """Raise ``fig``'s margins (in place) to the room its axes, colour bars and right-hand legend are estimated to
+    need. Every x axis showing labels counts for the bottom margin and every y axis for the left one: an inner
+    subplot's labels push nothing, so that may leave a little room unused, never too little."""
     layout = fig.layout
     margin = {side: getattr(layout.margin, side) for side in "lrtb"}
     margin = {side: value if value is not None else 100 if side == "t" else 80 for side, value in margin.items()}
     need = dict(margin)
-    for name, side in (("xaxis", "b"), ("yaxis", "l")):
+    for name in (n for n in layout if n.startswith(("xaxis", "yaxis"))):
         axis = layout[name]
-        if axis.visible is False or axis.showticklabels is False or axis.side in ("top", "right"):
+        side = "b" if name.startswith("xaxis") else "r" if axis.side == "right" else "l"
+        if axis.visible is False or axis.showticklabels is False or axis.side == "top":
             continue
         texts = _labels(fig, name)
         # plotly turns crowded labels on its own ("auto" angle): text labels by the dozen are read as turned
         crowded = axis.tickangle in (None, "auto") and len(texts) > 12
-        rotated = name == "yaxis" or crowded or (axis.tickangle not in (None, "auto") and abs(axis.tickangle) >= 45)
+        rotated = side != "b" or crowded or (axis.tickangle not in (None, "auto") and abs(axis.tickangle) >= 45)
         titled = bool(axis.title and axis.title.text)
         need[side] = max(need[side], _across_px(axis, texts, rotated) + (TITLE_PX if titled else BARE_PX) + SLACK_PX)
-    if any(getattr(getattr(t, "marker", None), "showscale", False) or getattr(t, "showscale", None) is not False
-           and t.type in ("heatmap", "contour") for t in fig.data):
-        need["r"] = max(need["r"], COLOUR_BAR_PX)
+    for trace in fig.data:
+        if _shows_colour_bar(trace):
+            need["r"] = max(need["r"], _colour_bar_px(trace))
     legend = layout.legend
     names = [_TAG.sub("", t.name) for t in fig.data if t.name and t.showlegend is not False]
-    if len(names) > 1 and layout.showlegend is not False and legend.orientation != "h" and (legend.x is None
-                                                                                           or legend.x >= 1):
+    # plotly shows a legend once a figure has two traces, even if only one of them is listed
+    shown = layout.showlegend is True or (layout.showlegend is None and len(fig.data) > 1 and names)
+    if shown and legend.orientation != "h" and (legend.x is None or legend.x >= 1):
         need["r"] = max(need["r"], LEGEND_PX + max(len(n) for n in names) * DEFAULT_TICK_FONT * 0.6)
     if need != margin:
         fig.update_layout(margin={side: int(round(v)) for side, v in need.items()})
