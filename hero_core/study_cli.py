@@ -110,18 +110,21 @@ def run_cli(args) -> int:
     unknown = [] if args.bundled else [a for a in spec.arms if a not in TRAINABLE_VARIANTS]
     if unknown:
         raise ValueError(f"unknown arm(s) {unknown}; choose router variants from {', '.join(TRAINABLE_VARIANTS)}")
+    ranks = {}
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size > 1 and not (args.plan or args.render):  # under accelerate launch: one process per GPU
         from accelerate import PartialState
 
         state = PartialState()  # sets this rank's device, so each rank trains on its own GPU
-        run_study(replace(spec, lanes=1), train_run=train_study_run, rank=state.process_index, world_size=world_size,
-                  progress=state.is_main_process, say=print if state.is_main_process else (lambda line: None))
-        state.wait_for_everyone()  # every run is trained before one rank measures them all
+        spec = replace(spec, lanes=1)  # a rank trains its runs one after another on its GPU
+        ranks = {"rank": state.process_index, "world_size": world_size, "wait": state.wait_for_everyone,
+                 "progress": state.is_main_process}
         if not state.is_main_process:
-            return 0
+            ranks["say"] = lambda line: None
     report = run_study(spec, train_run=train_study_run, plan_only=args.plan, render_only=args.render,
-                       draw=draw_study_figures)
+                       draw=draw_study_figures, **ranks)
+    if ranks.get("rank", 0) != 0:  # the first rank measured and reports
+        return 0
     if args.bundled and not args.plan and "summary" in report:
         from .eval.study.bundled import answer_sentence, publish
 

@@ -141,12 +141,12 @@ def test_the_command_prints_the_plan_and_refuses_an_unknown_arm(study_inputs, tm
 
 
 def test_ranks_share_the_runs_and_one_measures(study_inputs, tmp_path, monkeypatch):
-    """Under several processes (accelerate launch, one per GPU) rank r trains the unfinished runs r, r + W, … and
-    returns the plan; the study measured afterwards trains nothing more."""
+    """Under several processes (accelerate launch, one per GPU) rank r trains the unfinished runs r, r + W, …; every
+    rank waits at the barrier, then rank 0 alone measures, with every run trained and none trained again."""
     monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path / "cache"))
     root, backbone = study_inputs
     spec = _spec(root, backbone, tmp_path / "study", tasks=None, bigbench=None, answers=0, references=False)
-    trained = {0: [], 1: []}
+    trained, waited = {0: [], 1: []}, []
 
     def on(rank):
         def counting(payload):
@@ -154,9 +154,13 @@ def test_ranks_share_the_runs_and_one_measures(study_inputs, tmp_path, monkeypat
             train_study_run(payload)
         return counting
 
-    for rank in (0, 1):
-        plan = run_study(spec, train_run=on(rank), rank=rank, world_size=2, progress=False, say=lambda line: None)
-        assert "runs" in plan and "summary" not in plan  # a rank trains; it does not measure
+    # one process after the other here: rank 1 reaches the barrier first, so rank 0 finds every run trained there
+    plan = run_study(spec, train_run=on(1), rank=1, world_size=2, wait=lambda: waited.append(1), progress=False,
+                     say=lambda line: None)
+    assert "runs" in plan and "summary" not in plan and waited == [1]  # rank 1 trains; it does not measure
+    report = run_study(spec, train_run=on(0), rank=0, world_size=2, wait=lambda: waited.append(0), progress=False,
+                       n_boot=100, say=lambda line: None)
+    assert waited == [1, 0] and "summary" in report  # rank 0 measures after the barrier
     assert trained == {0: ["hero-seed0", "no_history-seed0"], 1: ["hero-seed1", "no_history-seed1"]}
     report = run_study(spec, train_run=on(0), progress=False, n_boot=100, say=lambda line: None)
     assert not report["missing"] and len(trained[0]) == 2  # nothing trained again

@@ -258,4 +258,3 @@ def measure_answers(hero, items: dict, tau: float | None) -> list[float]:
     frame = run_answers(hero, methods, items["rows"], max_new_tokens=ANSWERS_TOKENS, resume_dir=items["store"])
     correct = frame[frame.method == name].set_index("id")["correct"]
     return [float(correct[row["id"]]) for row in items["rows"]]
-

@@ -22,14 +22,16 @@ REPORT_FILE, PAGE_FILE = "study.json", "study.md"
 def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = None, plan_only: bool = False,
               render_only: bool = False, max_runs: int | None = None, progress: bool = True,
               n_boot: int | None = None, draw: Callable[[dict, Path], dict] | None = None,
-              say: Callable[[str], None] = print, rank: int = 0, world_size: int = 1) -> dict:
+              say: Callable[[str], None] = print, rank: int = 0, world_size: int = 1,
+              wait: Callable[[], None] | None = None) -> dict:
     """Run (or continue) the study ``spec``; returns the plan (``plan_only``) or the report. ``train_run`` trains
     one run from its job's JSON (hero_core.study_cli.train_study_run; needed only when a run is unfinished).
     ``render_only``: neither train nor measure; report what is stored. ``max_runs``: train at most that many
     runs in this call. ``draw(report, out)``: the study's figures, written under ``out``; returns the report's
     ``figures`` (name -> path relative to ``out``) or a ``figures_note`` saying why there are none. ``rank`` of
-    ``world_size`` (several processes, one per GPU): this process trains its share of the unfinished runs and
-    returns the plan; the caller waits for every rank, then measures with rank 0 alone."""
+    ``world_size`` (several processes, one per GPU): this process trains its share of the unfinished runs, then
+    ``wait()`` holds it until every rank has (a barrier); rank 0 goes on to measure and report, the others return
+    the plan."""
     load_or_write_spec(spec, write=not plan_only)  # before anything is read: another study's folder is refused
     jobs = plan_runs(spec)
     done = {j.name for j in jobs if finished(j, spec)}
@@ -48,9 +50,13 @@ def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = Non
             raise ValueError("runs are unfinished and no trainer was given (python -m hero_core study trains them)")
         train_missing(spec, jobs, train_run, max_runs=max_runs, progress=progress, rank=rank,
                       world_size=world_size)
-        done = {j.name for j in jobs if finished(j, spec)}
     if world_size > 1:
-        return the_plan
+        if wait is not None:
+            wait()
+        if rank != 0:
+            return the_plan
+    if not render_only:
+        done = {j.name for j in jobs if finished(j, spec)}
     measured, dense, notes = collect(spec, [j for j in jobs if j.name in done], backbone, progress)
     report = build_report(spec, the_plan, jobs, measured, dense, notes, n_boot=n_boot)
     if draw is not None:
