@@ -1,6 +1,6 @@
 """Evaluation: BIG-bench multiple choice with Retain, HumanEval, generated reasoning, per-domain quality.
 
-Four workflows, each a package with one entry point, over a few shared modules at this level.
+Five workflows, each a package with one entry point, over a few shared modules at this level.
 
 Shared (used by more than one workflow):
 
