@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import hero_core.core.model as model_module
-from hero_core.core.side_by_side import side_by_side, spare_core
+from hero_core.core.side_by_side import each_side_by_side, passes_at_once, side_by_side, spare_core
 
 PROMPT = "Two passes over the same tokens: one routed, one dense."
 
@@ -79,3 +79,48 @@ def test_token_quality_equals_the_separate_measures():
     assert torch.equal(q["top1_agree"], top1_agreement(dense.float(), routed.float()))
     torch.testing.assert_close(next_token_nll(routed, ids), q["nll"])
     torch.testing.assert_close(kl_divergence(log_probs(dense), log_probs(routed)), q["kl"])
+
+
+def test_passes_at_once_are_the_cores_over_the_threads(monkeypatch):
+    cpu = torch.device("cpu")
+    monkeypatch.setattr("os.cpu_count", lambda: 3 * torch.get_num_threads())
+    assert passes_at_once(cpu) == 3
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert passes_at_once(cpu) == 1
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert passes_at_once(cpu) == 1
+
+
+@pytest.mark.parametrize("at_once", [1, 2, 3])
+def test_each_side_by_side_keeps_the_order_runs_on_threads_without_grad_and_raises(at_once):
+    import threading
+
+    threads, grads = set(), []
+
+    def square(x: int) -> int:
+        threads.add(threading.get_ident())
+        grads.append(torch.is_grad_enabled())
+        return x * x
+
+    assert each_side_by_side(square, list(range(7)), at_once=at_once) == [x * x for x in range(7)]
+    assert grads == [False] * 7
+    assert (threading.get_ident() in threads) == (at_once == 1)  # together: on threads of their own
+
+    def fails(x: int) -> int:
+        if x == 2:
+            raise ValueError("run 2 failed")
+        return x
+
+    with pytest.raises(ValueError, match="run 2 failed"):
+        each_side_by_side(fails, [0, 1, 2, 3], at_once=at_once)
+
+
+def test_traces_side_by_side_are_the_traces_one_after_another(tiny):
+    """Two routers' passes at once on one backbone (Compare's runs): each trace is what it is alone."""
+    taus = [0.3, 0.5, 0.7]
+    alone = [tiny.trace(PROMPT, tau=tau, quality=True) for tau in taus]
+    together = each_side_by_side(lambda tau: tiny.trace(PROMPT, tau=tau, quality=True), taus, at_once=2)
+    for a, b in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(a.gate, b.gate)
+        np.testing.assert_array_equal(a.executed, b.executed)
+        np.testing.assert_array_equal(a.quality["kl_to_dense"], b.quality["kl_to_dense"])

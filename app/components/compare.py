@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -13,10 +14,11 @@ from hero_core.analysis.spans import first_token_lift
 from hero_core.core.checkpoint import bundled_names, seed_names
 from hero_core.core.config import INFERENCE_VARIANTS
 from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.core.side_by_side import each_side_by_side, passes_at_once
 from hero_core.eval.twins import twin_name
 
 from .columns import PERCENT_1, number_columns
-from .runtime import RunSpec, cached_model, load_model, matched_tau
+from .runtime import RunSpec, cached_model, get_trace, load_model, matched_tau
 from .settings import DEFAULT_CHOICE, PRECISIONS, Settings, checkpoint_options
 from .verdict import run_kind
 from .widgets import BIND
@@ -176,16 +178,28 @@ def checkpoint_runs(settings: Settings, prompt: str, chat: bool, names: list[str
     return runs
 
 
-def match_compute(runs: list[RunSpec], reference: RoutingTrace, *, page: bool = True) -> list[RunSpec]:
-    """Every run after the first at the tau that realises the first run's param skip on this prompt.
+def routed_runs(runs: list[RunSpec], *, matched: bool, page: bool = True) -> tuple[list[RunSpec], list[RoutingTrace]]:
+    """Every run traced; with ``matched``, every run after the first at the tau that realises the first run's param
+    skip on this prompt (dense runs stay dense). Returns the runs (at the taus they ran at) and their traces.
 
-    Why: at one shared tau a router whose gates sit higher skips less, so its better quality is mostly the extra
-    FFNs it ran (at tau = 0.62 no_history skipped 4.7 % against hero's 31 %). Dense runs stay dense."""
-    out = [runs[0]]
-    for run in runs[1:]:
-        out.append(run if run.variant == "dense"
-                   else replace(run, tau=matched_tau(run, reference.param_skip, page=page)))
-    return out
+    Why match: at one shared tau a router whose gates sit higher skips less, so its better quality is mostly the
+    extra FFNs it ran (at tau = 0.62 no_history skipped 4.7 % against hero's 31 %). The runs after the first are
+    independent of each other (each one's tau search, then its trace), so they run side by side on the cores torch
+    leaves free (hero_core.core.side_by_side): on two cores a Compare of four checkpoints spends about half the time
+    it did one after another. ``page``: with the page's spinners (the workers themselves show none)."""
+    heroes = [load_model(run.model) if page else cached_model(run.model) for run in runs]
+    reference = get_trace(runs[0], page=page)
+
+    def route(run: RunSpec) -> tuple[RunSpec, RoutingTrace]:
+        if matched and run.variant != "dense":
+            run = replace(run, tau=matched_tau(run, reference.param_skip, page=False))
+        return run, get_trace(run, page=False)
+
+    at_once = passes_at_once(heroes[0].device)
+    with st.spinner("Matching compute and routing the runs …" if matched else "Routing the runs …") if page \
+            else nullcontext():
+        rest = each_side_by_side(route, runs[1:], at_once=at_once)
+    return [runs[0], *(run for run, _ in rest)], [reference, *(trace for _, trace in rest)]
 
 
 def run_table(traces: list[RoutingTrace], qualities: list[dict], labels: list[str],

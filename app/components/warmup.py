@@ -19,7 +19,7 @@ import streamlit as st
 
 from hero_core.viz.memory_words import tour_plan
 
-from .compare import checkpoint_runs, default_checkpoints, match_compute
+from .compare import checkpoint_runs, default_checkpoints, routed_runs
 from .runtime import cached_model, get_sweep, get_trace
 from .settings import ModelSpec, Settings
 from .tour import TAU_GRID, TEACHING_PROMPT, local_at_equal_compute, tour_run
@@ -34,10 +34,7 @@ def compare_defaults(settings: Settings) -> None:
     names = default_checkpoints()
     if len(names) < 2:
         return
-    runs = checkpoint_runs(settings, EXAMPLES[DEFAULT_EXAMPLE], False, names)
-    reference = get_trace(runs[0], page=False)
-    for run in match_compute(runs, reference, page=False)[1:]:
-        get_trace(run, page=False)
+    routed_runs(checkpoint_runs(settings, EXAMPLES[DEFAULT_EXAMPLE], False, names), matched=True, page=False)
 
 
 def learn_defaults(settings: Settings) -> None:
@@ -50,7 +47,7 @@ def learn_defaults(settings: Settings) -> None:
         local_at_equal_compute(settings, TEACHING_PROMPT, base, page=False)
 
 
-def _lowest_priority() -> None:
+def lowest_priority() -> None:
     """This thread (and the threads it starts) at the lowest CPU priority, where the OS allows it (Linux: niceness
     is per thread): the warm-up then takes only the CPU that the visitor's browser and pages leave idle."""
     try:
@@ -60,7 +57,7 @@ def _lowest_priority() -> None:
 
 
 def _warm(settings: Settings) -> None:
-    _lowest_priority()
+    lowest_priority()
     try:
         compare_defaults(settings)
         learn_defaults(settings)

@@ -3,10 +3,10 @@
 import streamlit as st
 from components import saved as saved_traces
 from components import settings as app_settings
-from components.compare import RUN_COLUMNS, build_runs, match_compute, run_table
+from components.compare import RUN_COLUMNS, build_runs, routed_runs, run_table
 from components.comparison import draw_same_token_comparison
 from components.exports import export_panel, show_figure
-from components.runtime import get_qualities, get_trace
+from components.runtime import get_qualities
 from components.verdict import pairs_for, render_verdict
 from components.widgets import BIND, prompt_input, show_net_cost, show_notices, shown_window
 
@@ -31,9 +31,7 @@ if not runs:
 matched = st.toggle("Match compute", value=True, key=f"{P}_match", bind=BIND,
                     help="Run every other run at the τ that gives the first run's param skip on this prompt, so "
                          "quality is compared at equal compute. Off: each run at its own τ.")
-if matched:
-    runs = match_compute(runs, get_trace(runs[0]))
-traces = [get_trace(run) for run in runs]
+runs, traces = routed_runs(runs, matched=matched)
 if matched:
     st.caption(f"Compute matched to **{runs[0].label}** ({traces[0].param_skip:.1%} param skip): the τ column shows "
                "where each run had to set its threshold; the closest reachable skip can differ slightly.")

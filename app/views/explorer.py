@@ -8,6 +8,7 @@ from components import widgets
 from components.columns import number_columns
 from components.exports import export_panel, show_figure
 from components.positions import show_position_skip
+from components.prefetch import prefetch_tau_steps
 from components.runtime import RunSpec
 from components.saved import trace_for
 
@@ -35,7 +36,8 @@ with st.container(border=True):  # the start: what the map is, how to route a pr
     st.page_link("views/learn.py", label="Take the guided tour →", icon=":material/school:")
 settings = app_settings.current()
 prompt, chat = widgets.prompt_input(P)
-trace = trace_for(RunSpec.from_settings(settings, prompt, chat))
+run = RunSpec.from_settings(settings, prompt, chat)
+trace = trace_for(run)
 widgets.show_notices(trace)
 widgets.show_metrics(trace)
 by_position = show_position_skip(trace, key=f"{P}_positions")  # token 0's share; long prompts fade
@@ -69,3 +71,4 @@ show_figure(figures, "layer skip rates", layer_skip_bars([trace], [trace.variant
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-{trace.variant}")
 st.caption(f"Server time for this page: {time.perf_counter() - started:.2f} s "
            f"({trace.n_tokens} tokens × {trace.n_routed} routed layers; repeated runs come from the cache).")
+prefetch_tau_steps(run)  # the page is drawn: its τ neighbours are traced while the person reads it

@@ -6,6 +6,7 @@ import streamlit as st
 from components import settings as app_settings
 from components.charts import show_chart
 from components.exports import export_panel, show_figure
+from components.prefetch import prefetch_tau_steps
 from components.runtime import RunSpec
 from components.saved import trace_for
 from components.widgets import BIND, clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
@@ -68,7 +69,8 @@ st.caption("At routed block j a token reads its depth memory: c_j = Σ_{i<j} α_
            "what the earlier blocks wrote, each write decayed by the forgetting factors ρ of the blocks after it.")
 settings = app_settings.current()
 prompt, chat = prompt_input(P)
-trace = trace_for(RunSpec.from_settings(settings, prompt, chat))
+run = RunSpec.from_settings(settings, prompt, chat)
+trace = trace_for(run)
 show_notices(trace)
 if trace.variant not in MEMORY_VARIANTS:
     st.info(f"The **{trace.variant}** variant does not read a depth memory, so its maps are empty. "
@@ -104,3 +106,4 @@ show_figure(figures, "trajectories", trajectories(trace, token), key=f"{P}_traje
 show_figure(figures, "forgetting factors", forgetting_bars(trace), key=f"{P}_forgetting")
 st.markdown(describe_forgetting(trace.forgetting, trace.forgetting_init, trace.routed_layers))
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-token{token}")
+prefetch_tau_steps(run)  # the page is drawn: its τ neighbours are traced while the person reads it

@@ -7,6 +7,7 @@ import streamlit as st
 from components import settings as app_settings
 from components.charts import show_chart
 from components.exports import export_panel, show_figure
+from components.prefetch import prefetch_tau_steps
 from components.runtime import RunSpec, cached_attribution, get_attribution
 from components.saved import trace_for
 from components.widgets import (
@@ -145,3 +146,4 @@ if attribution is None:
 else:
     show_attribution(attribution)
 export_panel(trace, figures, key=f"{P}_export", context=f"{P}-token{token}-L{split['layer']}")
+prefetch_tau_steps(run)  # the page is drawn: its τ neighbours are traced while the person reads it
