@@ -80,5 +80,5 @@ USER hero
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
-CMD ["streamlit", "run", "app/main.py", "--server.port", "8501", "--server.address", "0.0.0.0", \
+CMD ["python", "app/serve.py", "--server.port", "8501", "--server.address", "0.0.0.0", \
      "--server.headless", "true", "--browser.gatherUsageStats", "false"]

@@ -22,8 +22,7 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/streamlit run app/main.py --server.port $(PORT) --server.headless true \
-		--browser.gatherUsageStats false
+	$(PY) app/serve.py --server.port $(PORT) --server.headless true --browser.gatherUsageStats false
 
 # Debian's Chromium drives the end-to-end browser test; skipped with a message where apt is unavailable.
 browser-deps:

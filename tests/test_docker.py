@@ -167,11 +167,11 @@ def test_serves_the_app_on_8501(dockerfile):
     assert ("EXPOSE", PORT) in dockerfile
     assert re.search(r"^PORT \?= 8501$", (ROOT / "Makefile").read_text(), re.M)
     cmd = json.loads(next(a for k, a in dockerfile if k == "CMD"))
-    assert cmd[:3] == ["streamlit", "run", "app/main.py"]
-    options = dict(zip(cmd[3::2], cmd[4::2], strict=True))
+    assert cmd[:2] == ["python", "app/serve.py"]  # streamlit run app/main.py, the default model loading at start
+    options = dict(zip(cmd[2::2], cmd[3::2], strict=True))
     assert options["--server.port"] == PORT and options["--server.address"] == "0.0.0.0"
     assert options["--server.headless"] == "true"
-    assert (ROOT / "app" / "main.py").is_file()
+    assert (ROOT / "app" / "main.py").is_file() and (ROOT / "app" / "serve.py").is_file()
 
 
 def test_usage_is_documented_in_the_header():

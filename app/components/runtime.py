@@ -26,7 +26,7 @@ from hero_core.core.backbone_pool import SHARED_BACKBONES
 from hero_core.core.metrics import compare_to_dense, quality_dict
 from hero_core.core.model import HeroModel
 
-from .settings import DEFAULT_CHOICE, DEFAULT_TAU, ModelSpec, Settings
+from .settings import DEFAULT_CHOICE, DEFAULT_TAU, ModelSpec, Settings, tiny_mode
 
 log = logging.getLogger(__name__)
 WARMUP_PROMPT = "Warm up the kernels."
@@ -133,6 +133,15 @@ def load_model(spec: ModelSpec) -> HeroModel:
         _set_threads(cpu_threads())
     with st.spinner(f"Loading {spec.describe()} …"):
         return _load(spec.canonical())
+
+
+def load_default_model() -> HeroModel:
+    """The sidebar's default model, loaded into the cache the pages read (app/serve.py calls it as the server
+    starts), with the threads a page would set."""
+    spec = ModelSpec(tiny=tiny_mode())
+    if not spec.tiny or THREADS_ENV in os.environ:
+        _set_threads(cpu_threads())
+    return _load(spec.canonical())
 
 
 def cached_model(spec: ModelSpec) -> HeroModel:

@@ -3,7 +3,7 @@
 * :class:`DevTools`: a minimal Chrome DevTools Protocol client over the ``websockets`` package Streamlit already
   depends on (nothing beyond requirements.txt);
 * :func:`chromium_endpoint`: a headless Chromium, yielding its DevTools WebSocket URL;
-* :func:`served_app`: ``streamlit run app/main.py`` on a free port, yielding its base URL;
+* :func:`served_app`: the app served as ``make run`` serves it (app/serve.py) on a free port, yielding its base URL;
 * :func:`browser_tab`: both of the above for a script, one tab sized like a laptop screen.
 
 Failures to start raise :class:`BrowserUnavailable` or :class:`AppDidNotStart` (tests turn them into a skip or a
@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "app" / "main.py"
+SERVE = ROOT / "app" / "serve.py"  # `make run`'s launcher: streamlit run main.py, the default model loading at start
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--remote-debugging-port=0", "--window-size=1400,1000"]
@@ -193,7 +194,7 @@ def served_app(env: dict[str, str] | None = None, start_timeout: float = 90.0) -
     # The server's output goes to a file, not a pipe: a pipe nobody reads fills up and stalls a long-lived server.
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.port", str(port), "--server.address",
+        [sys.executable, str(SERVE), "--server.port", str(port), "--server.address",
          "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"], cwd=ROOT, env=dict(os.environ) if env is None else env,
         stdout=log, stderr=subprocess.STDOUT)

@@ -59,6 +59,10 @@ CONTENT_JS = """(() => {
 BROWSER_METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
 
 
+# What the app server's command line holds, whether started as `make run` starts it (app/serve.py) or as a plain
+# `streamlit run`: both are given the server's port (and Chromium's command line is not).
+SERVER_WORD = "--server.port"
+
 def cpu_seconds(command_word: str) -> float | None:
     """CPU seconds (user + system) used so far by every process whose command line holds ``command_word``; None
     without Linux's /proc."""
@@ -115,7 +119,7 @@ def measure(tools, action: Callable[[], None], *, new_document: bool, log: Path 
         tools.eval("window.__heroLeaving = true")
     runs_before = 0 if new_document else (tools.eval("window.__heroClock ? window.__heroClock.runs : 0") or 0)
     metrics_before = browser_metrics(tools)
-    cpu_before = {"server": cpu_seconds("streamlit"), "browser": cpu_seconds("chromium")}
+    cpu_before = {"server": cpu_seconds(SERVER_WORD), "browser": cpu_seconds("chromium")}
     started_epoch, started = time.time(), time.monotonic()
     action()
     content_s = None
@@ -141,7 +145,7 @@ def measure(tools, action: Callable[[], None], *, new_document: bool, log: Path 
     spent = {name: metrics_after[name] - metrics_before[name] if metrics_after[name] >= metrics_before[name]
              else metrics_after[name] for name in BROWSER_METRICS}
     reruns = server_reruns(log, started_epoch)
-    cpu_after = {"server": cpu_seconds("streamlit"), "browser": cpu_seconds("chromium")}
+    cpu_after = {"server": cpu_seconds(SERVER_WORD), "browser": cpu_seconds("chromium")}
     return {
         "content_s": round(min(content_s if content_s is not None else idle_s, idle_s), 3),
         "idle_s": round(idle_s, 3),

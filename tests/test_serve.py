@@ -1,0 +1,40 @@
+"""`make run`'s launcher (app/serve.py): the app as `streamlit run app/main.py` serves it, with the default model
+loaded into the pages' cache while the server starts, before anyone visits."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from hero_core.reports.app_browser import SERVE, free_port, stop
+
+
+def test_the_launcher_serves_the_app_and_loads_the_default_model_before_any_visit():
+    port = free_port()
+    timings = Path(tempfile.mkdtemp(prefix="hero-serve-")) / "reruns.jsonl"
+    env = {**os.environ, "HERO_LENS_TINY": "1", "HERO_LENS_TIMINGS": str(timings)}
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, str(SERVE), "--server.port", str(port), "--server.address",
+                                 "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"],
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline, healthy, output = time.monotonic() + 120, False, ""
+            while time.monotonic() < deadline and not (healthy and "default model" in output):
+                assert proc.poll() is None, output
+                try:
+                    health = urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
+                    healthy = health.read() == b"ok"
+                except OSError:
+                    pass
+                log.seek(0)
+                output = log.read().decode(errors="replace")
+                time.sleep(0.3)
+            assert healthy, output
+            assert "default model (" in output, output
+            assert "loaded in" in output and "Traceback" not in output, output
+            assert not timings.exists() or not timings.read_text().strip()  # no page has run: nobody visited
+        finally:
+            stop(proc)
