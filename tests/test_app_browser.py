@@ -136,6 +136,9 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     assert tools.eval(NO_EXCEPTION_JS)
 
     # 3. Click a cell of the skip map: the selection moves to that (token, layer).
+    # (once the typed prompt's run has ended: its charts after the map are replaced as they arrive)
+    tools.wait_for("document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') "
+                   "!== 'running' && !document.querySelector('[data-stale=\"true\"]')", what="the run to end")
     token, block = 2, 1
     xy = tools.eval(
         f"(() => {{ const g = {FIND_SKIP_MAP_JS}; g.scrollIntoView(); const L = g._fullLayout; "

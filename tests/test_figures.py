@@ -83,8 +83,8 @@ def test_skip_heatmap_escapes_and_marks_selection(trace):
     cells = next(d for d in fig["data"] if d.get("name") == F.CELLS_NAME)
     inner = [h[h.index("<b>") + len("<b>"): h.index("</b> → FFN")] for h in cells["hovertext"]]  # the token text
     assert not any("<" in t or ">" in t for t in inner) and any("&lt;" in t for t in inner)
-    ring = next(d for d in fig["data"] if d.get("name") == "selected")
-    assert values(ring["x"]).tolist() == [3] and values(ring["y"]).tolist() == [2]
+    ring = next(s for s in fig["layout"]["shapes"] if s.get("name") == F.SELECTED_NAME)
+    assert (ring["x0"], ring["x1"], ring["y0"], ring["y1"]) == (2.5, 3.5, 1.5, 2.5)  # around token 3, block 2
 
 
 def test_token_label():

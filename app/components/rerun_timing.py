@@ -9,12 +9,13 @@ started, its wall and CPU seconds) and, for a Python profile of each rerun, ``HE
 from __future__ import annotations
 
 import cProfile
+import functools
 import itertools
 import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +23,7 @@ TIMINGS_ENV = "HERO_LENS_TIMINGS"
 PROFILE_ENV = "HERO_LENS_PROFILE"
 _WRITE = threading.Lock()  # sessions rerun in threads of their own; one line at a time
 _NUMBER = itertools.count(1)
+_IN_RERUN = threading.local()  # set while a whole rerun is timed on this (the session's script) thread
 
 
 @contextmanager
@@ -36,9 +38,11 @@ def timed_rerun() -> Iterator[dict]:
     started, cpu_started = time.time(), time.thread_time()
     if profiler:
         profiler.enable()
+    _IN_RERUN.on = True
     try:
         yield record
     finally:
+        _IN_RERUN.on = False
         if profiler:
             profiler.disable()
         record.update(started=round(started, 3), wall_s=round(time.time() - started, 4),
@@ -50,3 +54,19 @@ def timed_rerun() -> Iterator[dict]:
             if log_path:
                 with open(log_path, "a", encoding="utf-8") as out:
                     out.write(json.dumps(record) + "\n")
+
+
+def timed_fragment(page: str) -> Callable[[Callable], Callable]:
+    """Decorate a page's fragment (under ``st.fragment``) so its own reruns are timed like the script's, as
+    ``"<page> (fragment)"``; called inside a whole rerun, it is part of that rerun's time."""
+
+    def decorate(fragment: Callable) -> Callable:
+        @functools.wraps(fragment)
+        def run(*args, **kwargs):
+            if getattr(_IN_RERUN, "on", False):
+                return fragment(*args, **kwargs)
+            with timed_rerun() as record:
+                record["page"] = f"{page} (fragment)"
+                return fragment(*args, **kwargs)
+        return run
+    return decorate

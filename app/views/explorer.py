@@ -9,8 +9,10 @@ from components.columns import number_columns
 from components.exports import export_panel, show_figure
 from components.positions import show_position_skip
 from components.prefetch import prefetch_tau_steps
+from components.rerun_timing import timed_fragment
 from components.runtime import RunSpec
 from components.saved import trace_for
+from components.urlstate import write_to_url
 
 from hero_core.analysis.token_table import token_summary
 from hero_core.core.labels import token_label
@@ -23,6 +25,26 @@ TOKEN_COLUMNS = {"token_index": "#", **number_columns({
 })}
 
 P = "explorer"
+
+
+@st.fragment
+@timed_fragment(P)
+def map_and_selection(trace, window):
+    """The skip map and the selected cell's numbers: a click on the map reruns only these (nothing else on this page
+    depends on the selected cell, and the map itself keeps its figure: widgets.skip_map_in_window)."""
+    token, block = widgets.current_cell(trace)
+    shown = widgets.skip_map_in_window(trace, prefix=P, selected=(token, block), window=window)
+    split = decision_split(trace, token, block)
+    verdict = "executed" if split["executed"] else "skipped"
+    st.markdown(
+        f"**Selected:** token {token} “`{token_label(trace.tokens[token], 24)}`” at layer L{split['layer']}: "
+        f"g = {split['gate']:.4f} (a = {split['history_logit']:+.3f}, b = {split['local_logit']:+.3f}, "
+        f"margin to τ {split['margin']:+.4f}) → FFN **{verdict}** (filled orange on the map). Click any cell to "
+        "select it.")
+    write_to_url(app_settings.current())  # a click reruns only this: the link keeps the selected cell
+    return shown
+
+
 started = time.perf_counter()
 
 st.title("Route explorer")
@@ -42,15 +64,8 @@ widgets.show_notices(trace)
 widgets.show_metrics(trace)
 by_position = show_position_skip(trace, key=f"{P}_positions")  # token 0's share; long prompts fade
 
-token, block = widgets.current_cell(trace)
-figures = {"skip map": widgets.clickable_skip_map(trace, prefix=P, selected=(token, block)), **by_position}
+figures = {"skip map": map_and_selection(trace, widgets.windowed(trace, prefix=P)), **by_position}
 window = widgets.shown_window(trace, P)  # a long prompt's charts along the tokens share the skip map's window
-split = decision_split(trace, token, block)
-verdict = "executed" if split["executed"] else "skipped"
-st.markdown(
-    f"**Selected:** token {token} “`{token_label(trace.tokens[token], 24)}`” at layer L{split['layer']}: "
-    f"g = {split['gate']:.4f} (a = {split['history_logit']:+.3f}, b = {split['local_logit']:+.3f}, "
-    f"margin to τ {split['margin']:+.4f}) → FFN **{verdict}**. Click any cell to select it.")
 if trace.quality is not None:
     show_figure(figures, "quality per token", token_quality_bars(trace, window), key=f"{P}_quality")
 links = st.columns(3)

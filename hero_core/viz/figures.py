@@ -65,6 +65,7 @@ EXECUTED_SYMBOL = "square"  # every cell: a square coloured by g
 SKIP_MARK = "x"  # drawn over the cells whose FFN did not run: white fill, black outline, legible on any g
 CELLS_NAME = "cells"  # name of the clickable trace in skip maps
 SKIPPED_NAME = "FFN skipped (×)"  # name of the cross overlay, which is also its own legend entry
+SELECTED_NAME = "selected"  # name of the ring (a layout shape) around the selected cell
 EXECUTED_NAME = "FFN executed (plain cell, colour = g)"
 _GL_THRESHOLD = 12_000  # cells above which the skip map switches to WebGL
 FLIP_CODES = ("both skipped", "both executed", "only {a} executed", "only {b} executed")
@@ -160,19 +161,26 @@ def visible_cell_size(trace: RoutingTrace, window: tuple[int, int] | None = None
 
 
 def skip_heatmap(trace: RoutingTrace, *, selected: tuple[int, int] | None = None, title: str | None = None,
-                 window: tuple[int, int] | None = None) -> go.Figure:
+                 window: tuple[int, int] | None = None, clickable: bool = False) -> go.Figure:
     """Routed layer x token map of the gates: colour g; a white × marks a skipped FFN.
 
     ``selected`` = (token, block index 0-based) draws a ring around that cell. ``window`` = (first, last) token
-    shown (inclusive); every cell is still in the figure, so panning reveals the rest."""
-    R = trace.n_routed
+    shown (inclusive); every cell is still in the figure, so panning reveals the rest. ``clickable`` (the app's map,
+    which selects a cell on a click): the selected cell is plotly's own selected point, filled with the mark colour,
+    instead of a ring, so a click shows its cell in the browser at once and the figure the server sends back need
+    not change (Streamlit draws a changed figure from scratch)."""
+    R, T = trace.n_routed, trace.n_tokens
     size = visible_cell_size(trace, window)
     fig = go.Figure([_cells(trace, size=size), _skip_marks(trace, size=size), _executed_legend(size)])
-    if selected is not None:
+    if clickable:  # a selection leaves the other cells and the crosses as they are (plotly would dim them)
+        fig.update_traces(unselected={"marker": {"opacity": 1}}, selector={"mode": "markers"})
+        fig.update_traces(selected={"marker": {"color": MARK_COLOUR, "opacity": 1}}, selector={"name": CELLS_NAME})
+        if selected is not None:
+            fig.update_traces(selectedpoints=[selected[1] * T + selected[0]], selector={"name": CELLS_NAME})
+    elif selected is not None:
         t, j = selected
-        fig.add_trace(go.Scatter(x=[t], y=[j + 1], mode="markers", name="selected", hoverinfo="skip",
-                                 marker={"symbol": "square-open", "size": size + 8, "color": MARK_COLOUR,
-                                         "line": {"width": 3}}))
+        fig.add_shape(type="rect", x0=t - 0.5, x1=t + 0.5, y0=j + 0.5, y1=j + 1.5, name=SELECTED_NAME,
+                      line={"color": MARK_COLOUR, "width": 3})
     _prompt_boundary(fig, trace)
     first, last = clamp_window(trace.n_tokens, window)
     shown = "" if (first, last) == (0, trace.n_tokens - 1) else f" · tokens {first}–{last} of {trace.n_tokens}"
