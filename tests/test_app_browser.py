@@ -147,6 +147,10 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
     # count the redraws of a chart that does not depend on the selected cell: the rerun must leave it as drawn
     assert tools.eval(f"(() => {{ const g = {CHART_BY_TITLE_JS % 'FFNs executed per token'}; g.__draws = 0; "
                       "g.on('plotly_afterplot', () => g.__draws++); return true; })()")
+    # ... and the map itself: the clicked cell is its selected point, so the figure the server sends back is the
+    # same and the chart stays as drawn (a changed figure would be a new element, drawn from scratch)
+    assert tools.eval(f"(() => {{ const g = {FIND_SKIP_MAP_JS}; g.__kept = true; g.__draws = 0; "
+                      "g.on('plotly_afterplot', () => g.__draws++); return true; })()")
     tools.click(*xy)
     tools.wait_for(f"document.body.innerText.includes('Selected: token {token} ')", timeout=60,
                    what="the clicked cell to become the selection")
@@ -154,6 +158,8 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
                    what="the address bar to name the clicked cell")
     time.sleep(1.0)  # a redraw would have happened by now (the page settles in ~1 s)
     assert tools.eval(f"{CHART_BY_TITLE_JS % 'FFNs executed per token'}.__draws") == 0
+    assert tools.eval(f"(() => {{ const g = {FIND_SKIP_MAP_JS}; return [g.__kept === true, g.__draws, "
+                      "g.data[0].selectedpoints]; })()") == [True, 0, [block * typed.n_tokens + token]]
     # every chart of the page was drawn with the margins it was given: none needed plotly's second, wider draw
     pushed = tools.eval(PUSHED_MARGINS_JS)
     assert not pushed, "\n".join(pushed)

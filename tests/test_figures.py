@@ -12,6 +12,7 @@ from hero_core.core import labels as L
 from hero_core.viz import decision_figures as D
 from hero_core.viz import figures as F
 from hero_core.viz import memory_figures as M
+from hero_core.viz.palette import MARK_COLOUR
 
 PROMPT = "The cat sat on the mat because it was tired. <b>Tags</b> & \"quotes\"\n\tand a tab."
 
@@ -248,3 +249,19 @@ def test_settled_margins_hold_the_labels_plotly_would_push_them_to(tiny):
     assert settle_margins(flips).layout.margin.r >= longest_name * 12 * 0.45
     wide = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]), layout={"margin": {"l": 200, "r": 200, "t": 200, "b": 200}})
     assert settle_margins(wide).layout.margin.to_plotly_json() == {"l": 200, "r": 200, "t": 200, "b": 200}
+
+
+def test_the_clickable_map_marks_its_cell_as_the_selected_point_and_dims_nothing(trace):
+    """The app's map: the selected cell is plotly's own selected point (what a click makes it in the browser), not a
+    ring, and a selection leaves every other cell and cross as drawn."""
+    T = trace.n_tokens
+    fig = spec(F.skip_heatmap(trace, selected=(3, 1), clickable=True))
+    cells = next(d for d in fig["data"] if d.get("name") == F.CELLS_NAME)
+    assert cells["selectedpoints"] == [1 * T + 3]
+    assert cells["selected"]["marker"]["color"] == MARK_COLOUR
+    marked = [d for d in fig["data"] if d.get("mode") == "markers"]
+    assert {d.get("name") for d in marked} >= {F.CELLS_NAME, F.SKIPPED_NAME}
+    assert all(d["unselected"]["marker"]["opacity"] == 1 for d in marked)
+    assert not fig["layout"].get("shapes")
+    unselected = spec(F.skip_heatmap(trace, clickable=True))
+    assert "selectedpoints" not in next(d for d in unselected["data"] if d.get("name") == F.CELLS_NAME)
