@@ -1,6 +1,7 @@
 """HeRo Lens: see which FFNs each token skips, why, and what the depth memory changes.
 
-Run with ``streamlit run app/main.py`` (``make run``). Set ``HERO_LENS_TINY=1`` for the tiny random
+Run with ``make run`` (``python app/serve.py``: ``streamlit run app/main.py`` with the default model loading as the
+server starts; a plain ``streamlit run app/main.py`` serves the same app). Set ``HERO_LENS_TINY=1`` for the tiny random
 test model. This script draws the shared sidebar, picks the page and turns user errors into messages.
 """
 
