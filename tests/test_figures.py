@@ -263,5 +263,7 @@ def test_the_clickable_map_marks_its_cell_as_the_selected_point_and_dims_nothing
     assert {d.get("name") for d in marked} >= {F.CELLS_NAME, F.SKIPPED_NAME}
     assert all(d["unselected"]["marker"]["opacity"] == 1 for d in marked)
     assert not fig["layout"].get("shapes")
+    legend = next(d for d in fig["data"] if d.get("name") == F.SELECTED_NAME)  # the legend says what orange is
+    assert legend["marker"]["color"] == MARK_COLOUR
     unselected = spec(F.skip_heatmap(trace, clickable=True))
     assert "selectedpoints" not in next(d for d in unselected["data"] if d.get("name") == F.CELLS_NAME)

@@ -65,7 +65,7 @@ EXECUTED_SYMBOL = "square"  # every cell: a square coloured by g
 SKIP_MARK = "x"  # drawn over the cells whose FFN did not run: white fill, black outline, legible on any g
 CELLS_NAME = "cells"  # name of the clickable trace in skip maps
 SKIPPED_NAME = "FFN skipped (×)"  # name of the cross overlay, which is also its own legend entry
-SELECTED_NAME = "selected"  # name of the ring (a layout shape) around the selected cell
+SELECTED_NAME = "selected"  # the ring (a layout shape) around the selected cell, or its legend entry
 EXECUTED_NAME = "FFN executed (plain cell, colour = g)"
 _GL_THRESHOLD = 12_000  # cells above which the skip map switches to WebGL
 FLIP_CODES = ("both skipped", "both executed", "only {a} executed", "only {b} executed")
@@ -173,6 +173,9 @@ def skip_heatmap(trace: RoutingTrace, *, selected: tuple[int, int] | None = None
     size = visible_cell_size(trace, window)
     fig = go.Figure([_cells(trace, size=size), _skip_marks(trace, size=size), _executed_legend(size)])
     if clickable:  # a selection leaves the other cells and the crosses as they are (plotly would dim them)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=SELECTED_NAME, hoverinfo="skip",
+                                 marker={"symbol": EXECUTED_SYMBOL, "size": min(size, 14), "color": MARK_COLOUR,
+                                         "line": {"width": 0}}))  # the legend's entry for the filled cell
         fig.update_traces(unselected={"marker": {"opacity": 1}}, selector={"mode": "markers"})
         fig.update_traces(selected={"marker": {"color": MARK_COLOUR, "opacity": 1}}, selector={"name": CELLS_NAME})
         if selected is not None:
