@@ -187,7 +187,8 @@ def routed_runs(runs: list[RunSpec], *, matched: bool, page: bool = True) -> tup
     independent of each other (each one's tau search, then its trace), so they run side by side on the cores torch
     leaves free (hero_core.core.side_by_side): on two cores a Compare of four checkpoints spends about half the time
     it did one after another. ``page``: with the page's spinners (the workers themselves show none)."""
-    heroes = [load_model(run.model) if page else cached_model(run.model) for run in runs]
+    for run in runs:  # on this thread: the loads' spinners and readable errors come from here
+        (load_model if page else cached_model)(run.model)
     reference = get_trace(runs[0], page=page)
 
     def route(run: RunSpec) -> tuple[RunSpec, RoutingTrace]:
@@ -195,7 +196,7 @@ def routed_runs(runs: list[RunSpec], *, matched: bool, page: bool = True) -> tup
             run = replace(run, tau=matched_tau(run, reference.param_skip, page=False))
         return run, get_trace(run, page=False)
 
-    at_once = passes_at_once(heroes[0].device)
+    at_once = passes_at_once(cached_model(runs[0].model).device)
     with st.spinner("Matching compute and routing the runs …" if matched else "Routing the runs …") if page \
             else nullcontext():
         rest = each_side_by_side(route, runs[1:], at_once=at_once)

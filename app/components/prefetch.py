@@ -19,18 +19,17 @@ import streamlit as st
 
 from . import saved
 from .runtime import RunSpec, get_trace
-from .settings import TAU_STEP, ModelSpec
+from .settings import TAU_SLIDER, TAU_STEP, ModelSpec
 from .warmup import WARMUP_ENV, lowest_priority
 
 log = logging.getLogger(__name__)
-TAU_LIMITS = (0.01, 0.99)  # the sidebar slider's range
 
 
 def tau_neighbours(run: RunSpec) -> list[RunSpec]:
     """``run`` one slider step above and one below its tau (inside the slider's range), as the slider gives them:
     the tau rounded to the step's two decimals."""
     taus = (round(run.tau + TAU_STEP, 2), round(run.tau - TAU_STEP, 2))
-    return [replace(run, tau=tau) for tau in taus if TAU_LIMITS[0] <= tau <= TAU_LIMITS[1] and tau != run.tau]
+    return [replace(run, tau=tau) for tau in taus if TAU_SLIDER[0] <= tau <= TAU_SLIDER[1] and tau != run.tau]
 
 
 class Prefetcher:

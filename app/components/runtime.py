@@ -134,8 +134,7 @@ def load_model(spec: ModelSpec) -> HeroModel:
 
     The real models also fix torch's thread count (see :func:`cpu_threads`); the tiny test model leaves
     it alone unless ``$HERO_LENS_THREADS`` is set, so headless tests do not change their process."""
-    if not spec.tiny or THREADS_ENV in os.environ:
-        _set_threads(cpu_threads())
+    _threads_for(spec)
     with st.spinner(f"Loading {spec.describe()} …"):
         return _load(spec.canonical())
 
@@ -144,9 +143,14 @@ def load_default_model() -> HeroModel:
     """The sidebar's default model, loaded into the cache the pages read (app/serve.py calls it as the server
     starts), with the threads a page would set."""
     spec = ModelSpec(tiny=tiny_mode())
+    _threads_for(spec)
+    return _load(spec.canonical())
+
+
+def _threads_for(spec: ModelSpec) -> None:
+    """Torch's threads for a load of ``spec`` (see :func:`load_model`)."""
     if not spec.tiny or THREADS_ENV in os.environ:
         _set_threads(cpu_threads())
-    return _load(spec.canonical())
 
 
 def cached_model(spec: ModelSpec) -> HeroModel:

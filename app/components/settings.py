@@ -34,6 +34,7 @@ PRECISIONS = MappingProxyType({"full": "full precision (fp32)", "bf16": "bfloat1
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_TAU = 0.5
 TAU_STEP = 0.01  # the sidebar slider's step (components.prefetch traces one step either side)
+TAU_SLIDER = (0.01, 0.99)  # the sidebar slider's range
 APP_MAX_TOKENS = 512  # interactive prompt cap (the library cuts at model.DEFAULT_MAX_TOKENS), with a notice
 FAMILY_NAMES = ", ".join(family.name for family in FAMILIES)
 VARIANT_HELP = MappingProxyType({**{v: spec.description for v, spec in VARIANTS.items()},
@@ -223,7 +224,7 @@ def render_sidebar() -> Settings:
         st.session_state[keys.TAU], st.session_state[keys.VARIANT] = checkpoint_defaults(checkpoint, backbone, tiny)
     variant = sb.selectbox("Variant", INFERENCE_VARIANTS, key=keys.VARIANT,
                            format_func=lambda v: f"{v} — {VARIANT_HELP[v]}")
-    tau = sb.slider("τ (what-if threshold)", 0.01, 0.99, step=TAU_STEP, key=keys.TAU,
+    tau = sb.slider("τ (what-if threshold)", *TAU_SLIDER, step=TAU_STEP, key=keys.TAU,
                     help="An FFN runs when its gate g ≥ τ. The slider starts at the checkpoint's own τ (calibrated "
                          "to its budget); move it to see what a different threshold would do (every block is "
                          "re-run, so later gates change too).")
