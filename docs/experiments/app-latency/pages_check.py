@@ -33,7 +33,7 @@ with served_app(env, start_timeout=180) as base, browser_tab() as tools:
         assert tools.eval(NO_EXCEPTION_JS), name
         tools.eval("window.scrollTo(0, 0); true")
         tools.screenshot(out / f"{name}.png")
-    for page in ("study", "compare", "explorer"):
+    for page in ("study", "compare", "explorer", "memory", "why"):
         s.time("switch", f"switch to {page}", s.nav(page))
         shot(f"switch-{page}")
     for n in (3, 5):
