@@ -21,6 +21,9 @@ from .config import VARIANTS
 # bundled run; the extra seeds are bundled under checkpoints/seeds/ as ``<arm>-seed<N>``.
 SEED_ARMS = ("hero-10-r2-s1", "local-10-s1", "no_memread-10-r2-s1")
 EXTRA_SEEDS = (1, 2)
+# The router-width question over the same seeds: that first stage at the paper's widths (hero-10-r2-s1), sized to the
+# backbone (recipe 7) and at 16 units (recipe 8); differing in the router's widths alone.
+WIDTH_ARMS = ("hero-10-r2-s1", "hero-10-r7-s1", "hero-10-r8-s1")
 
 
 def seed_runs(arm: str) -> list[str]:
@@ -33,7 +36,8 @@ ABLATION = re.compile(r"^(no_memread|no_aux|no_pos)-\d+")
 RESEARCH = re.compile(r"(-s1(-seed\d+)?$|-r[2356]c?$|-13-|^seeds/)")
 RECIPE_NAMES = {"r2": "recipe 2: selective depth memory", "r3": "recipe 3: answers weighted 3x",
                 "r4": "recipe 4: selective memory, full second stage", "r5": "recipe 5: long blocks",
-                "r6": "recipe 6: short-answer data"}
+                "r6": "recipe 6: short-answer data", "r7": "recipe 7: router sized to its backbone",
+                "r8": "recipe 8: narrowest router (16 units)"}
 NAME_CODES = (
     ("hero-10, local-10 …", "router and its target param skip in % (local = the no_history variant)"),
     ("-s1", "the first training stage only (750 steps)"),

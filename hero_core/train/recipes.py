@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.checkpoint import CONFIG_FILE
-from ..core.checkpoint_info import EXTRA_SEEDS, SEED_ARMS
+from ..core.checkpoint_info import EXTRA_SEEDS, SEED_ARMS, WIDTH_ARMS
+from ..core.config import PAPER_ENCODER, PAPER_HEAD_HIDDEN, router_widths
 from .train_config import TrainConfig
 
 
@@ -39,6 +40,10 @@ class Run:
     levers: tuple[tuple[str, object], ...] = ()  # further TrainConfig fields (memory kernel, target, ...)
     seed: int = 0  # TrainConfig.seed: the routers' initialisation and the draw of the training blocks
     folder: str = ""  # a subfolder of the bundled checkpoints ("seeds"), so the app's main list stays short
+    # The router's hidden widths (TrainConfig.head_hidden, d_encoder): every run before recipe 7 used the paper's;
+    # 0 sizes them to the backbone (hero_core.core.config.router_widths).
+    head_hidden: int = PAPER_HEAD_HIDDEN
+    d_encoder: int = PAPER_ENCODER
 
 
 RUNS = {
@@ -126,12 +131,28 @@ RUNS["hero-10-r6c"] = Run("hero", 0.10, R6_STEPS, "hero-10-r4", budget_scope="ba
 RUNS.update({f"{arm}-seed{seed}": replace(RUNS[arm], seed=seed, folder="seeds")
              for seed in EXTRA_SEEDS for arm in SEED_ARMS})
 
+# Recipe 7 (issue "A router that pays"): recipe 2's first stage and recipe 4's second with the router sized to its
+# backbone (router_widths: 32 / 32 units on SmolLM2-135M against the paper's 256 / 128), so the router costs ~1.4 % of
+# the model a token instead of 6.3 %; the runs differ from hero-10-r2-s1 / hero-10-r4 in the widths alone. Recipe 8
+# is the narrowest arm of the width study, 16 / 16 units. local-10-r7 is the default's local twin at recipe 7's widths.
+SIZED = {"head_hidden": 0, "d_encoder": 0}
+NARROWEST = {"head_hidden": 16, "d_encoder": 16}
+RUNS.update({
+    "hero-10-r7-s1": replace(RUNS["hero-10-r2-s1"], **SIZED),
+    "hero-10-r7": replace(RUNS["hero-10-r4"], start="hero-10-r7-s1", **SIZED),
+    "hero-10-r8-s1": replace(RUNS["hero-10-r2-s1"], **NARROWEST),
+    "local-10-r7-s1": replace(RUNS["local-10-s1"], **SIZED),
+    "local-10-r7": replace(RUNS["local-10"], start="local-10-r7-s1", **SIZED),
+})
+# The width study's extra seeds (hero_core.eval.study.widths), under checkpoints/seeds/ as the memory question's are.
+RUNS.update({f"{arm}-seed{seed}": replace(RUNS[arm], seed=seed, folder="seeds")
+             for seed in EXTRA_SEEDS for arm in WIDTH_ARMS if f"{arm}-seed{seed}" not in RUNS})
 
 DATA_BLOCKS = 3000  # 3000 x 128 tokens = 384k distinct tokens (chat : code : reasoning = 2 : 1.5 : 1), shared
 # The TrainConfig fields a recipe's stages set (a run of --recipe refuses a flag for any of them).
 RECIPE_FIELDS = ("variant", "target_skip", "steps", "budget_scope", "lr", "order_seed", "seed", "init_from",
                  "data_blocks", "memory_kernel", "memory_scale_init", "memory_lr_scale", "answer_weight",
-                 "long_seq_len", "long_every", "long_blocks", "data_mix")
+                 "long_seq_len", "long_every", "long_blocks", "data_mix", "head_hidden", "d_encoder")
 
 
 def stages(name: str) -> list[str]:
@@ -153,6 +174,7 @@ def stage_config(run: Run, out: Path | str, *, steps: int, start_dir: Path | str
     return TrainConfig(out=str(out), variant=run.variant, target_skip=run.target_skip, steps=steps,
                        budget_scope=run.budget_scope, lr=run.lr, order_seed=run.order_seed, seed=run.seed,
                        data_blocks=DATA_BLOCKS, init_from=str(start_dir) if start_dir else None,
+                       head_hidden=run.head_hidden, d_encoder=run.d_encoder,
                        **dict(run.levers), **settings)
 
 
@@ -168,4 +190,15 @@ def already_trained(out: Path, run: Run, steps: int, data: str | None = None) ->
             and done.get("seed", 0) == run.seed
             and all(done.get(name) == value for name, value in run.levers)
             and Path(done.get("init_from") or "").name == (run.start or "")
-            and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling)
+            and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling
+            and _router_widths(meta.get("router", {})) == _asked_widths(run, meta.get("router", {})))
+
+
+def _router_widths(router: dict) -> tuple:
+    return router.get("head_hidden"), router.get("d_encoder")
+
+
+def _asked_widths(run: Run, router: dict) -> tuple:
+    """The widths ``run`` asks for on the backbone the checkpoint was trained on (0: sized to its width)."""
+    scaled = router_widths(int(router.get("d_model", 0) or 1))
+    return run.head_hidden or scaled[0], run.d_encoder or scaled[1]

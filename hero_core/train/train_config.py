@@ -69,6 +69,10 @@ class TrainConfig:
     memory_scale_init: float = HeroConfig.memory_scale_init
     rho_init: float = HeroConfig.rho_init
     memory_lr_scale: float = 1.0
+    # The router's hidden widths (HeroConfig): both heads' and the state encoder's W_hd. 0 sizes them to the backbone
+    # (hero_core.core.config.router_widths: 32 / 32 on SmolLM2-135M, the paper's 256 / 128 at d = 4096).
+    head_hidden: int = 0
+    d_encoder: int = 0
     data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})
     data: str | None = None  # your own text (hero_core.corpus); None: the built-in mix of data_mix
     seed: int = 0
@@ -145,6 +149,8 @@ class TrainConfig:
             raise ValueError("degrade_tolerance must be positive and rollback_lr_factor in (0, 1]")
         if not 0.0 <= self.budget_ramp <= 1.0:
             raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")
+        if any(not isinstance(w, int) or isinstance(w, bool) or w < 0 for w in (self.head_hidden, self.d_encoder)):
+            raise ValueError("head_hidden and d_encoder must be integers >= 0 (0: sized to the backbone)")
         for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks", "long_every",
                      "long_blocks"):
             if getattr(self, name) < 1:

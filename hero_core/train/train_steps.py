@@ -145,7 +145,8 @@ def _new_router(cfg: TrainConfig, hero: HeroModel, name: str) -> tuple[HeroRoute
         raise ValueError(f"routed_layers {cfg.routed_layers} differ from the wrapped model's {injected}")
     router = fresh_router(hero.backbone, variant=cfg.variant, routed_layers=injected,
                           branch_scaling=cfg.branch_scaling, memory_kernel=cfg.memory_kernel,
-                          memory_scale_init=cfg.memory_scale_init, rho_init=cfg.rho_init)
+                          memory_scale_init=cfg.memory_scale_init, rho_init=cfg.rho_init,
+                          head_hidden=cfg.head_hidden, d_encoder=cfg.d_encoder)
     compute_dtype = resolve_dtype(cfg.dtype, hero.device)
     router.config.extra = {"train_config": asdict(cfg), "compute_dtype": str(compute_dtype).removeprefix("torch.")}
     log.info("training %s in %s autocast (asked for %s), %d torch threads", name, compute_dtype, cfg.dtype,
@@ -162,6 +163,11 @@ def _start_from_checkpoint(cfg: TrainConfig, hero: HeroModel, router: HeroRouter
     if start_from.config.branch_scaling != cfg.branch_scaling:
         raise ValueError(f"{cfg.init_from} was trained with branch_scaling={start_from.config.branch_scaling!r}, "
                          f"this run asks for {cfg.branch_scaling!r}: start fresh or match it")
+    start_widths = (start_from.config.head_hidden, start_from.config.d_encoder)
+    if start_widths != (router.config.head_hidden, router.config.d_encoder):
+        raise ValueError(f"{cfg.init_from} has router widths head_hidden={start_widths[0]}, d_encoder={start_widths[1]}; "
+                         f"this run asks for {router.config.head_hidden}, {router.config.d_encoder}: set head_hidden "
+                         "and d_encoder to the start checkpoint's")
     router.load_state_dict({k: v.float() for k, v in start_from.router.state_dict().items()})
     training = start_from.training_info
     router.config.extra["tokens_before"] = int(training.get("tokens_seen", 0))
