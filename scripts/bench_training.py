@@ -31,8 +31,8 @@ SETTINGS = (("fp32, 1 process x 1 thread", "fp32", 1, 1), ("bf16, 1 process x 2 
 
 WORKER = """
 import json, sys
-from hero_core.core.backbones import load_backbone
-from hero_core.core.model import HeroModel, fresh_router
+from hero_core.backbones.loading import load_backbone
+from hero_core.method.model import HeroModel, fresh_router
 from hero_core.train.recipes import DATA_BLOCKS
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig

@@ -4,15 +4,15 @@
                                 [--out gpu_check.json]
     python scripts/gpu_check.py --model-dir DIR [--data PATH] [--device cuda|cpu] [--train-steps N] [--out F]
 
-The check is hero_core/gpu_check.py (its docstring says what each mode records), the --model-dir flow
-hero_core/own_model_check.py; this file hands them the app's headless phase, app/headless.py.
+The check is hero_core/cli/gpu_check.py (its docstring says what each mode records), the --model-dir flow
+hero_core/cli/own_model_check.py; this file hands them the app's headless phase, app/headless.py.
 """
 
 import runpy
 import sys
 from pathlib import Path
 
-from hero_core.gpu_check import main
+from hero_core.cli.gpu_check import main
 
 # app/ is not part of the install: its file is run by path, as streamlit runs app/main.py, and only when
 # --model-dir reaches the app phase (it imports streamlit)

@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from hero_core.core.backbones import load_backbone
-from hero_core.core.checkpoint import BUNDLED_DIR
-from hero_core.core.model import HeroModel, fresh_router
+from hero_core.backbones.loading import load_backbone
+from hero_core.method.checkpoint import BUNDLED_DIR
+from hero_core.method.model import HeroModel, fresh_router
 from hero_core.train.bundled_runs import prepare_teacher, train_runs, unknown_runs
 from hero_core.train.recipes import RUNS
 

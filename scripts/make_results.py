@@ -31,11 +31,11 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.core import checkpoint as ckpt
-from hero_core.core.backbones import load_backbone
-from hero_core.core.data import domain_texts
-from hero_core.core.model import HeroModel, load_checkpoints
-from hero_core.core.tau_search import realised_skip
+from hero_core.method import checkpoint as ckpt
+from hero_core.backbones.loading import load_backbone
+from hero_core.data.texts import domain_texts
+from hero_core.method.model import HeroModel, load_checkpoints
+from hero_core.method.tau_search import realised_skip
 from hero_core.eval import baselines
 from hero_core.eval.calibration import calibration_blocks
 from hero_core.eval.methods import HeroMethod

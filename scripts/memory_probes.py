@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.core.backbones import load_backbone
-from hero_core.core.model import HeroModel, fresh_router, load_checkpoint
-from hero_core.core.ratio_text import ratio_text
+from hero_core.backbones.loading import load_backbone
+from hero_core.method.model import HeroModel, fresh_router, load_checkpoint
+from hero_core.words.ratio_text import ratio_text
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
 
@@ -49,7 +49,7 @@ DOMAINS = ("chat", "code", "reasoning")
 
 def score(hero: HeroModel, limit: int) -> dict:
     from hero_core.analysis.read_ablation import read_effect
-    from hero_core.core.data import domain_texts
+    from hero_core.data.texts import domain_texts
     from hero_core.eval.frontier.curves import evaluate_points
     from hero_core.eval.methods import HeroMethod
 
@@ -113,7 +113,7 @@ def report() -> int:
              "`python scripts/memory_probes.py --only NAME ... --steps N` (two lanes side by side, one thread each). "
              "Each probe trains a fresh hero router with hero-10-s1's recipe (10 % budget over the batch, lr 1e-4, "
              "the same cached training blocks in the same order) and changes one lever against `baseline`. Scored on "
-             "held-out text (the eval split of hero_core.core.data) at tau = 0.5: perplexity ratio routed / dense with "
+             "held-out text (the eval split of hero_core.data.texts) at tau = 0.5: perplexity ratio routed / dense with "
              "a 95 % bootstrap interval over texts. Read entropy: mean normalised entropy of the memory-attention rows "
              "with two or more entries (1 = uniform). Flips: share of (token, block) decisions that change when the "
              "read is replaced by the uniform average of the same values. rho moved: max |rho_j - rho_init|.", "",

@@ -1,7 +1,7 @@
 """Screenshots of the app on the embedded model with the bundled default checkpoint, for the README.
 
 ``python scripts/screenshot_app.py`` serves the app as ``make run`` does (no test mode: SmolLM2-135M-Instruct + the
-default checkpoint, hero_core.core.model.DEFAULT_CHECKPOINT), drives Debian's headless Chromium over the DevTools
+default checkpoint, hero_core.method.model.DEFAULT_CHECKPOINT), drives Debian's headless Chromium over the DevTools
 protocol (hero_core/reports/app_browser.py) and writes docs/screenshots/{explorer,memory,compare,why}.png once each
 page has drawn.
 """

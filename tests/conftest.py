@@ -14,7 +14,7 @@ os.environ.setdefault("HERO_LENS_WARMUP", "0")
 
 @pytest.fixture(scope="session")
 def tiny():
-    from hero_core.core.tiny import tiny_hero
+    from hero_core.method.tiny import tiny_hero
 
     return tiny_hero(seed=0)
 
@@ -22,8 +22,8 @@ def tiny():
 @pytest.fixture(scope="session")
 def embedded():
     """The embedded SmolLM2-135M-Instruct with fresh routers whose gates are spread around tau."""
-    from hero_core.core.backbones import load_backbone
-    from hero_core.core.model import HeroModel, fresh_router, spread_gates
+    from hero_core.backbones.loading import load_backbone
+    from hero_core.method.model import HeroModel, fresh_router, spread_gates
 
     backbone = load_backbone(device="cpu")
     torch.manual_seed(0)
@@ -34,6 +34,6 @@ def embedded():
 @pytest.fixture(scope="session")
 def embedded_backbone_reference():
     """A second, never-wrapped copy of the embedded backbone."""
-    from hero_core.core.backbones import load_backbone
+    from hero_core.backbones.loading import load_backbone
 
     return load_backbone(device="cpu")

@@ -11,9 +11,9 @@ import torch
 from hero_core.analysis import analysis as A
 from hero_core.analysis import memory_stats as MS
 from hero_core.analysis import token_categories as TC
-from hero_core.core.accounting import ComputeProfile
-from hero_core.core.metrics import bootstrap_ci
-from hero_core.core.trace import RoutingTrace
+from hero_core.measures.accounting import ComputeProfile
+from hero_core.measures.metrics import bootstrap_ci
+from hero_core.method.trace import RoutingTrace
 from hero_core.eval.sweep.item_runs import run_items
 
 PROFILE = ComputeProfile(total_params=1000, ffn_params=100, adapter_params=10, router_params=5, linear_params=800,

@@ -46,8 +46,8 @@ def test_weights_reweight_the_mean_and_ones_change_nothing():
 
 
 def test_a_run_with_answer_weight_trains_and_records_it(tmp_path, tiny):
-    from hero_core.core.model import HeroModel, fresh_router
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.model import HeroModel, fresh_router
+    from hero_core.method.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=0)
     hero = HeroModel(backbone, fresh_router(backbone), "training")

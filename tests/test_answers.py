@@ -58,8 +58,8 @@ def test_code_rows_are_humaneval_tasks_in_the_chat_style(rows):
 
 
 def test_no_prompt_is_training_data(rows):
-    from hero_core.core.data import chat_prompts, code_texts
-    from hero_core.core.reasoning import reasoning_problems
+    from hero_core.data.texts import chat_prompts, code_texts
+    from hero_core.data.reasoning import reasoning_problems
 
     chat = chat_prompts("train") + chat_prompts("eval")
     for row in rows:
@@ -249,7 +249,7 @@ def test_answers_report_is_strict_json():
 
 
 def test_cli_answers_on_the_tiny_model(tmp_path, monkeypatch):
-    from hero_core import cli
+    from hero_core.cli import main as cli
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
     out = tmp_path / "answers.json"
@@ -313,7 +313,7 @@ def test_the_random_reference_skips_at_its_rate_and_reads_back_the_same_answers(
     picked = answers.select_rows(rows, 3)
     everything = references.random_skip_at(tiny, 1.0, "random@all")  # every FFN skipped: adapters only
     frame = answers.run_answers(tiny, [everything], picked, max_new_tokens=4, resume_dir=tmp_path)
-    from hero_core.core.accounting import token_compute
+    from hero_core.measures.accounting import token_compute
 
     routed = frame[frame["method"] == "random@all"]
     no_ffn = token_compute(np.zeros((tiny.config.n_routed, 1), dtype=bool), tiny.profile)["param_skip"][0]
@@ -341,7 +341,7 @@ def test_the_random_reference_skips_at_its_rate_and_reads_back_the_same_answers(
 
 
 def test_random_reference_rate_matches_the_param_skip(tiny):
-    from hero_core.core.accounting import ffns_for_param_skip
+    from hero_core.measures.accounting import ffns_for_param_skip
 
     reference = references.random_reference(tiny, 0.02, "random@tiny")
     assert reference.setting == pytest.approx(ffns_for_param_skip(0.02, tiny.profile) / tiny.config.n_routed)
@@ -351,7 +351,7 @@ def test_random_reference_rate_matches_the_param_skip(tiny):
 
 
 def test_the_oracle_reference_skips_by_its_threshold_and_is_matched_to_a_skip(tiny, rows, tmp_path):
-    from hero_core.core.accounting import token_compute
+    from hero_core.measures.accounting import token_compute
     from hero_core.eval.calibration import calibration_blocks
 
     picked = answers.select_rows(rows, 2)

@@ -301,7 +301,8 @@ def test_compare_matches_compute_by_default(app, tiny):
     for variant, tau, skip in zip(table["variant"], table["τ"], table["param skip %"], strict=True):
         expected = tiny.trace(DEFAULT_PROMPT, variant=variant, param_skip=reference.param_skip) \
             if variant != "hero" else reference
-        assert tau == pytest.approx(round(expected.tau, 4))
+        # the page's search runs beside the others (other threads, other batch rows): it may stop a hair apart
+        assert tau == pytest.approx(round(expected.tau, 4), abs=2e-3)
         assert skip == pytest.approx(round(100 * expected.param_skip, 4))
     shared = tiny.trace(DEFAULT_PROMPT, variant="no_history")  # at the shared tau the gap is larger or equal
     matched_gap = abs(table["param skip %"][1] - 100 * reference.param_skip)
@@ -330,7 +331,7 @@ def test_compare_variants(app, tiny):
     assert table["what it is"][1] == "inference-time ablation: tiny-random (trained as hero) run as no_history"
     np.testing.assert_allclose(table["param skip %"], [round(100 * t.param_skip, 4) for t in expected])
     quality = chart(at, "Quality against the dense model")["data"]
-    from hero_core.core.metrics import compare_to_dense
+    from hero_core.measures.metrics import compare_to_dense
 
     dense = tiny.logits(DEFAULT_PROMPT, variant="dense")
     q = compare_to_dense(dense, tiny.logits(DEFAULT_PROMPT, variant="no_history"), torch.tensor(expected[1].token_ids))
@@ -376,7 +377,7 @@ def test_the_checkpoint_picker_says_how_much_each_was_trained():
 
     from components.settings import CUSTOM_CHECKPOINT, DEFAULT_CHOICE, checkpoint_label
 
-    from hero_core.core.checkpoint import CONFIG_FILE, resolve
+    from hero_core.method.checkpoint import CONFIG_FILE, resolve
 
     tokens = json.loads((resolve("hero-10") / CONFIG_FILE).read_text())["training"]["tokens_seen"]
     assert checkpoint_label("hero-10") == f"trained · hero-10 · {tokens / 1e6:.2f} M tokens"
@@ -626,7 +627,7 @@ def test_compare_and_learn_open_on_what_the_warm_up_computed(monkeypatch):
     then run no forward pass, match no tau and sweep nothing."""
     from streamlit.testing.v1 import AppTest
 
-    from hero_core.core.model import HeroModel
+    from hero_core.method.model import HeroModel
 
     monkeypatch.delenv("HERO_LENS_TINY", raising=False)
     monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
@@ -669,7 +670,7 @@ def test_local_model_directory(monkeypatch):
     """A local Hugging Face directory typed into the sidebar (here: the embedded model's safetensors copy)."""
     from streamlit.testing.v1 import AppTest
 
-    from hero_core.core.backbones import embedded_model_dir
+    from hero_core.backbones.loading import embedded_model_dir
 
     monkeypatch.delenv("HERO_LENS_TINY", raising=False)
     monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
@@ -754,7 +755,7 @@ def test_compare_custom_holds_one_to_six_runs_with_every_export(app, n_runs):
 
 def test_compare_select_all_variants(app):
     at = app("compare")
-    from hero_core.core.config import INFERENCE_VARIANTS
+    from hero_core.method.config import INFERENCE_VARIANTS
 
     at.multiselect(key="compare_variants").set_value(list(INFERENCE_VARIANTS)).run()
     assert_clean(at)

@@ -286,7 +286,7 @@ LONG_STORY = " ".join(f"Day {i}: the team measured the routers on a new batch of
 def embedded_server(tmp_path_factory):
     """The app on the embedded model, with a cache dir of its own for the prompts a link names; the converted model
     and the other caches are linked in from the user's cache (converting the model again would take minutes)."""
-    from hero_core.core.backbones import cache_dir
+    from hero_core.backbones.loading import cache_dir
 
     cache = tmp_path_factory.mktemp("embedded-cache")
     if cache_dir().is_dir():
@@ -336,7 +336,7 @@ def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab)
     default is the Checkpoints preset since the newcomer issue): beside the one prompt, the held-out verdict at
     matched compute with 95 % intervals, read through the routers trained without each part (with the warning where
     that control is not a fair one), and labels that say which run is an ablation."""
-    from hero_core.core.model import DEFAULT_CHECKPOINT as default
+    from hero_core.method.model import DEFAULT_CHECKPOINT as default
     from hero_core.eval.frontier import measured
     from hero_core.eval.twins import bundled_control_caveat, counterpart
 

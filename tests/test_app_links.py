@@ -14,7 +14,7 @@ sys.path.insert(0, str(APP))
 from apptest_helpers import assert_clean, charts, opener, starter  # noqa: E402
 from components.widgets import EXAMPLES, QUESTION_EXAMPLE  # noqa: E402
 
-from hero_core import prompt_store  # noqa: E402
+from hero_core.data import prompt_store # noqa: E402
 
 TIMEOUT = 300
 DEFAULT_PROMPT = EXAMPLES["reasoning"]

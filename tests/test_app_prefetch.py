@@ -29,7 +29,7 @@ def wait_until_idle(at) -> None:
 
 def page_passes(monkeypatch) -> list[str]:
     """The threads that run a forward pass from now on (the page's own, or the prefetching one)."""
-    from hero_core.core.model import HeroModel
+    from hero_core.method.model import HeroModel
 
     seen: list[str] = []
     real = HeroModel.forward

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))  # the app's own helpers (components.*), the very modules the app's run imports

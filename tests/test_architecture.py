@@ -41,23 +41,25 @@ def test_the_core_never_imports_a_screen():
 
 
 def test_the_equations_know_no_transformers_names():
-    for module in ("core.config", "core.memory", "core.router", "core.trace", "core.accounting", "train.warmstart"):
+    for module in ("method.config", "method.memory", "method.router", "method.trace", "measures.accounting",
+                   "train.warmstart"):
         assert not any(n.startswith("transformers") for n in imported(module)), module
 
 
 def test_a_trace_loads_without_a_model():
-    names = imported("core.trace")
-    assert not names & {"torch", "hero_core.core.model", "hero_core.core.backbones", "hero_core.core.router"}
+    names = imported("method.trace")
+    assert not names & {"torch", "hero_core.method.model", "hero_core.backbones.loading", "hero_core.method.router"}
 
 
 def test_inference_never_imports_training():
-    for module in ("core.model", "core.inject", "core.router", "core.call_state", "core.memory", "core.trace"):
+    for module in ("method.model", "method.inject", "method.router", "method.call_state", "method.memory",
+                   "method.trace"):
         assert not imported(module) & {"hero_core.train.train", "hero_core.train.train_data", "hero_core.train.losses",
                                     "hero_core.train.warmstart"}, module
 
 
 def test_relative_imports_resolve_in_subpackages():
-    assert ("hero_core.core.accounting" in imported("eval.suites.harness")
+    assert ("hero_core.measures.accounting" in imported("eval.suites.harness")
             and "hero_core.eval.methods" in imported("eval.suites.harness"))
 
 
@@ -67,17 +69,23 @@ def test_no_module_is_over_500_lines():
     assert not long, long
 
 
-# Which subpackages each layer may import (docs/architecture.md): core <- train / eval / analysis <- viz <- app.
-# "" is a top-level module (cli, model_args, prompt_store); only the command line of eval reuses the model loader
-# (model_args).
+# Which folders each folder may import (docs/architecture.md), from the bottom up: the root's utilities (choices,
+# files: "") and measures, words; backbones; data; the method; then train / analysis; eval; viz; bench; reports; cli.
+# Nothing imports upwards, so a newcomer reads each folder knowing only the ones below it.
+BASE = {"", "measures", "words"}
 MAY_IMPORT = {
-    "core": {"core"},
-    "train": {"core", "train"},
-    "analysis": {"core", "analysis"},
-    "eval": {"core", "analysis", "eval", ""},
-    "viz": {"core", "analysis", "eval", "viz"},
-    "bench": {"core", "train", "bench"},
-    "reports": {"core", "analysis", "eval", "viz", "bench", "reports"},
+    "measures": {"measures", ""},
+    "words": {"words"},
+    "backbones": BASE | {"backbones"},
+    "data": BASE | {"backbones", "data"},
+    "method": BASE | {"backbones", "data", "method"},
+    "train": BASE | {"backbones", "data", "method", "train"},
+    "analysis": BASE | {"backbones", "data", "method", "analysis"},
+    "eval": BASE | {"backbones", "data", "method", "analysis", "eval"},
+    "viz": BASE | {"backbones", "data", "method", "analysis", "eval", "viz"},
+    "bench": BASE | {"backbones", "data", "method", "train", "bench"},
+    "reports": BASE | {"backbones", "data", "method", "analysis", "eval", "viz", "bench", "reports"},
+    "cli": BASE | {"backbones", "data", "method", "train", "analysis", "eval", "viz", "bench", "reports", "cli"},
 }
 
 

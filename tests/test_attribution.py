@@ -87,9 +87,9 @@ def test_full_precision_has_gradients(tiny):
 
 def test_nf4_falls_back_to_ablation_after_inference(tiny, tmp_path):
     pytest.importorskip("bitsandbytes")
-    from hero_core.core.backbones import load_backbone
-    from hero_core.core.model import HeroModel
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.backbones.loading import load_backbone
+    from hero_core.method.model import HeroModel
+    from hero_core.method.tiny import tiny_backbone
 
     fresh = tiny_backbone()
     fresh.model.save_pretrained(tmp_path)

@@ -12,9 +12,9 @@ from hero_core.bench import inputs, sections, targets, timing
 from hero_core.bench import run as bench_run
 from hero_core.bench.memory_probe import memory_probe
 from hero_core.bench.sections import ROUTER_ONLY, overhead_bound
-from hero_core.core import accounting
-from hero_core.core.inject import RoutedFFN, unwrapped
-from hero_core.core.memory import DepthMemory
+from hero_core.measures import accounting
+from hero_core.method.inject import RoutedFFN, unwrapped
+from hero_core.method.memory import DepthMemory
 from hero_core.reports import bench_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def _positive_finite(x) -> bool:
 @pytest.fixture(scope="module")
 def quick_result(tmp_path_factory, monkeypatch_module):
     """The CLI, in quick mode, on the tiny random Llama (HERO_LENS_TINY=1)."""
-    from hero_core.cli import main
+    from hero_core.cli.main import main
 
     monkeypatch_module.setenv("HERO_LENS_TINY", "1")
     out = tmp_path_factory.mktemp("bench") / "bench.json"
@@ -320,7 +320,7 @@ def test_decode_step_seconds_times_the_decode_steps_of_hero_decode(tiny):
 
 
 def test_ideal_speedup_follows_the_accounting():
-    from hero_core.core.accounting import ComputeProfile
+    from hero_core.measures.accounting import ComputeProfile
 
     # SmolLM2-135M's profile with full-size routers (on the tiny model the router outweighs an FFN)
     profile = ComputeProfile(total_params=134_515_008, ffn_params=2_654_208, adapter_params=110_592,
@@ -337,7 +337,7 @@ def test_ideal_speedup_follows_the_accounting():
 
 
 def test_weight_read_ideal_counts_a_block_when_any_row_runs_it():
-    from hero_core.core.accounting import ComputeProfile
+    from hero_core.measures.accounting import ComputeProfile
 
     profile = ComputeProfile(total_params=100, ffn_params=10, adapter_params=1, router_params=0, linear_params=50,
                              n_layers=2, attention_width=4, d_memory=2)
@@ -375,7 +375,7 @@ def test_memory_probe_reports_weights_and_peaks(tiny, tmp_path):
 
 # -- the fast paths behind the numbers: same results as the reference forms ---------------------------------
 def test_unwrapped_is_the_bare_backbone_and_restores_the_wrappers(tiny):
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.tiny import tiny_backbone
 
     ids = tiny.encode(["Unwrapped models compute the backbone."]).input_ids
     with torch.no_grad():
@@ -478,7 +478,7 @@ def test_the_bench_measures_the_default_checkpoint_first():
     import argparse
 
     from hero_core.bench import run
-    from hero_core.core.model import DEFAULT_CHECKPOINT
+    from hero_core.method.model import DEFAULT_CHECKPOINT
 
     parser = argparse.ArgumentParser()
     run.add_arguments(parser)

@@ -4,8 +4,8 @@ embedded model working (the held-out quality figures themselves are in docs/resu
 import numpy as np
 import pytest
 
-from hero_core.core import checkpoint as ckpt
-from hero_core.core.model import DEFAULT_CHECKPOINT
+from hero_core.method import checkpoint as ckpt
+from hero_core.method.model import DEFAULT_CHECKPOINT
 
 EXPECTED = {"hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40", "no_memread-10", "no_aux-10",
             "no_pos-10"}
@@ -34,7 +34,7 @@ def test_the_frontier_of_checkpoints_is_bundled_and_records_its_training():
 @pytest.mark.slow
 def test_the_default_checkpoint_keeps_the_model_working():
     from hero_core import load_hero
-    from hero_core.core.data import domain_texts
+    from hero_core.data.texts import domain_texts
 
     hero = load_hero()
     assert hero.checkpoint_name == DEFAULT_CHECKPOINT
@@ -52,7 +52,7 @@ def test_the_default_checkpoints_memory_reads_selectively():
     from hero_core import load_hero
     from hero_core.analysis.memory_stats import memory_stats
     from hero_core.analysis.read_ablation import read_effect
-    from hero_core.core.data import domain_texts
+    from hero_core.data.texts import domain_texts
 
     hero = load_hero()
     texts = {d: domain_texts(d, "eval", 2, hero=hero) for d in ("chat", "code")}
@@ -86,7 +86,7 @@ def test_recipe_3_is_bundled_with_its_twin_and_weights_answers():
 def test_recipe_2_reads_its_memory_selectively_on_held_out_text():
     from hero_core import load_hero
     from hero_core.analysis.memory_stats import memory_row_stats
-    from hero_core.core.data import domain_texts
+    from hero_core.data.texts import domain_texts
 
     hero = load_hero("hero-10-r2")
     entropies = []

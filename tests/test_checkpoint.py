@@ -6,9 +6,9 @@ import shutil
 import pytest
 import torch
 
-from hero_core.core import checkpoint as ckpt
-from hero_core.core.backbones import BackboneError, Fingerprint, load_backbone, resolve_device
-from hero_core.core.model import HeroModel
+from hero_core.method import checkpoint as ckpt
+from hero_core.backbones.loading import BackboneError, Fingerprint, load_backbone, resolve_device
+from hero_core.method.model import HeroModel
 
 
 @pytest.fixture()
@@ -121,7 +121,7 @@ def test_nf4_without_bitsandbytes_is_explained(monkeypatch):
 
 
 def test_local_checkpoint_loads_through_model(tiny, saved, tmp_path):
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.tiny import tiny_backbone
 
     found = ckpt.read_checkpoint(saved)
     hero = HeroModel(tiny_backbone(seed=0), ckpt.build_router(found), found.name)
@@ -133,7 +133,7 @@ def test_local_checkpoint_loads_through_model(tiny, saved, tmp_path):
 
 
 def test_with_router_shares_the_backbone_and_switches_decisions(tiny):
-    from hero_core.core.model import fresh_router
+    from hero_core.method.model import fresh_router
 
     other = tiny.with_router(fresh_router(tiny.backbone), "fresh")
     assert other.model is tiny.model and other.checkpoint_name == "fresh"
@@ -144,7 +144,7 @@ def test_with_router_shares_the_backbone_and_switches_decisions(tiny):
 
 
 def test_load_checkpoints_puts_each_on_the_one_backbone_and_checks_it(tiny, saved, tmp_path):
-    from hero_core.core.model import fresh_router, load_checkpoints
+    from hero_core.method.model import fresh_router, load_checkpoints
 
     other = ckpt.save_checkpoint(tmp_path / "other", fresh_router(tiny.backbone), tiny.backbone.fingerprint,
                                  tiny.backbone.name)

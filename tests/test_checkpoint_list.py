@@ -4,9 +4,9 @@ behind a switch, one line from each checkpoint's config, and the recipe codes ex
 import sys
 from pathlib import Path
 
-from hero_core.core.checkpoint import bundled_names, seed_names
-from hero_core.core.checkpoint_info import GROUPS, NAME_CODES, describe, group_of
-from hero_core.core.model import DEFAULT_CHECKPOINT
+from hero_core.method.checkpoint import bundled_names, seed_names
+from hero_core.method.checkpoint_info import GROUPS, NAME_CODES, describe, group_of
+from hero_core.method.model import DEFAULT_CHECKPOINT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 from components.settings import (  # noqa: E402

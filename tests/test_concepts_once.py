@@ -1,6 +1,6 @@
 """The shared functions behind three concepts that each exist once: a finished checkpoint put onto a backbone
-(hero_core.core.model.load_checkpoint), a run's realised param skip (hero_core.core.accounting.mean_param_skip and
-hero_core.core.tau_search.realised_skip) and the tau search that meets a skip target (matched_tau)."""
+(hero_core.method.model.load_checkpoint), a run's realised param skip (hero_core.measures.accounting.mean_param_skip and
+hero_core.method.tau_search.realised_skip) and the tau search that meets a skip target (matched_tau)."""
 
 import dataclasses
 import logging
@@ -8,11 +8,11 @@ import logging
 import pytest
 import torch
 
-from hero_core.core import checkpoint as ckpt
-from hero_core.core.accounting import mean_param_skip
-from hero_core.core.model import UNTRAINED, fresh_router, hero_on_backbone, load_checkpoint
-from hero_core.core.tau_search import TAU_RANGE, realised_skip
-from hero_core.core.tiny import tiny_backbone
+from hero_core.method import checkpoint as ckpt
+from hero_core.measures.accounting import mean_param_skip
+from hero_core.method.model import UNTRAINED, fresh_router, hero_on_backbone, load_checkpoint
+from hero_core.method.tau_search import TAU_RANGE, realised_skip
+from hero_core.method.tiny import tiny_backbone
 
 
 def _blocks(tiny, n_blocks: int = 2, seq_len: int = 24) -> torch.Tensor:
@@ -39,7 +39,7 @@ def test_a_checkpoint_for_another_backbone_is_refused_by_the_one_loader_and_by_a
 def test_the_one_loader_logs_the_training_health_and_the_default_falls_back_only_on_another_backbone(tiny, tmp_path,
                                                                                                   caplog):
     ckpt.save_checkpoint(tmp_path / "here", tiny.router, tiny.backbone.fingerprint, tiny.backbone.name)
-    with caplog.at_level(logging.INFO, logger="hero_core.core.model"):
+    with caplog.at_level(logging.INFO, logger="hero_core.method.model"):
         loaded = load_checkpoint(tmp_path / "here", tiny.backbone)
     assert "checkpoint here: no health record" in caplog.text
     assert torch.equal(loaded.router.adapters[0].w2.weight, tiny.router.adapters[0].w2.weight)

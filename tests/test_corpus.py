@@ -1,19 +1,19 @@
-"""Your own text for training (hero_core.core.corpus): formats, the held-out split, the card, and the errors."""
+"""Your own text for training (hero_core.data.corpus): formats, the held-out split, the card, and the errors."""
 
 import json
 
 import pytest
 
-from hero_core.cli import build_parser
-from hero_core.core.corpus import CorpusError, chat_formatter, load_corpus
-from hero_core.core.splits import split_of
+from hero_core.cli.main import build_parser
+from hero_core.data.corpus import CorpusError, chat_formatter, load_corpus
+from hero_core.data.splits import split_of
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from hero_core.core.backbones import embedded_model_dir
+    from hero_core.backbones.loading import embedded_model_dir
 
     return AutoTokenizer.from_pretrained(embedded_model_dir())
 
@@ -117,7 +117,7 @@ def test_every_flag_of_every_subcommand_has_help():
 
 
 def test_the_data_command_previews_the_card_of_your_text(tmp_path, capsys):
-    from hero_core.cli import main
+    from hero_core.cli.main import main
 
     (tmp_path / "my.txt").write_text("\n\n".join(_paragraphs(6)))
     assert main(["data", "--describe", "--data", str(tmp_path / "my.txt"), "--seq-len", "64"]) == 0

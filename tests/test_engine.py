@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.metrics import kl_divergence, log_probs, next_token_nll, top1_agreement
-from hero_core.core.trace import quality_fields
+from hero_core.measures.metrics import kl_divergence, log_probs, next_token_nll, top1_agreement
+from hero_core.method.trace import quality_fields
 from hero_core.eval.engine import run_texts
 from hero_core.eval.methods import HeroMethod
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.accounting import ComputeTally
+from hero_core.measures.accounting import ComputeTally
 from hero_core.eval import methods, scoring
 from hero_core.eval.benchmarks import bigbench, humaneval
 from hero_core.eval.benchmarks.bigbench import MCExample
@@ -343,8 +343,8 @@ def test_answer_matching_normalises_numbers_and_case():
 
 
 def test_reasoning_prompt_uses_train_exemplars_only():
-    from hero_core.core.reasoning import reasoning_problems
-    from hero_core.core.splits import split_of
+    from hero_core.data.reasoning import reasoning_problems
+    from hero_core.data.splits import split_of
 
     prompt = suites.reasoning_prompt("What is 1 + 1?", shots=3)
     assert prompt.endswith("Question: What is 1 + 1?\nAnswer:") and prompt.count("Question:") == 4
@@ -363,7 +363,7 @@ def tasks_file(tmp_path, task_root):
 
 
 def test_evaluate_end_to_end_on_tiny(tiny, tasks_file, monkeypatch, tmp_path):
-    from hero_core.core import data
+    from hero_core.data import texts as data
 
     monkeypatch.setattr(data, "chat_cache_path", lambda name, split: tmp_path / f"chat-{split}.jsonl")
     result = runner.evaluate(tiny, ["hero", "no_history"], ["main", "extended", "reasoning", "humaneval", "domains"],
@@ -407,7 +407,7 @@ def test_extra_callable_method_is_evaluated_with_retain(tiny, tasks_file):
 
 
 def test_eval_cli_on_tiny(tiny, tasks_file, monkeypatch, tmp_path, capsys):
-    from hero_core import cli
+    from hero_core.cli import main as cli
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
     monkeypatch.setattr(suites, "EVAL_TASKS_FILE", tasks_file)

@@ -8,10 +8,10 @@ import random
 import pytest
 import torch
 
-from hero_core.core.backbones import load_backbone
-from hero_core.core.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnsupportedFamily, family_of, is_parallel_residual
-from hero_core.core.model import HeroModel, fresh_router, load_hero, spread_gates
-from hero_core.core.tiny import tiny_model_dir
+from hero_core.backbones.loading import load_backbone
+from hero_core.backbones.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnsupportedFamily, family_of, is_parallel_residual
+from hero_core.method.model import HeroModel, fresh_router, load_hero, spread_gates
+from hero_core.method.tiny import tiny_model_dir
 
 # Base-model families get a tokenizer without a chat template, as their real checkpoints ship.
 BASE_MODELS = {"gpt2", "gpt_neox", "olmo"}
@@ -67,7 +67,7 @@ def test_dense_equals_the_plain_model_and_routing_skips(model_type, model_dirs):
 
 @pytest.mark.parametrize(("model_type", "reads_block_input"), [("gpt_neox", True), ("llama", False)])
 def test_a_parallel_residual_block_routes_on_the_block_input(model_type, reads_block_input, model_dirs):
-    from hero_core.core.inject import decoder_layers, hbar_site
+    from hero_core.method.inject import decoder_layers, hbar_site
 
     hero = _routed(model_dirs[model_type])
     assert is_parallel_residual(hero.model.config) == reads_block_input
@@ -98,7 +98,7 @@ def test_generate(model_type, model_dirs):
 
 @pytest.mark.parametrize("model_type", SUPPORTED_MODEL_TYPES)
 def test_two_training_steps_from_your_own_text(model_type, model_dirs, my_text, tmp_path, monkeypatch):
-    from hero_core.cli import main
+    from hero_core.cli.main import main
 
     monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path / "cache"))  # teacher and adapter caches of this test only
     out = tmp_path / "run"
@@ -134,7 +134,7 @@ def test_nf4_load(model_type, model_dirs):
 
 @pytest.mark.parametrize("model_type", ["gemma2", "olmo2", "gpt2"])
 def test_unwrapped_restores_the_bare_blocks_and_rewraps(model_type, model_dirs):
-    from hero_core.core.inject import FFNWithOutputNorm, HiddenStateTap, RoutedFFN, unwrapped
+    from hero_core.method.inject import FFNWithOutputNorm, HiddenStateTap, RoutedFFN, unwrapped
 
     hero = _routed(model_dirs[model_type])
     before = hero.trace(PROMPT).executed_per_token()
@@ -146,7 +146,7 @@ def test_unwrapped_restores_the_bare_blocks_and_rewraps(model_type, model_dirs):
 
 
 def test_a_base_model_refuses_chat_formatting_in_words_for_both_the_command_line_and_the_app(model_dirs):
-    from hero_core.core.model import PromptError
+    from hero_core.method.model import PromptError
 
     hero = _routed(model_dirs["gpt2"])
     with pytest.raises(PromptError, match="no chat template .* without --chat on the command line"):
@@ -155,7 +155,7 @@ def test_a_base_model_refuses_chat_formatting_in_words_for_both_the_command_line
 
 
 def test_a_base_model_trains_on_the_plain_built_in_domains_without_data(model_dirs, tmp_path, monkeypatch):
-    from hero_core.cli import main
+    from hero_core.cli.main import main
 
     monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"

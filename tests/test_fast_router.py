@@ -5,9 +5,9 @@ import shutil
 import pytest
 import torch
 
-from hero_core.core.config import TRAINABLE_VARIANTS
-from hero_core.core.packed_router import PackedPath
-from hero_core.core.tiny import tiny_hero
+from hero_core.method.config import TRAINABLE_VARIANTS
+from hero_core.method.packed_router import PackedPath
+from hero_core.method.tiny import tiny_hero
 
 FIELDS = ("gate", "history_logit", "local_logit", "p_hist", "m_hist", "nu", "memory_attention", "router_state",
           "memory_context")
@@ -25,7 +25,7 @@ FAST_PATHS = ["packed", pytest.param("fused", marks=pytest.mark.skipif(
 def decode_path(request, monkeypatch):
     monkeypatch.setenv("HERO_DECODE_PATH", request.param)
     if request.param == "fused":
-        from hero_core.core.fused_router import fused_extension
+        from hero_core.method.fused_router import fused_extension
 
         assert fused_extension() is not None, "the fused router step did not build (see the warning logged)"
     return request.param
@@ -157,7 +157,7 @@ def test_the_decode_path_is_chosen_by_name(monkeypatch):
 
 
 def test_a_fused_step_that_cannot_be_built_falls_back_loudly(monkeypatch, caplog):
-    from hero_core.core import fused_router
+    from hero_core.method import fused_router
 
     monkeypatch.setenv("HERO_DECODE_PATH", "fused")
     monkeypatch.setattr(fused_router, "_compiled", lambda: (None, "CalledProcessError: ninja: build stopped"))
@@ -172,7 +172,7 @@ def test_a_fused_step_that_cannot_be_built_falls_back_loudly(monkeypatch, caplog
 def test_fp32_decode_steps_run_the_compiled_loops_at_every_block(kernel, monkeypatch):
     """The compiled step has fp32 loops and an ATen fallback; the previous block's (N,) outputs are strided
     views, which once sent every block after the first to the slower fallback unnoticed."""
-    from hero_core.core import packed_router
+    from hero_core.method import packed_router
 
     monkeypatch.setenv("HERO_DECODE_PATH", "fused")
     router = tiny_hero(seed=1, n_layers=6, memory_kernel=kernel, memory_scale_init=4.0).router
@@ -217,7 +217,7 @@ def test_a_routed_block_as_one_compiled_call_computes_what_the_python_branch_doe
     """The compiled routed block (decision, FFN or adapter, gather and scatter) against the compiled decision
     followed by RoutedFFN's Python branch: the same operations, so the same logits bit for bit, at a tau where
     some tokens of a batch take the FFN and others the adapter."""
-    from hero_core.core import inject
+    from hero_core.method import inject
 
     monkeypatch.setenv("HERO_DECODE_PATH", "fused")
     hero = tiny_hero(seed=0)
@@ -245,7 +245,7 @@ def test_a_routed_block_as_one_compiled_call_computes_what_the_python_branch_doe
 
 
 def test_only_plain_gated_silu_ffns_are_run_by_the_compiled_block():
-    from hero_core.core.inject import decoder_layers, gated_silu_projections
+    from hero_core.method.inject import decoder_layers, gated_silu_projections
 
     mlp = decoder_layers(tiny_hero(seed=0).model)[0].mlp.base_layer
     assert gated_silu_projections(mlp) == (mlp.gate_proj, mlp.up_proj, mlp.down_proj)

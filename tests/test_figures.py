@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core import labels as L
+from hero_core.words import labels as L
 from hero_core.viz import decision_figures as D
 from hero_core.viz import figures as F
 from hero_core.viz import memory_figures as M
@@ -193,7 +193,7 @@ def test_skip_heatmaps_share_axes(traces):
 
 
 def test_quality_lines(tiny, trace):
-    from hero_core.core.metrics import compare_to_dense
+    from hero_core.measures.metrics import compare_to_dense
 
     ids = torch.tensor(trace.token_ids)
     q = compare_to_dense(tiny.logits(PROMPT, variant="dense"), tiny.logits(PROMPT, variant="hero"), ids)

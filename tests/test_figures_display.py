@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from hero_core.core import labels as L
+from hero_core.words import labels as L
 from hero_core.viz import axes as AX
 from hero_core.viz import decision_figures as D
 from hero_core.viz import figures as F
@@ -37,7 +37,7 @@ def title(fig_spec: dict) -> str:
 
 # -- #4 colours and provenance ---------------------------------------------------------------------
 def _quality(tiny, trace):
-    from hero_core.core.metrics import compare_to_dense
+    from hero_core.measures.metrics import compare_to_dense
 
     dense = tiny.logits(PROMPT, variant="dense").cpu()
     routed = tiny.logits(PROMPT, variant=trace.variant).cpu()
@@ -221,7 +221,7 @@ def test_overview_strip_outlines_the_window(long_trace):
 def test_every_token_axis_chart_takes_the_window(tiny, long_trace):
     """The charts drawn along the tokens beside a long prompt's skip map share its window: same range, labels
     that never collide, and every token's value still in the figure (a pan away)."""
-    from hero_core.core.metrics import compare_to_dense
+    from hero_core.measures.metrics import compare_to_dense
 
     window = (100, 163)
     quality = tiny.trace(LONG, max_tokens=512, quality=True)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.model import PromptError
-from hero_core.core.trace import RoutingTrace
+from hero_core.method.model import PromptError
+from hero_core.method.trace import RoutingTrace
 from hero_core.eval.baselines import oracle_skipping
 from hero_core.eval.frontier.curves import at_skip, evaluate_points, ratio_interval
 from hero_core.eval.methods import HeroMethod
@@ -80,7 +80,7 @@ def test_evaluate_points_and_interpolation(tiny):
 
 
 def test_quality_trace_matches_the_dense_and_routed_logits_and_round_trips(tiny, tmp_path):
-    from hero_core.core.metrics import kl_divergence, log_probs, next_token_nll
+    from hero_core.measures.metrics import kl_divergence, log_probs, next_token_nll
 
     trace = tiny.trace(PROMPT, quality=True)
     ids = torch.tensor(trace.token_ids)
@@ -112,10 +112,10 @@ def test_the_frontier_carries_static_pruning_and_top_k_at_their_compute(tiny, mo
         seen_splits.append(split)
         return [PROMPT, PROMPT[::-1], "Question: 2 + 2?\nAnswer: 4."][:n]
 
-    import hero_core.core.data as data
+    import hero_core.data.texts as data
 
     monkeypatch.setattr(data, "domain_texts", texts)
-    assert real_texts is None  # frontier imports it at call time, from hero_core.core.data
+    assert real_texts is None  # frontier imports it at call time, from hero_core.data.texts
     per_ffn = tiny.profile.ffn_params / tiny.profile.total_params
     result = F.frontier({"tiny": tiny}, static=True, expert=True, taus={"tiny": ()}, static_drops=(1, 2),
                         random_skips=(per_ffn, 2 * per_ffn), limit=3, max_tokens=48, domains=("reasoning",))

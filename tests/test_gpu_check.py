@@ -1,5 +1,5 @@
-"""scripts/gpu_check.py (hero_core.gpu_check) on its tiny shape, on CPU: every phase runs and the JSON holds its
-numbers; its --model-dir flow (hero_core.own_model_check) with the app driven by app/headless.py."""
+"""scripts/gpu_check.py (hero_core.cli.gpu_check) on its tiny shape, on CPU: every phase runs and the JSON holds its
+numbers; its --model-dir flow (hero_core.cli.own_model_check) with the app driven by app/headless.py."""
 
 import json
 import tempfile
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hero_core import gpu_check
-from hero_core.own_model_check import write_corpus
+from hero_core.cli import gpu_check
+from hero_core.cli.own_model_check import write_corpus
 
 APP = Path(__file__).resolve().parents[1] / "app"
 
@@ -49,7 +49,7 @@ def test_own_model_flow_trains_traces_and_opens_the_app_on_a_local_directory(tmp
     """--model-dir: the README's "Your own model" flow (train -> trace -> app) on a tiny local Llama directory."""
     import torch
 
-    from hero_core.core.tiny import tiny_model_dir
+    from hero_core.method.tiny import tiny_model_dir
 
     model = tiny_model_dir("llama", tmp_path / "my-model")
     text = tmp_path / "my.txt"  # a small --data (the default corpus is larger: more teacher targets to compute)
@@ -88,8 +88,8 @@ def test_own_model_flow_trains_traces_and_opens_the_app_on_a_local_directory(tmp
 def test_the_default_corpus_is_enough_for_the_trainer_defaults():
     from transformers import AutoTokenizer
 
-    from hero_core.core.backbones import embedded_model_dir
-    from hero_core.core.corpus import load_corpus
+    from hero_core.backbones.loading import embedded_model_dir
+    from hero_core.data.corpus import load_corpus
     from hero_core.train.train_config import TrainConfig
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -151,7 +151,7 @@ def _measured(pairs):
 
 
 def test_the_readme_headline_is_one_small_table_with_no_empty_cell():
-    from hero_core.core.model import DEFAULT_CHECKPOINT
+    from hero_core.method.model import DEFAULT_CHECKPOINT
     from hero_core.reports.readme_headline import headline_block
 
     fig = {"retain": 95.0, "low": 90.0, "high": 99.0}
@@ -166,7 +166,7 @@ def test_the_readme_headline_is_one_small_table_with_no_empty_cell():
 
 
 def test_the_baselines_sentence_reads_every_reference_at_the_defaults_own_skip():
-    from hero_core.core.model import DEFAULT_CHECKPOINT
+    from hero_core.method.model import DEFAULT_CHECKPOINT
     from hero_core.reports.readme_headline import baselines_sentence
 
     def point(knob, ratio, skip):
@@ -187,7 +187,7 @@ def test_the_baselines_sentence_reads_every_reference_at_the_defaults_own_skip()
 
 
 def test_a_checkpoint_trained_again_after_its_measurement_is_named():
-    from hero_core.core.checkpoint import read_checkpoint
+    from hero_core.method.checkpoint import read_checkpoint
     from hero_core.reports.results_report import retrained_note, retrained_since
 
     timing = read_checkpoint("hero-10").training["timing"]
@@ -204,7 +204,7 @@ def _retain_fig(examples: dict) -> dict:
 
 
 def test_the_readme_headline_counts_examples_steps_and_the_floor_from_its_records():
-    from hero_core.core.model import DEFAULT_CHECKPOINT
+    from hero_core.method.model import DEFAULT_CHECKPOINT
     from hero_core.reports.readme_headline import NOISE_FLOOR_RUN, headline_block
 
     twin = f"local-10@{DEFAULT_CHECKPOINT}"

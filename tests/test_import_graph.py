@@ -9,7 +9,7 @@ the file, wherever it sits:
   ``if TYPE_CHECKING:`` blocks: a type-only import still says the two modules know each other, so it counts
   like any other;
 * ``importlib.import_module("hero_core.x")`` and ``__import__("hero_core.x")`` with a literal name count too
-  (a name built at run time, as ``hero_core.cli`` does for its subcommands, cannot be read and is left out).
+  (a name built at run time, as ``hero_core.cli.main`` does for its subcommands, cannot be read and is left out).
 
 How an import becomes an edge (only edges between modules of ``hero_core`` are kept):
 
@@ -17,10 +17,10 @@ How an import becomes an edge (only edges between modules of ``hero_core`` are k
 * ``from a.b import c`` is an edge to the submodule ``a.b.c`` when there is one, and otherwise to the package
   ``a.b`` (its ``__init__``), whose namespace ``c`` comes from;
 * relative imports resolve against the importing module's package (a package's ``__init__`` is its own
-  package): ``from .. import x`` in ``hero_core/core/model.py`` is ``from hero_core import x``.
+  package): ``from .. import x`` in ``hero_core/method/model.py`` is ``from hero_core import x``.
 
 A package's ``__init__`` that re-exports from its children is an edge parent -> child, like any import. The parent
-packages Python initialises on the way to a module (``import hero_core.core.model`` runs ``hero_core/__init__.py``
+packages Python initialises on the way to a module (``import hero_core.method.model`` runs ``hero_core/__init__.py``
 first) are *not* edges: every module would otherwise sit in a cycle with each ancestor that re-exports anything,
 and that ordering is Python's, not the code's. The top-level ``hero_core/__init__.py`` imports a few names from
 ``core`` eagerly (edges ``hero_core`` -> those modules) and leaves ``plot`` to be imported as a submodule on demand

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hero_core.core.checkpoint import bundled_names, seed_names
+from hero_core.method.checkpoint import bundled_names, seed_names
 
 APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))  # the app's own helpers (components.*), the very modules the app's run imports

@@ -2,7 +2,7 @@
 
 import torch
 
-from hero_core.core.memory import DepthMemory, reference_recurrence, softmax_reference, stored_key
+from hero_core.method.memory import DepthMemory, reference_recurrence, softmax_reference, stored_key
 
 
 def _batched(q, k, v, rho, eps=1e-6):
@@ -128,8 +128,8 @@ def test_uniform_read_averages_the_same_values():
 def test_unknown_kernel_and_read_are_refused():
     import pytest
 
-    from hero_core.core.config import HeroConfig
-    from hero_core.core.memory import check_memory_read
+    from hero_core.method.config import HeroConfig
+    from hero_core.method.memory import check_memory_read
 
     with pytest.raises(ValueError, match="memory_kernel"):
         HeroConfig(routed_layers=[0, 1], d_model=8, d_ffn=16, memory_kernel="cosine")

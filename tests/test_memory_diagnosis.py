@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.packed_router import packed_layers
-from hero_core.core.tiny import tiny_hero
+from hero_core.method.packed_router import packed_layers
+from hero_core.method.tiny import tiny_hero
 from hero_core.train import memory_diagnosis as md
 
 TEXTS = ["Seven apples and three pears make ten fruit.", "def add(a, b):\n    return a + b\n",
@@ -173,7 +173,7 @@ def test_parameter_movement_is_zero_for_the_same_router_and_finds_a_moved_weight
 
 
 def test_diagnose_reports_every_part_and_the_script_renders_it(hero):
-    from hero_core.core.results_json import finite
+    from hero_core.data.results_json import finite
     from hero_core.train.memory_diagnosis_page import render
 
     out = md.diagnose(hero, TEXTS[:2], max_tokens=16)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hero_core.core.tiny import tiny_hero
+from hero_core.method.tiny import tiny_hero
 
 PROMPT = "Seven apples and three pears make ten fruit."
 
@@ -19,7 +19,7 @@ def sharp_hero():
 
 
 def test_a_uniform_read_draws_a_flat_map_and_is_recorded(sharp_hero, tmp_path):
-    from hero_core.core.trace import RoutingTrace
+    from hero_core.method.trace import RoutingTrace
 
     trace = sharp_hero.trace(PROMPT, memory_read="uniform")
     R = len(trace.routed_layers)

@@ -234,7 +234,7 @@ def test_the_summary_follows_the_per_read_rules_on_a_selective_memory():
     """summarise is vectorised; it must agree with Read and is_mostly read by read, on a selective softmax memory."""
     import torch
 
-    from hero_core.core.tiny import tiny_hero
+    from hero_core.method.tiny import tiny_hero
     from hero_core.viz.memory_words import read_at
 
     hero = tiny_hero(seed=3, memory_kernel="softmax", memory_scale_init=8.0)

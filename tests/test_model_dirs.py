@@ -1,14 +1,14 @@
-"""What a local model directory holds, read without loading it (hero_core.core.model_dirs): the same fingerprint the
+"""What a local model directory holds, read without loading it (hero_core.method.model_dirs): the same fingerprint the
 loaded backbone has, so a mismatched checkpoint is refused before anything loads."""
 
 from pathlib import Path
 
 import pytest
 
-from hero_core.core.backbones import BackboneError, embedded_model_dir, load_backbone
-from hero_core.core.checkpoint import CheckpointError, check_backbone, read_checkpoint
-from hero_core.core.model_dirs import describe_model_dir
-from hero_core.core.tiny import tiny_model_dir
+from hero_core.backbones.loading import BackboneError, embedded_model_dir, load_backbone
+from hero_core.method.checkpoint import CheckpointError, check_backbone, read_checkpoint
+from hero_core.method.model_dirs import describe_model_dir
+from hero_core.method.tiny import tiny_model_dir
 
 
 @pytest.mark.parametrize(("model_type", "family", "chat"), [

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from hero_core.core import checkpoint as ckpt
+from hero_core.method import checkpoint as ckpt
 
 SCRIPT = """
 import sys
-from hero_core.core.model import HeroModel, fresh_router
-from hero_core.core.tiny import tiny_backbone
+from hero_core.method.model import HeroModel, fresh_router
+from hero_core.method.tiny import tiny_backbone
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
 from hero_core.train.train_data import training_blocks, teacher_targets
@@ -47,8 +47,8 @@ def test_two_cpu_processes_train_like_one(tmp_path):
     ranks = sorted(tmp_path.glob("two.rank*"))
     assert [p.name for p in ranks] == ["two.rank0", "two.rank1"] and all(p.read_text() == "2" for p in ranks)
     one, two = ckpt.read_checkpoint(tmp_path / "one"), ckpt.read_checkpoint(tmp_path / "two")
-    from hero_core.core.model import fresh_router
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.model import fresh_router
+    from hero_core.method.tiny import tiny_backbone
 
     start = fresh_router(tiny_backbone(seed=0), gate_bias_init=1.0).state_dict()
     moved = 0.0

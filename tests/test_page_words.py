@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from hero_core import prompt_store
+from hero_core.data import prompt_store
 from hero_core.analysis.spans import (
     answer_and_prompt,
     first_token_lift,

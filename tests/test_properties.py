@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hero_core.core.accounting import ComputeProfile
-from hero_core.core.labels import display_tokens, plotly_text, token_label
-from hero_core.core.trace import RoutingTrace
+from hero_core.measures.accounting import ComputeProfile
+from hero_core.words.labels import display_tokens, plotly_text, token_label
+from hero_core.method.trace import RoutingTrace
 from hero_core.viz.figures import (
     CELLS_NAME,
     SKIPPED_NAME,

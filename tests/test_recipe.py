@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core import checkpoint as ckpt
-from hero_core.core.config import HeroConfig
-from hero_core.core.data import chat_prompts
-from hero_core.core.precision import resolve_dtype
-from hero_core.core.splits import split_of
+from hero_core.method import checkpoint as ckpt
+from hero_core.method.config import HeroConfig
+from hero_core.data.texts import chat_prompts
+from hero_core.backbones.precision import resolve_dtype
+from hero_core.data.splits import split_of
 from hero_core.train.losses import near_tau_share, separation_penalty
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig, target_skip_at
@@ -19,8 +19,8 @@ from hero_core.train.warmstart import collect_ffn_pairs, fit_adapter
 
 
 def _tiny(branch_scaling="paper", gate_bias_init=0.0, seed=0, spread=True):
-    from hero_core.core.model import HeroModel, fresh_router
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.model import HeroModel, fresh_router
+    from hero_core.method.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=seed)
     torch.manual_seed(seed + 1)
@@ -171,12 +171,12 @@ def test_gate_warm_start_puts_the_skips_where_the_adapter_is_worst():
 
 def test_bf16_backbone_routes_and_records_like_fp32(tmp_path):
     """A bf16 backbone (load_hero(dtype="bf16")) runs the fp32 router; decisions match fp32 up to gates near tau."""
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.tiny import tiny_backbone
 
     fp32 = _tiny("unscaled")
     backbone = tiny_backbone(seed=0)
     backbone.model.to(torch.bfloat16)
-    from hero_core.core.model import HeroModel
+    from hero_core.method.model import HeroModel
 
     bf16 = HeroModel(backbone, fp32.router, "tiny-bf16")
     prompt = "The quick brown fox jumps over the lazy dog."

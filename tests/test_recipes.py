@@ -52,8 +52,8 @@ def test_a_base_model_without_chat_template_trains_on_the_plain_built_in_domains
 
 
 def test_recipe_hero_10_runs_both_stages_on_a_tiny_model(tmp_path, monkeypatch, capsys):
-    from hero_core.cli import main
-    from hero_core.core.tiny import tiny_model_dir
+    from hero_core.cli.main import main
+    from hero_core.method.tiny import tiny_model_dir
 
     model = tiny_model_dir("llama", tmp_path / "model")
     text = tmp_path / "my.txt"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.tau_search import realised_skip
+from hero_core.method.tau_search import realised_skip
 from hero_core.eval import twins
 from hero_core.eval.suites import retain as R
 
@@ -146,7 +146,7 @@ def test_counterparts_are_the_twin_and_the_same_recipes_ablations():
 
 @pytest.fixture(scope="module")
 def twin_pair():
-    from hero_core.core.tiny import tiny_hero
+    from hero_core.method.tiny import tiny_hero
 
     hero = tiny_hero(seed=0)
     twin = tiny_hero(seed=0, variant="no_history")
@@ -185,7 +185,7 @@ def test_match_twins_loads_a_missing_twin_and_skips_those_without_one(twin_pair)
 
 
 def test_answers_cli_twins(tmp_path, monkeypatch):
-    from hero_core import cli
+    from hero_core.cli import main as cli
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
     out = tmp_path / "answers.json"

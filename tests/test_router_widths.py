@@ -3,8 +3,8 @@ run continues from another, and every bundled checkpoint still read at the width
 
 import pytest
 
-from hero_core.core import checkpoint as ckpt
-from hero_core.core.config import PAPER_ENCODER, PAPER_HEAD_HIDDEN, HeroConfig, router_widths
+from hero_core.method import checkpoint as ckpt
+from hero_core.method.config import PAPER_ENCODER, PAPER_HEAD_HIDDEN, HeroConfig, router_widths
 from hero_core.train.recipes import RUNS, already_trained, stage_config
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
@@ -43,8 +43,8 @@ def test_a_sized_recipe_is_not_taken_for_its_wide_twin():
 
 
 def _tiny_hero():
-    from hero_core.core.model import HeroModel, fresh_router
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.model import HeroModel, fresh_router
+    from hero_core.method.tiny import tiny_backbone
 
     backbone = tiny_backbone(hidden=128)
     return HeroModel(backbone, fresh_router(backbone, gate_bias_init=4.0, branch_scaling="unscaled"), "tiny")

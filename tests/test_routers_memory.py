@@ -19,7 +19,7 @@ def test_four_routers_share_the_one_backbone(tiny, tmp_path):
 
 
 def test_held_bytes_counts_two_loaded_backbones_twice(tiny):
-    from hero_core.core.tiny import tiny_hero
+    from hero_core.method.tiny import tiny_hero
 
     other = tiny_hero(seed=1)  # its own backbone, as a second load would give
     assert held_bytes([tiny, tiny]) == held_bytes([tiny])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.inject import RoutedFFN
-from hero_core.core.model import PromptError
+from hero_core.method.inject import RoutedFFN
+from hero_core.method.model import PromptError
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog.", "def f(x):\n    return x * 2", "12 + 7 = 19. 19 - 5 = 14."]
 
@@ -32,7 +32,7 @@ def test_gathered_branches_equal_compute_everything_reference(tiny, monkeypatch)
 
 
 def test_dense_variant_equals_unwrapped_backbone(tiny):
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.tiny import tiny_backbone
 
     bare = tiny_backbone(seed=0).model
     enc = tiny.encode([PROMPTS[1]])
@@ -108,7 +108,7 @@ def test_generation_routes_every_new_token(tiny):
 
 
 def test_dense_generate_matches_backbone_generate(tiny):
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.tiny import tiny_backbone
 
     bare = tiny_backbone(seed=0)
     enc = tiny.encode([PROMPTS[1]])

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core import backbone_pool
-from hero_core.core.backbone_pool import BackboneKey, BackbonePool
-from hero_core.core.model import HeroModel, fresh_router, spread_gates
-from hero_core.core.tiny import tiny_backbone
+from hero_core.backbones import pool as backbone_pool
+from hero_core.backbones.pool import BackboneKey, BackbonePool
+from hero_core.method.model import HeroModel, fresh_router, spread_gates
+from hero_core.method.tiny import tiny_backbone
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from hero_core.core import short_answers
-from hero_core.core.splits import split_of
+from hero_core.data import short_answers
+from hero_core.data.splits import split_of
 from hero_core.eval.answers import run as answers
 
 SUITE_INSTRUCTIONS = ("answer with one word", "reply in uppercase letters only", "reply in lowercase letters only",

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-import hero_core.core.model as model_module
-from hero_core.core.side_by_side import each_side_by_side, passes_at_once, side_by_side, spare_core
+import hero_core.method.model as model_module
+from hero_core.method.side_by_side import each_side_by_side, passes_at_once, side_by_side, spare_core
 
 PROMPT = "Two passes over the same tokens: one routed, one dense."
 
@@ -64,7 +64,7 @@ def test_token_quality_equals_the_separate_measures():
     """The one-log-softmax form gives what the separate measures give, checked against torch's own losses."""
     import torch.nn.functional as F
 
-    from hero_core.core.metrics import kl_divergence, log_probs, next_token_nll, token_quality, top1_agreement
+    from hero_core.measures.metrics import kl_divergence, log_probs, next_token_nll, token_quality, top1_agreement
 
     generator = torch.Generator().manual_seed(0)
     dense, routed = torch.randn(2, 9, 50, generator=generator).unbind(0)

@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 
-from hero_core.core.tiny import tiny_model_dir
+from hero_core.method.tiny import tiny_model_dir
 from hero_core.eval.study import StudyError, StudySpec, run_study
 from hero_core.eval.study.measures import store_file
 from hero_core.eval.study.stats import TextSums
 from hero_core.eval.suites.registry import load_eval_tasks
-from hero_core.study_cli import draw_study_figures, train_study_run
+from hero_core.cli.study import draw_study_figures, train_study_run
 
 WORDS = "the a memory router layer token skip gate block model text value sum code data chat".split()
 # A few steps of small blocks, the guard on every second step: seconds per run on the tiny model
@@ -127,7 +127,7 @@ def test_the_plan_on_a_tiny_model_of_another_family(family, tmp_path, study_inpu
 
 
 def test_the_command_prints_the_plan_and_refuses_an_unknown_arm(study_inputs, tmp_path, capsys):
-    from hero_core.cli import main
+    from hero_core.cli.main import main
 
     root, backbone = study_inputs
     args = ["study", "--backbone", str(backbone), "--data", str(root / "text.jsonl"), "--skip", str(SKIP),

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hero_core.core.metrics import pooled_perplexity_ratio, ratio_interval
+from hero_core.measures.metrics import pooled_perplexity_ratio, ratio_interval
 from hero_core.eval.study.stats import ItemMeans, Retained, TaskRetain, TextSums, arm_spread, paired_difference
 
 

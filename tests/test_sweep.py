@@ -178,7 +178,7 @@ def _data(tmp_path) -> Path:
 
 
 def test_cli_writes_tables(tmp_path, monkeypatch, capsys):
-    from hero_core.cli import main
+    from hero_core.cli.main import main
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
     code = main(["sweep", str(_data(tmp_path)), "--variant", "hero", "--variant", "no_history", "--max-tokens",
@@ -223,7 +223,7 @@ def test_a_sweep_killed_part_way_resumes_on_two_processes_to_the_same_tables(tmp
     """Shards (hero_core.eval.sweep.shards): an interrupted sweep keeps every item it finished, a rerun with the
     same arguments does only the rest (here on two processes under accelerate), and the tables equal those of one
     uninterrupted process, item for item."""
-    from hero_core.cli import main
+    from hero_core.cli.main import main
     from hero_core.eval.sweep import shards as sweep_shards
     from hero_core.eval.sweep.shards import ShardMismatch, finished_items
 

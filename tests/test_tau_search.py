@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.core.accounting import search_increasing, token_compute
-from hero_core.core.tau_search import TAU_RANGE, tau_from_gates
+from hero_core.measures.accounting import search_increasing, token_compute
+from hero_core.method.tau_search import TAU_RANGE, tau_from_gates
 
 
 def staircase(levels: int = 400):

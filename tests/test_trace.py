@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from hero_core.core.accounting import ComputeProfile, token_compute
-from hero_core.core.trace import SCHEMA_VERSION, RoutingTrace, TraceFormatError
+from hero_core.measures.accounting import ComputeProfile, token_compute
+from hero_core.method.trace import SCHEMA_VERSION, RoutingTrace, TraceFormatError
 
 CONTRACT_FIELDS = ("schema_version", "backbone", "checkpoint", "variant", "tokens", "token_ids", "routed_layers",
                    "gate", "executed", "history_logit", "local_logit", "p_hist", "m_hist", "nu", "memory_attention",
@@ -21,7 +21,7 @@ def test_round_trip_is_exact_and_needs_no_model(tiny, tmp_path):
     data = json.loads(path.read_text())
     assert all(field in data for field in CONTRACT_FIELDS)
     assert data["schema_version"] == SCHEMA_VERSION
-    code = ("import sys; from hero_core.core.trace import RoutingTrace; t = RoutingTrace.load(sys.argv[1]); "
+    code = ("import sys; from hero_core.method.trace import RoutingTrace; t = RoutingTrace.load(sys.argv[1]); "
             "print(t.n_tokens, round(t.param_skip, 12))")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == str(trace.n_tokens)

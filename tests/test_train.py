@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from hero_core.core import checkpoint as ckpt
+from hero_core.method import checkpoint as ckpt
 from hero_core.train.losses import budget_hinge, distill_loss, hard_executed, usage_penalty
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
@@ -19,8 +19,8 @@ def _cfg(out, **kw):
 
 
 def _fresh_tiny():
-    from hero_core.core.model import HeroModel, fresh_router
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.model import HeroModel, fresh_router
+    from hero_core.method.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=0)
     return HeroModel(backbone, fresh_router(backbone), "training")
@@ -123,7 +123,7 @@ def test_training_leaves_the_given_model_as_it_was(tmp_path):
 def test_the_training_command_line_takes_its_defaults_from_train_config():
     import argparse
 
-    from hero_core.train.train_cli import CLI_FIELDS, add_arguments
+    from hero_core.cli.train import CLI_FIELDS, add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

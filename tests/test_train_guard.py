@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from hero_core.core import checkpoint as ckpt
-from hero_core.core.checkpoint import health_line
+from hero_core.method import checkpoint as ckpt
+from hero_core.method.checkpoint import health_line
 from hero_core.train import train as train_module
 from hero_core.train import train_guard
 from hero_core.train.health import HealthGuard
@@ -30,8 +30,8 @@ def _cfg(out, **kw):
 
 
 def _fresh_tiny():
-    from hero_core.core.model import HeroModel, fresh_router
-    from hero_core.core.tiny import tiny_backbone
+    from hero_core.method.model import HeroModel, fresh_router
+    from hero_core.method.tiny import tiny_backbone
 
     backbone = tiny_backbone(seed=0)
     return HeroModel(backbone, fresh_router(backbone), "training")
@@ -173,10 +173,10 @@ def test_bad_guard_settings_are_refused():
 def test_loading_a_checkpoint_the_guard_acted_on_says_so(tmp_path, monkeypatch, caplog):
     import logging
 
-    from hero_core.core.model import load_checkpoint
+    from hero_core.method.model import load_checkpoint
 
     Scripted(monkeypatch, ROLLBACK_THEN_FINAL)
     out = train(_cfg(tmp_path / "run"), _fresh_tiny(), progress=False)
-    with caplog.at_level(logging.WARNING, logger="hero_core.core.model"):
+    with caplog.at_level(logging.WARNING, logger="hero_core.method.model"):
         load_checkpoint(out, _fresh_tiny().backbone)
     assert any("rolled back" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)

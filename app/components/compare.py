@@ -11,10 +11,10 @@ import streamlit as st
 
 from hero_core import RoutingTrace
 from hero_core.analysis.spans import first_token_lift
-from hero_core.core.checkpoint import bundled_names, seed_names
-from hero_core.core.config import INFERENCE_VARIANTS
-from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
-from hero_core.core.side_by_side import each_side_by_side, passes_at_once
+from hero_core.method.checkpoint import bundled_names, seed_names
+from hero_core.method.config import INFERENCE_VARIANTS
+from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.method.side_by_side import each_side_by_side, passes_at_once
 from hero_core.eval.twins import twin_name
 
 from .columns import PERCENT_1, number_columns
@@ -185,7 +185,7 @@ def routed_runs(runs: list[RunSpec], *, matched: bool, page: bool = True) -> tup
     Why match: at one shared tau a router whose gates sit higher skips less, so its better quality is mostly the
     extra FFNs it ran (at tau = 0.62 no_history skipped 4.7 % against hero's 31 %). The runs after the first are
     independent of each other (each one's tau search, then its trace), so they run side by side on the cores torch
-    leaves free (hero_core.core.side_by_side): on two cores a Compare of four checkpoints spends about half the time
+    leaves free (hero_core.method.side_by_side): on two cores a Compare of four checkpoints spends about half the time
     it did one after another. ``page``: with the page's spinners (the workers themselves show none)."""
     for run in runs:  # on this thread: the loads' spinners and readable errors come from here
         (load_model if page else cached_model)(run.model)

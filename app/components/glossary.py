@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from hero_core.core.checkpoint_info import NAME_CODES
+from hero_core.method.checkpoint_info import NAME_CODES
 
 TERMS = (
     ("block vs layer", "A *layer* L0…L29 is the backbone's decoder layer; a *routed block* j = 1…R counts only the "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from hero_core import prompt_store
+from hero_core.data import prompt_store
 
 log = logging.getLogger(__name__)
 URL_PROMPT = "prompt"  # ?prompt=... pre-fills the prompt (used by links and the browser test)

@@ -22,9 +22,9 @@ import torch
 
 from hero_core import RoutingTrace, load_hero
 from hero_core.analysis.attribution import Attribution, explain
-from hero_core.core.backbone_pool import SHARED_BACKBONES
-from hero_core.core.metrics import compare_to_dense, quality_dict
-from hero_core.core.model import HeroModel
+from hero_core.backbones.pool import SHARED_BACKBONES
+from hero_core.measures.metrics import compare_to_dense, quality_dict
+from hero_core.method.model import HeroModel
 
 from .settings import DEFAULT_CHOICE, DEFAULT_TAU, ModelSpec, Settings, tiny_mode
 
@@ -61,7 +61,7 @@ class RunSpec:
 
 
 def _tiny_model(precision: str, device: str) -> HeroModel:
-    from hero_core.core.tiny import tiny_backbone, tiny_hero
+    from hero_core.method.tiny import tiny_backbone, tiny_hero
 
     hero = tiny_hero(device=device)
     if precision == "bf16":
@@ -71,7 +71,7 @@ def _tiny_model(precision: str, device: str) -> HeroModel:
     if precision != "nf4":
         return hero
     # The same tiny weights, saved and re-loaded in 4-bit through the normal loader.
-    from hero_core.core.backbones import load_backbone
+    from hero_core.backbones.loading import load_backbone
 
     folder = Path(tempfile.mkdtemp(prefix="hero-lens-")) / "tiny-random-llama"
     fresh = tiny_backbone()  # un-wrapped copy of the same seeded weights
@@ -81,7 +81,7 @@ def _tiny_model(precision: str, device: str) -> HeroModel:
     return HeroModel(backbone, copy.deepcopy(hero.router), hero.checkpoint_name)
 
 
-# Routers are ~7 MB each and share their backbone (hero_core.core.backbone_pool holds one per backbone, precision
+# Routers are ~7 MB each and share their backbone (hero_core.backbones.pool holds one per backbone, precision
 # and device), so many can stay loaded: Compare with six runs loads the backbone once.
 @st.cache_resource(show_spinner=False, max_entries=24)
 def _load(spec: ModelSpec) -> HeroModel:
@@ -241,7 +241,7 @@ def _quality_dicts(runs: tuple[Settings, ...], reference: ModelSpec, prompt: str
 
 def quality_of_trace(trace: RoutingTrace) -> dict:
     """A traced run's quality against the dense model of its own backbone and precision, as
-    :func:`hero_core.core.metrics.compare_to_dense` gives it, read off the trace (traced with ``quality=True``)."""
+    :func:`hero_core.measures.metrics.compare_to_dense` gives it, read off the trace (traced with ``quality=True``)."""
     q = trace.quality
     return quality_dict(q["nll"][:-1], q["dense_nll"][:-1], q["kl_to_dense"], q["top1_agree"])
 
@@ -251,7 +251,7 @@ def get_qualities(runs: list[RunSpec], reference: ModelSpec, traces: list[Routin
 
     A run on the reference's backbone and precision reads it off its trace: the trace was scored against that
     very dense pass, computed once per prompt and shared by every router on the backbone
-    (hero_core.core.dense_reference). Only a run at another precision is scored again, against the reference's."""
+    (hero_core.measures.dense_reference). Only a run at another precision is scored again, against the reference's."""
     if len({(r.prompt, r.chat_template, r.max_tokens) for r in runs}) > 1:
         raise ValueError("runs to score together must share the prompt, chat-template and length settings")
     same = [_same_dense_model(r.model, reference) and t.quality is not None for r, t in zip(runs, traces, strict=True)]

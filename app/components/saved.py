@@ -13,7 +13,7 @@ import json
 import streamlit as st
 
 from hero_core import RoutingTrace
-from hero_core.core.trace import TraceFormatError
+from hero_core.method.trace import TraceFormatError
 from hero_core.viz.figures import (
     compute_bars,
     layer_skip_bars,

@@ -15,15 +15,15 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from hero_core.core.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
-from hero_core.core.checkpoint import bundled_names, seed_names
-from hero_core.core.checkpoint import resolve as resolve_checkpoint
-from hero_core.core.checkpoint_info import GROUPS as CHECKPOINT_GROUPS
-from hero_core.core.checkpoint_info import CheckpointInfo
-from hero_core.core.checkpoint_info import describe as describe_checkpoint
-from hero_core.core.config import INFERENCE_VARIANTS, VARIANTS
-from hero_core.core.families import FAMILIES
-from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.method.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
+from hero_core.method.checkpoint import bundled_names, seed_names
+from hero_core.method.checkpoint import resolve as resolve_checkpoint
+from hero_core.method.checkpoint_info import GROUPS as CHECKPOINT_GROUPS
+from hero_core.method.checkpoint_info import CheckpointInfo
+from hero_core.method.checkpoint_info import describe as describe_checkpoint
+from hero_core.method.config import INFERENCE_VARIANTS, VARIANTS
+from hero_core.backbones.families import FAMILIES
+from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 from . import sidebar_keys as keys
 
@@ -137,9 +137,9 @@ def trained_tokens(name: str) -> int | None:
 def model_dir_notes(backbone: str, checkpoint: str) -> tuple[str | None, str | None]:
     """What the typed model directory holds, and the library's refusal of the chosen checkpoint where it was trained
     for another backbone; read without loading the model, so the picker answers before anything loads."""
-    from hero_core.core.backbones import BackboneError
-    from hero_core.core.checkpoint import check_backbone, read_checkpoint
-    from hero_core.core.model_dirs import describe_model_dir
+    from hero_core.backbones.loading import BackboneError
+    from hero_core.method.checkpoint import check_backbone, read_checkpoint
+    from hero_core.method.model_dirs import describe_model_dir
 
     try:
         info = describe_model_dir(backbone)

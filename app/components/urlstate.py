@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from hero_core.core.config import INFERENCE_VARIANTS
-from hero_core.core.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
+from hero_core.method.config import INFERENCE_VARIANTS
+from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 from . import sidebar_keys
 from .link_params import link_problems

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from hero_core.core.ratio_text import ratio_text
-from hero_core.core.reference_labels import REFERENCE_LABELS, REFERENCE_NOTES
+from hero_core.words.ratio_text import ratio_text
+from hero_core.words.reference_labels import REFERENCE_LABELS, REFERENCE_NOTES
 from hero_core.eval.frontier import measured as measured_results
 from hero_core.eval.study.bundled import load_shipped as load_seeds
 from hero_core.eval.twins import bundled_control_caveat, counterpart, counterparts

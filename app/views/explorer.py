@@ -15,7 +15,7 @@ from components.saved import trace_for
 from components.urlstate import write_to_url
 
 from hero_core.analysis.token_table import token_summary
-from hero_core.core.labels import token_label
+from hero_core.words.labels import token_label
 from hero_core.viz.decision_figures import decision_split
 from hero_core.viz.figures import executed_counts, layer_skip_bars, token_quality_bars
 

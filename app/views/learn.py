@@ -11,8 +11,8 @@ from components.verdict import render_baselines, render_seeds_answer
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
 from hero_core.analysis.spans import first_token_words
-from hero_core.core.labels import token_label
-from hero_core.core.ratio_text import ratio_text
+from hero_core.words.labels import token_label
+from hero_core.words.ratio_text import ratio_text
 from hero_core.eval.frontier import measured as measured_results
 from hero_core.viz.decision_figures import tau_curve
 from hero_core.viz.figures import flip_map, skip_heatmap

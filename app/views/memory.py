@@ -12,8 +12,8 @@ from components.saved import trace_for
 from components.widgets import BIND, clickable_skip_map, current_cell, prompt_input, show_notices, token_picker
 
 from hero_core import RoutingTrace
-from hero_core.core.config import VARIANTS
-from hero_core.core.labels import token_label
+from hero_core.method.config import VARIANTS
+from hero_core.words.labels import token_label
 from hero_core.viz.figures import trajectories
 from hero_core.viz.memory_figures import (
     COLOUR_FLOOR_TEXT,

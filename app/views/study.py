@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 from components.charts import show_chart
 
-from hero_core.core.checkpoint import bundled_names, seed_names
+from hero_core.method.checkpoint import bundled_names, seed_names
 from hero_core.eval.study import StudyError
 from hero_core.eval.study.bundled import STORE
 from hero_core.eval.study.report import measure_name, read_report

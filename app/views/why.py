@@ -21,7 +21,7 @@ from components.widgets import (
 )
 
 from hero_core.analysis.attribution import BASELINES
-from hero_core.core.labels import token_label
+from hero_core.words.labels import token_label
 from hero_core.viz.axes import MAX_WINDOW
 from hero_core.viz.decision_figures import attribution_bars, attribution_html, decision_bars, decision_split
 

@@ -1,6 +1,6 @@
 """Aggregate analyses of routing traces: which tokens skip, at which depths, what the history changes.
 
-Everything here is a pure function of :class:`~hero_core.core.trace.RoutingTrace` objects and logits, returning
+Everything here is a pure function of :class:`~hero_core.method.trace.RoutingTrace` objects and logits, returning
 pandas DataFrames or dicts; notebooks and the app draw from these tables,
 so every number a notebook states is computed here, not typed in.
 
@@ -10,11 +10,11 @@ Conventions:
   ``{domain: [trace, ...]}``.
 * Aggregates are **token-weighted**: all tokens (or next-token positions) of a domain are pooled, so a
   long text weighs more than a short one. Item-level bootstrap intervals
-  (:func:`hero_core.core.metrics.bootstrap_ci`) resample whole texts, which is the honest unit of independence.
+  (:func:`hero_core.measures.metrics.bootstrap_ci`) resample whole texts, which is the honest unit of independence.
 * An :class:`ItemRun` holds one text run under several labelled configurations (``"hero"``,
   ``"no_history"``, ``"local"``, ``"dense"`` …); :func:`hero_core.eval.sweep.item_runs.run_items` runs the model to
   build them.
-* Quality follows :mod:`hero_core.core.metrics`: NLL of the next token at positions 0..T-2, KL(dense || routed)
+* Quality follows :mod:`hero_core.measures.metrics`: NLL of the next token at positions 0..T-2, KL(dense || routed)
   and top-1 agreement at every position.
 """
 
@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.metrics import bootstrap_ci, compare_to_dense, next_token_nll
-from ..core.trace import RoutingTrace
-from .token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
-from .trace_sets import TracesByDomain, check_domains, check_same_tokens, domains_with_traces
+from hero_core.measures.metrics import bootstrap_ci, compare_to_dense, next_token_nll
+from hero_core.method.trace import RoutingTrace
+from hero_core.analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
+from hero_core.analysis.trace_sets import TracesByDomain, check_domains, check_same_tokens, domains_with_traces
 
 
 # -- skipping by token category and by depth -----------------------------------------------------

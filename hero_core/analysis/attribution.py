@@ -21,7 +21,7 @@ gate logit ``z = a + b`` at (t, j) in two ways:
 
 Two facts keep it cheap. The model is causal, so z at token t depends on tokens 0..t only: the input
 is cut after t (exactly the same z). And z is known once block j has decided: a subclass of
-:class:`~hero_core.core.call_state.RoutingCall` captures ``a + b`` with its graph and stops the forward pass
+:class:`~hero_core.method.call_state.RoutingCall` captures ``a + b`` with its graph and stops the forward pass
 there, so the blocks above j are never run.
 """
 
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..core.call_state import RoutingCall
-from ..core.config import check_tau, check_variant
-from ..core.labels import piece_texts
+from hero_core.method.call_state import RoutingCall
+from hero_core.method.config import check_tau, check_variant
+from hero_core.words.labels import piece_texts
 
 METHODS = ("auto", "integrated_gradients", "ablation")
 BASELINES = ("pad", "zeros")  # default first: the pad embedding avoids RMSNorm's steep region near 0

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .memory_stats import memory_row_stats
+from hero_core.analysis.memory_stats import memory_row_stats
 
 
 def read_effect(hero, texts: Sequence[str], *, variant: str | None = None, tau: float | None = None,

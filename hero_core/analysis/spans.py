@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.metrics import perplexity_ratio
-from ..core.trace import RoutingTrace
+from hero_core.measures.metrics import perplexity_ratio
+from hero_core.method.trace import RoutingTrace
 
 FIRST_TOKEN_NOTE_SHARE = 0.2  # say how much token 0 lifts the figure when it carries at least this share of skips
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core.trace import RoutingTrace
+from hero_core.method.trace import RoutingTrace
 
 
 def token_summary(trace: RoutingTrace) -> pd.DataFrame:

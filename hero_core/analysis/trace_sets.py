@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..core.trace import RoutingTrace
+from hero_core.method.trace import RoutingTrace
 
 TracesByDomain = Mapping[str, Sequence[RoutingTrace]]
 

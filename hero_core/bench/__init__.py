@@ -7,7 +7,7 @@ backbone loaded in that dtype, routers in fp32), and the JSON keeps each precisi
 
 * **prefill**: dense vs each routed configuration (``hero-25``, ``hero-40``) on batches of prompts; the
   achieved speed-up (dense time / routed time) next to the *ideal* one implied by the FLOPs the routed
-  pass really skipped (its executed matrix through :mod:`hero_core.core.accounting`):
+  pass really skipped (its executed matrix through :mod:`hero_core.measures.accounting`):
   ``ideal = sum_t dense_flops_t / sum_t (dense_flops_t - saved_flops_t)``, router and adapter work charged.
 * **decode**: greedy KV-cache decoding of equal-length prompts at batch 1 and 8, tokens/s, same ideal.
 * **recording**: a routed forward with ``record=True`` vs ``record=False`` (and the trace assembly).
@@ -32,11 +32,11 @@ Modules: ``timing`` (interleaved repetitions, statistics, machine facts), ``inpu
 token batches, routed configurations), ``sections`` (one function per section), ``memory_probe`` (the
 per-configuration process, ``python -m hero_core.bench.memory_probe``), ``targets`` (the schema and the
 targets, read by ``scripts/bench_report.py``), ``run`` (the run and its command line). The FLOP ideal is
-:func:`hero_core.core.accounting.flop_ideal`; decoding is :meth:`hero_core.core.model.HeroModel.decode`.
+:func:`hero_core.measures.accounting.flop_ideal`; decoding is :meth:`hero_core.method.model.HeroModel.decode`.
 """
 
-from .inputs import BenchConfig
-from .run import add_arguments, run_benchmark, run_cli
-from .targets import SCHEMA, TARGETS
+from hero_core.bench.inputs import BenchConfig
+from hero_core.bench.run import add_arguments, run_benchmark, run_cli
+from hero_core.bench.targets import SCHEMA, TARGETS
 
 __all__ = ["SCHEMA", "TARGETS", "BenchConfig", "add_arguments", "run_benchmark", "run_cli"]

@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
-from ..core.accounting import ffn_share_for_param_skip
-from ..core.call_state import RoutingCall
-from ..core.model import DEFAULT_CHECKPOINT
-from ..core.precision import check_dtype
+from hero_core.measures.accounting import ffn_share_for_param_skip
+from hero_core.method.call_state import RoutingCall
+from hero_core.method.model import DEFAULT_CHECKPOINT
+from hero_core.backbones.precision import check_dtype
 
 DEFAULT_BENCH_CHECKPOINTS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")
 
@@ -147,7 +147,7 @@ def target_param_skip(name: str) -> float | None:
 def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) -> RoutedConfig:
     """A fresh router with gates spread around 0.5 (as the tests' ``embedded`` fixture builds), its tau
     calibrated so the share of skipped FFNs matches the param skip the name asks for."""
-    from ..core.model import fresh_router, spread_gates
+    from hero_core.method.model import fresh_router, spread_gates
 
     want_param_skip = target_param_skip(name) or 0.25
     p = hero.profile
@@ -162,7 +162,7 @@ def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) 
                           gate_bias_init=0.0)
     router = spread_gates(router).to(hero.device).eval()
     ids = calibration_ids.to(hero.device)
-    # The one tau search (hero_core.core.tau_search.matched_tau), on the param skip that this share of skipped
+    # The one tau search (hero_core.method.tau_search.matched_tau), on the param skip that this share of skipped
     # FFNs is (every skipped FFN counts the same, so the two scales are proportional); it keeps the best tau seen,
     # as a random router's gates react strongly to the routing of earlier blocks.
     per_ffn = p.ffn_params / p.total_params
@@ -178,7 +178,7 @@ def synthetic_router(hero, name: str, calibration_ids: torch.Tensor, seed: int) 
 
 def load_routed_configs(hero, names: list[str], calibration_ids: torch.Tensor, seed: int,
                         say: Callable[[str], None]) -> list[RoutedConfig]:
-    from ..core.model import load_checkpoint
+    from hero_core.method.model import load_checkpoint
 
     configs = []
     for i, name in enumerate(names):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from .sections import PROBE_MARKER
-from .timing import proc_lines, start_timer
+from hero_core.bench.sections import PROBE_MARKER
+from hero_core.bench.timing import proc_lines, start_timer
 
 
 def _rss_bytes() -> int:
@@ -57,7 +57,7 @@ def memory_probe(backbone: str | None, quantization: str | None, batch: int, len
     torch.set_num_threads(threads)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from ..core.backbones import embedded_model_dir, load_backbone
+    from hero_core.backbones.loading import embedded_model_dir, load_backbone
 
     model_dir = embedded_model_dir() if backbone is None else Path(backbone)
     config = AutoConfig.from_pretrained(model_dir)

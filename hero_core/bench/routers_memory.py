@@ -34,8 +34,8 @@ def measure(way: str, checkpoints: tuple[str, ...]) -> dict:
     """In this (fresh) process: load ``checkpoints`` the given way, trace the prompt with each, report memory."""
     import torch
 
-    from ..core.backbone_pool import SHARED_BACKBONES
-    from ..core.model import load_hero, load_routers
+    from hero_core.backbones.pool import SHARED_BACKBONES
+    from hero_core.method.model import load_hero, load_routers
 
     torch.set_num_threads(1)
     before = _rss_bytes()
@@ -74,8 +74,8 @@ def routers_on_one_backbone(backbone, n: int = 4, workdir: str | Path | None = N
 
     import torch
 
-    from ..core.checkpoint import save_checkpoint
-    from ..core.model import fresh_router, hero_on_backbone, spread_gates
+    from hero_core.method.checkpoint import save_checkpoint
+    from hero_core.method.model import fresh_router, hero_on_backbone, spread_gates
 
     cuda = backbone.device.type == "cuda"
     allocated = (lambda: torch.cuda.memory_allocated(backbone.device)) if cuda else (lambda: None)

@@ -18,19 +18,19 @@ from typing import Any
 
 import torch
 
-from ..core.inject import prefill_decides_in_bf16
-from .inputs import DEFAULT_BENCH_CHECKPOINTS, BenchConfig, batch_of, load_routed_configs, parse_shape, token_pool
-from .sections import bench_decode, bench_memory, bench_overhead, bench_prefill, bench_recording, bench_training
-from .targets import SCHEMA, evaluate_targets
-from .timing import available_cores, load_average, machine_info, resolve_threads
+from hero_core.method.inject import prefill_decides_in_bf16
+from hero_core.bench.inputs import DEFAULT_BENCH_CHECKPOINTS, BenchConfig, batch_of, load_routed_configs, parse_shape, token_pool
+from hero_core.bench.sections import bench_decode, bench_memory, bench_overhead, bench_prefill, bench_recording, bench_training
+from hero_core.bench.targets import SCHEMA, evaluate_targets
+from hero_core.bench.timing import available_cores, load_average, machine_info, resolve_threads
 
 PRECISION_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16"}
 
 
 def _backbone_dir_for_probe(given_hero, backbone_arg: str | None, tmp: Path) -> str | None:
     """A directory the memory probe can load: the embedded model, the user's path, or a saved copy."""
-    from ..core.backbones import EMBEDDED_NAME
-    from ..core.inject import unwrapped
+    from hero_core.backbones.loading import EMBEDDED_NAME
+    from hero_core.method.inject import unwrapped
 
     if backbone_arg:
         return str(backbone_arg)
@@ -51,7 +51,7 @@ def resolve_precisions(names: tuple[str, ...], device: torch.device, quantizatio
         if len(names) > 1:
             say(f"note: --quantization {quantization} times one precision ({quantization}); --dtypes is ignored")
         return [(quantization, None)]
-    from ..core.precision import resolve_dtype
+    from hero_core.backbones.precision import resolve_dtype
 
     resolved: dict[str, torch.dtype] = {}
     for name in names:
@@ -87,8 +87,8 @@ def _hero_in_precision(dtype: torch.dtype | None, given_hero, *, backbone, quant
     with a fresh router (the routed configurations bring their own routers)."""
     if given_hero is not None:
         return given_hero if dtype is None else in_dtype(given_hero, dtype)
-    from ..core.backbones import load_backbone
-    from ..core.model import HeroModel, fresh_router
+    from hero_core.backbones.loading import load_backbone
+    from hero_core.method.model import HeroModel, fresh_router
 
     precision = {} if dtype is None else {"dtype": dtype}
     bb = load_backbone(backbone, quantization=quantization, device=device, **precision)
@@ -99,7 +99,7 @@ def run_benchmark(cfg: BenchConfig, hero=None, *, backbone: str | None = None, q
                   device: str = "auto", say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run every section of ``cfg`` in every precision of ``cfg.dtypes``; return a JSON-ready dict.
 
-    ``hero``: a :class:`~hero_core.core.model.HeroModel` to measure (e.g. ``tiny_hero()`` in tests; a converted
+    ``hero``: a :class:`~hero_core.method.model.HeroModel` to measure (e.g. ``tiny_hero()`` in tests; a converted
     copy is timed in each other precision); by default the backbone named by ``backbone`` (the embedded
     SmolLM2-135M) is loaded in each precision with a fresh router."""
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -113,7 +113,7 @@ def run_benchmark(cfg: BenchConfig, hero=None, *, backbone: str | None = None, q
 
 
 def _run(cfg: BenchConfig, given_hero, threads: int, *, backbone, quantization, device, say) -> dict[str, Any]:
-    from ..core.backbones import resolve_device
+    from hero_core.backbones.loading import resolve_device
 
     load_start = load_average()
     started = time.time()
@@ -252,7 +252,7 @@ def config_from_args(args) -> BenchConfig:
 def run_cli(args, hero=None) -> int:
     cfg = config_from_args(args)
     if os.environ.get("HERO_LENS_TINY") == "1" and hero is None:
-        from ..core.tiny import tiny_hero
+        from hero_core.method.tiny import tiny_hero
 
         hero = tiny_hero()
     result = run_benchmark(cfg, hero, backbone=args.backbone, quantization=args.quantization, device=args.device)

@@ -1,5 +1,5 @@
 """The benchmark's sections, each timing dense against routed configurations side by side: prefill,
-decode (through :meth:`hero_core.core.model.HeroModel.decode`), trace recording, wrapper overhead, a training step,
+decode (through :meth:`hero_core.method.model.HeroModel.decode`), trace recording, wrapper overhead, a training step,
 and memory (fp32 vs NF4 in fresh processes, :mod:`hero_core.bench.memory_probe`)."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..core.accounting import ComputeProfile, flop_ideal
-from ..core.call_state import RoutingCall, routing_call
-from .inputs import BenchConfig, RoutedConfig, batch_of, recorded_pass
-from .timing import measure, paired_ratio, paired_ratios, start_timer, stats, time_stats
+from hero_core.measures.accounting import ComputeProfile, flop_ideal
+from hero_core.method.call_state import RoutingCall, routing_call
+from hero_core.bench.inputs import BenchConfig, RoutedConfig, batch_of, recorded_pass
+from hero_core.bench.timing import measure, paired_ratio, paired_ratios, start_timer, stats, time_stats
 
 PROBE_MODULE = "hero_core.bench.memory_probe"  # run with -m: one fresh process per configuration
 PROBE_MARKER = "HERO_BENCH_MEMORY"  # prefixes the one line of JSON the probe prints
@@ -80,7 +80,7 @@ def bench_prefill(hero, routed: list[RoutedConfig], pool: torch.Tensor, cfg: Ben
 
 def decode_loop(hero, make_call: Callable[[], RoutingCall], prompts: torch.Tensor, n_new: int,
                 on_done: Callable[[RoutingCall], None] | None = None) -> tuple[float, float]:
-    """Greedy batched decoding (:meth:`hero_core.core.model.HeroModel.decode`) from equal-length prompts (B, P):
+    """Greedy batched decoding (:meth:`hero_core.method.model.HeroModel.decode`) from equal-length prompts (B, P):
     ``n_new`` decode steps, no early stop, so every row does the same work.
 
     Returns the (wall, CPU) seconds of the decode steps only (the prefill is left out)."""
@@ -178,7 +178,7 @@ def bench_recording(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig
 
 
 def bench_overhead(hero, pool: torch.Tensor, cfg: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]:
-    from ..core.inject import unwrapped
+    from hero_core.method.inject import unwrapped
 
     batch, length = cfg.overhead_shape
     ids = batch_of(pool, batch, length, offset=29).to(hero.device)
@@ -218,7 +218,7 @@ def bench_training(hero, rc: RoutedConfig, pool: torch.Tensor, cfg: BenchConfig,
 
     Two gate gradients, as ``train.py --gate-gradient`` offers: ``straight_through`` (its default: both
     branches run on every token, no compute is skipped in training) and ``paper`` (the hard branch)."""
-    from ..train.losses import usage_penalty
+    from hero_core.train.losses import usage_penalty
 
     batch, length = cfg.train_shape
     ids = batch_of(pool, batch, length, offset=41).to(hero.device)

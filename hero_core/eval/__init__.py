@@ -6,12 +6,12 @@ Shared (used by more than one workflow):
 
     methods      what gets evaluated (:class:`~hero_core.eval.methods.Method`, ``HeroMethod``,
                  ``CallableMethod``), its forwards and greedy decoding (through the one decode loop,
-                 :mod:`hero_core.core.decoding`)
+                 :mod:`hero_core.method.decoding`)
     engine       the one loop that runs texts under several methods against a reference (dense): per-text
                  NLL sums, KL, top-1 agreement, which FFNs ran, traces on request
     scoring      log-likelihoods as lm-evaluation-harness splits them, multiple-choice accuracy, Retain
     baselines    reference routing policies (static, random, oracle; per-token quality against dense is
-                 :mod:`hero_core.core.metrics`, which the model itself uses)
+                 :mod:`hero_core.measures.metrics`, which the model itself uses)
     calibration  train-split text blocks of every domain, where a tau is matched to a param skip
     twins        the headline's checkpoints, each one's local twin and the twin's tau at matched param skip
     benchmarks/  BIG-bench data (``bigbench``) and HumanEval execution (``humaneval``)
@@ -35,7 +35,7 @@ Workflows:
     study/       :func:`hero_core.eval.study.runner.run_study`: the seeded study (``python -m hero_core study``)
 
 Compute figures (param skip, net param skip, FLOP share saved, token-weighted over every token a suite
-fed) come from :class:`hero_core.core.accounting.ComputeTally`.
+fed) come from :class:`hero_core.measures.accounting.ComputeTally`.
 
 A *method* is anything with the small ``Method`` interface: a forward over a right-padded batch that
 returns logits and which FFNs each token ran. ``HeroMethod(hero, variant, tau)`` runs a HeRo
@@ -51,7 +51,7 @@ policy at matched skip::
     evaluate(hero, ["hero", "no_history"], ["main"], limit=50, methods=[static])
 
 Data hygiene: BIG-bench and HumanEval are evaluation-only (never read by training); reasoning and
-domain texts come from the ``eval`` split of :mod:`hero_core.core.data`, disjoint from ``train`` by a hash
+domain texts come from the ``eval`` split of :mod:`hero_core.data.texts`, disjoint from ``train`` by a hash
 of each item. Few-shot exemplars of the reasoning suite come from the ``train`` split, so no
 evaluation question appears in a prompt other than its own.
 

@@ -27,9 +27,9 @@ import math
 
 import torch
 
-from ..core.accounting import ffns_for_param_skip
-from ..core.inject import ffn_modules
-from ..core.model import HeroModel
+from hero_core.measures.accounting import ffns_for_param_skip
+from hero_core.method.inject import ffn_modules
+from hero_core.method.model import HeroModel
 
 
 def static_pruning(dropped_blocks: set[int]):
@@ -44,7 +44,7 @@ def block_influence(hero: HeroModel, texts: list[str]) -> list[float]:
     """ShortGPT's block influence of every routed FFN on calibration texts: 1 - cos(hbar, hbar + FFN(u))."""
     import torch.nn.functional as F
 
-    from ..core.inject import hbar_site, routed_unit
+    from hero_core.method.inject import hbar_site, routed_unit
 
     scores = [0.0] * hero.config.n_routed
     counts = [0] * hero.config.n_routed

@@ -7,11 +7,11 @@ methods on text go through it: the frontier (:func:`hero_core.eval.frontier.curv
 domains suite (:func:`hero_core.eval.suites.registry.evaluate_domains`), the data-set sweep
 (:func:`hero_core.eval.sweep.run.run_item`), the bf16 check (:func:`hero_core.eval.frontier.measures.bf16_check`)
 and the analyses' item runs (:func:`hero_core.eval.sweep.item_runs.run_items`). The measures come from
-:mod:`hero_core.core.metrics`.
+:mod:`hero_core.measures.metrics`.
 
 Per (method, text) it gives a :class:`MethodRun`: token count, which FFNs ran, and against the reference the
 text's NLL sums, KL sum and top-1 agreements; on request the per-token quality (``keep="tokens"``), the
-logits (``keep="logits"``) and, for methods named in ``traced``, the :class:`~hero_core.core.trace.RoutingTrace`.
+logits (``keep="logits"``) and, for methods named in ``traced``, the :class:`~hero_core.method.trace.RoutingTrace`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..core.choices import check_distinct
-from ..core.metrics import log_probs, quality_of_log_probs
-from ..core.trace import RoutingTrace
-from .methods import Forward, HeroMethod, Method
+from hero_core.choices import check_distinct
+from hero_core.measures.metrics import log_probs, quality_of_log_probs
+from hero_core.method.trace import RoutingTrace
+from hero_core.eval.methods import Forward, HeroMethod, Method
 
 KEEP = ("logits", "tokens")  # what a run may keep beyond its sums
 MAX_MATCHED_SKIP = 0.999  # a matched run's target param skip is capped below 1 (param_skip must be < 1)

@@ -1,6 +1,6 @@
 """What gets evaluated: the :class:`Method` interface, a HeRo variant (:class:`HeroMethod`) and a plain
 function (:class:`CallableMethod`), with their forwards and greedy decoding
-(:func:`hero_core.core.decoding.decode_steps`).
+(:func:`hero_core.method.decoding.decode_steps`).
 
 A *method* has a forward over a right-padded batch that returns logits and which FFNs each token ran;
 generation and the shared-prefix scoring fast path are built on it."""
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core.accounting import ComputeProfile
-from ..core.config import INFERENCE_VARIANTS
-from ..core.decoding import cut_at_stop, decode_steps, text_stop
+from hero_core.measures.accounting import ComputeProfile
+from hero_core.method.config import INFERENCE_VARIANTS
+from hero_core.method.decoding import cut_at_stop, decode_steps, text_stop
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Method:
     has a (slow, cache-free) default built on it.
 
     Attributes: ``name`` (label in results), ``tokenizer``, ``profile`` (a
-    :class:`~hero_core.core.accounting.ComputeProfile`, or None: no param-skip figures), ``routed`` (whether
+    :class:`~hero_core.measures.accounting.ComputeProfile`, or None: no param-skip figures), ``routed`` (whether
     router/adapter work is charged in the net figures), ``max_tokens`` (longest input).
     """
 
@@ -165,7 +165,7 @@ class HeroMethod(Method):
         return SharedForward(first, tails, executed, np.concatenate(positions))
 
     def generate(self, prompt: str, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
-        """Greedy decoding with the KV cache (:meth:`hero_core.core.model.HeroModel.decode`), routed token by
+        """Greedy decoding with the KV cache (:meth:`hero_core.method.model.HeroModel.decode`), routed token by
         token, stopping at ``stop`` strings."""
         hero = self.hero
         enc = hero.encode([prompt], max_tokens=max(1, hero.max_tokens - max_new_tokens))

@@ -7,7 +7,7 @@ no_history router trained with the first recipe's schedule (``hero-10-r2`` -> ``
 skipping, so the twin is also run at **matched compute**: the tau at which its param skip on calibration text
 (:func:`hero_core.eval.calibration.calibration_blocks`, train-split blocks of every domain) equals the skip the
 checkpoint realises there at its own tau (:func:`match_twin`; the search of
-:meth:`hero_core.core.model.HeroModel.tau_for_param_skip`).
+:meth:`hero_core.method.model.HeroModel.tau_for_param_skip`).
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def control_caveat(name: str, training: Mapping[str, Any] | None, seeds: Mapping
 
 def bundled_control_caveat(name: str) -> str | None:
     """:func:`control_caveat` of a bundled checkpoint, from its own hero_config.json and the shipped seed summary."""
-    from ..core.checkpoint import BUNDLED_DIR, CONFIG_FILE
-    from .study.bundled import load_shipped
+    from hero_core.method.checkpoint import BUNDLED_DIR, CONFIG_FILE
+    from hero_core.eval.study.bundled import load_shipped
 
     config = BUNDLED_DIR / name / CONFIG_FILE
     if name not in UNSTEADY_CONTROLS or not config.is_file():
@@ -139,7 +139,7 @@ def headline_order(name: str) -> tuple:
 def headline_checkpoints(names: Iterable[str] | None = None) -> list[str]:
     """The headline's checkpoints among ``names`` (default: every bundled checkpoint), in table order."""
     if names is None:
-        from ..core.checkpoint import bundled_names
+        from hero_core.method.checkpoint import bundled_names
 
         names = bundled_names()
     return sorted((n for n in names if is_headline(n)), key=headline_order)
@@ -195,7 +195,7 @@ class MatchedTwin:
 
 def match_twin(hero, twin, blocks, *, iters: int = 12) -> MatchedTwin:
     """``twin`` (a HeroModel) at the tau whose param skip on ``blocks`` matches ``hero``'s at its own tau."""
-    from ..core.tau_search import realised_skip
+    from hero_core.method.tau_search import realised_skip
 
     target = realised_skip(hero, blocks, hero.config.variant, hero.config.tau)
     tau, skip = twin.tau_for_param_skip(blocks, None, twin.config.variant, target, iters=iters)

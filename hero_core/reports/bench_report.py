@@ -17,16 +17,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..bench.targets import (
+from hero_core.bench.targets import (
     SCHEMA,
     SINGLE_PRECISION_NAME,
     SINGLE_PRECISION_SCHEMA,
     target_unit,
 )
-from ..core.files import say_wrote
-from .app_latency_report import latency_lines, load_latency
-from .pages import Label, Rows, grouped_table, markdown_table
-from .readme_block import refresh_block
+from hero_core.files import say_wrote
+from hero_core.reports.app_latency_report import latency_lines, load_latency
+from hero_core.reports.pages import Label, Rows, grouped_table, markdown_table
+from hero_core.reports.readme_block import refresh_block
 
 
 def _num(x: Any, digits: int = 3) -> str:
@@ -387,7 +387,7 @@ def render(result: dict, app_latency: dict | None = None) -> str:
               "* After warm-up, the configurations of a section run interleaved in rotating order; a ratio is "
               "the median of the per-repetition ratios of adjacent runs, so slow load drifts cancel.",
               "* *Ideal* speed-up = sum of the tokens' dense FLOPs / sum of (dense - saved) FLOPs, from the "
-              "executed matrix of the same inputs (`hero_core.core.accounting`: 2 FLOPs per weight of every matmul "
+              "executed matrix of the same inputs (`hero_core.measures.accounting`: 2 FLOPs per weight of every matmul "
               "including the LM head, causal attention, router, adapter and memory-read costs).",
               "* Wall time is the headline; process CPU time is shown alongside because it is far less sensitive "
               "to other processes when torch runs one thread.",

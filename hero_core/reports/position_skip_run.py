@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.core.files import say_wrote
-from hero_core.core.results_json import command_line, measured_or_saved
+from hero_core.files import say_wrote
+from hero_core.data.results_json import command_line, measured_or_saved
 from hero_core.eval.frontier import position_skip as ps
 
 # This module measures, renders and is the command line of scripts/position_skip.py (its docstring's first
@@ -31,7 +31,7 @@ FIGURE = ROOT / "docs" / "figures" / "position_skip.png"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoints", nargs="+", default=list(ps.DEFAULT_CHECKPOINTS),
-                   help="bundled checkpoint names or directories, each loaded via hero_core.core.model.load_hero "
+                   help="bundled checkpoint names or directories, each loaded via hero_core.method.model.load_hero "
                         f"(default: {' '.join(ps.DEFAULT_CHECKPOINTS)})")
     p.add_argument("--sequences", "--limit", dest="sequences", type=int, default=2,
                    help="sequences of --max-tokens tokens per domain (default 2; --limit is the same flag)")

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.checkpoint import BUNDLED_DIR, CONFIG_FILE
-from ..core.model import DEFAULT_CHECKPOINT
-from ..eval.suites.headline import kept_figures, retain_figures
-from ..eval.twins import twin_name
+from hero_core.method.checkpoint import BUNDLED_DIR, CONFIG_FILE
+from hero_core.method.model import DEFAULT_CHECKPOINT
+from hero_core.eval.suites.headline import kept_figures, retain_figures
+from hero_core.eval.twins import twin_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")  # each shown beside its local twin
@@ -127,8 +127,8 @@ def _answers_sentence(answers: Mapping[str, Any] | None, noise_floor: Mapping[st
 
 def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
     """The default against the baselines at its own param skip, per domain, from docs/results.json's frontier."""
-    from ..core.reference_labels import REFERENCE_LABELS
-    from ..eval.frontier.curves import at_skip
+    from hero_core.words.reference_labels import REFERENCE_LABELS
+    from hero_core.eval.frontier.curves import at_skip
 
     curves = ((results or {}).get("frontier") or {}).get("curves", {})
     default = curves.get(DEFAULT_CHECKPOINT)
@@ -178,7 +178,7 @@ def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, An
     if left_out:
         notes.append(f"Not in the table (a result file lacks their numbers): {', '.join(left_out)}.")
     if seeds is not None:
-        from ..eval.study.bundled import answer_sentence
+        from hero_core.eval.study.bundled import answer_sentence
 
         steps = stage_steps(_seed_training(seeds) if seed_training is None else seed_training)
         stage = f"The seeds are the first training stage{f' ({steps})' if steps else ''} of each arm."
@@ -194,7 +194,7 @@ def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, An
 
 def write_readme_headline(readme: Path, measured_path: Path, bigbench: dict | None, answers: dict | None) -> bool:
     """Refresh the README's headline block; whether it changed."""
-    from .readme_block import refresh_block
+    from hero_core.reports.readme_block import refresh_block
 
     return refresh_block(readme, "headline", headline_block(_load(measured_path), bigbench, answers,
                                                             _load(RETAIN_100), _load(SEEDS), _load(RESULTS),

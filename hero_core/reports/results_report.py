@@ -12,13 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..core.files import say_wrote
-from ..core.reference_labels import PAPER_BUDGETS
-from ..eval.answers.figure import plot_answers_kept
-from ..eval.suites.headline import headline_lines, load_json
-from ..eval.twins import is_headline
-from .pages import add_path_arguments, save_figure, table_row
-from .readme_headline import write_readme_headline
+from hero_core.files import say_wrote
+from hero_core.words.reference_labels import PAPER_BUDGETS
+from hero_core.eval.answers.figure import plot_answers_kept
+from hero_core.eval.suites.headline import headline_lines, load_json
+from hero_core.eval.twins import is_headline
+from hero_core.reports.pages import add_path_arguments, save_figure, table_row
+from hero_core.reports.readme_headline import write_readme_headline
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ROOT / "hero_core" / "checkpoints" / "measured.json"
@@ -216,7 +216,7 @@ def render(result: dict, figure: Path) -> str:
 def retrained_since(result: dict) -> list[str]:
     """Checkpoints whose bundled weights are not the ones measured here: the training record stored with the
     results (its timing) differs from the one in the checkpoint's config now (the run was trained again since)."""
-    from ..core.checkpoint import CheckpointError, read_checkpoint
+    from hero_core.method.checkpoint import CheckpointError, read_checkpoint
 
     stale = []
     for name, measured in result.get("checkpoints", {}).items():

@@ -2,7 +2,7 @@
 towards the answers a user reads (``TrainConfig.answer_weight``).
 
 The built-in chat data is a chat-formatted prompt followed by the dense model's own reply, documents joined by
-EOS (hero_core.core.data). A token is an answer token when an assistant header (the tokens the chat template appends
+EOS (hero_core.data.texts). A token is an answer token when an assistant header (the tokens the chat template appends
 for ``add_generation_prompt``) precedes it inside the same block and no EOS or new turn came between. A block
 that starts in the middle of a reply cannot see that reply's header, so those first tokens count as prompt: the
 mask under-counts answers at block edges and never marks code or reasoning text (which has no header)."""

@@ -11,12 +11,12 @@ import json
 import shutil
 from pathlib import Path
 
-from ..core.backbones import cache_dir
-from ..core.checkpoint import CONFIG_FILE
-from ..core.model import HeroModel
-from .recipes import DATA_BLOCKS, RUNS, already_trained, stage_config
-from .train import train
-from .train_config import TrainConfig
+from hero_core.backbones.loading import cache_dir
+from hero_core.method.checkpoint import CONFIG_FILE
+from hero_core.method.model import HeroModel
+from hero_core.train.recipes import DATA_BLOCKS, RUNS, already_trained, stage_config
+from hero_core.train.train import train
+from hero_core.train.train_config import TrainConfig
 
 STAGE_DIR = cache_dir() / "checkpoint-stages"
 
@@ -35,7 +35,7 @@ def location(name: str, out_dir: Path) -> Path:
 def prepare_teacher(hero: HeroModel, out_dir: Path, threads: int, seeds: tuple[int, ...] = (0,)) -> None:
     """Build the shared training blocks and the dense teacher's cache of each data seed once, before parallel lanes
     need them."""
-    from .train_data import teacher_targets, training_blocks
+    from hero_core.train.train_data import teacher_targets, training_blocks
 
     for seed in seeds:
         cfg = TrainConfig(out=str(out_dir / "_prepare"), data_blocks=DATA_BLOCKS, threads=threads, seed=seed)

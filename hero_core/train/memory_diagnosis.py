@@ -29,8 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..core.memory import feature_map
-from ..core.metrics import kl_divergence, log_probs
+from hero_core.method.memory import feature_map
+from hero_core.measures.metrics import kl_divergence, log_probs
 
 # Parameter groups of a HeroRouter, by the first part of the parameter's name; memory_log_scale exists only for
 # the softmax kernel. "adapters" sums the per-block adapters.
@@ -189,7 +189,7 @@ def weight_spread(weights: np.ndarray) -> np.ndarray:
 
 def decay_matrix(rho: np.ndarray) -> np.ndarray:
     """decay[j, i] = prod_{m=i+1..j-1} rho_m (0-based j, i; i < j, else 0): the weight the memory's decay gives
-    entry i when block j reads it (hero_core.core.memory.DepthMemory.write)."""
+    entry i when block j reads it (hero_core.method.memory.DepthMemory.write)."""
     rho = np.asarray(rho, dtype=np.float64)
     R = len(rho)
     decay = np.zeros((R, R))
@@ -341,7 +341,7 @@ def adam_eta_bound(stages: Sequence[dict]) -> float:
     """The farthest Adam moves one parameter over these stages: the sum of the learning rate over every step
     (hero_core.train.train_config.lr_at's warmup and cosine), i.e. a step of lr each time, what a gradient of
     constant sign gives. NaN when a stage's rate is unknown."""
-    from .train_config import TrainConfig, lr_at  # training's own schedule
+    from hero_core.train.train_config import TrainConfig, lr_at  # training's own schedule
 
     total = 0.0
     for stage in stages:
@@ -372,7 +372,7 @@ def parameter_movement(before, after) -> dict[str, dict[str, float]]:
 def movement_since_bundled_stage(router, training: dict, stage_lr: Callable[[str], float | None]) -> dict | None:
     """:func:`parameter_movement` from the latest earlier stage of this checkpoint that is bundled (a continuation's
     exact start, or a stage on its way), with the Adam bound of the stages after it; None without such a stage."""
-    from ..core import checkpoint as ckpt
+    from hero_core.method import checkpoint as ckpt
 
     stages = training_stages(training, stage_lr)
     bundled = set(ckpt.bundled_names())

@@ -1,7 +1,7 @@
 """Why the bundled checkpoints' depth memory reads uniformly and gets no training signal, in numbers.
 
 ``python scripts/memory_diagnosis.py [--checkpoints hero-10 ...] [--limit 4]`` measures each checkpoint on held-out
-text (hero_core.core.data eval split, ``--limit`` texts per domain, each cut to ``--max-tokens``) with
+text (hero_core.data.texts eval split, ``--limit`` texts per domain, each cut to ``--max-tokens``) with
 hero_core.train.memory_diagnosis: gradient norms of KL(dense || routed) per parameter group, how consistent the memory's
 gradients are across texts, the entropy and spread of the reads, key / query similarity across depth, how far rho
 moved against the farthest Adam could move it, and reference reads by construction. It writes
@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.core.files import say_wrote
-from hero_core.core.results_json import command_line, measured_or_saved
+from hero_core.files import say_wrote
+from hero_core.data.results_json import command_line, measured_or_saved
 from hero_core.train.memory_diagnosis_page import render
 
 # This module measures and is the command line (its docstring is --help); the page is memory_diagnosis_page.
@@ -32,8 +32,8 @@ RANDOM_ROWS = 300
 def measure(args: argparse.Namespace, command: str) -> dict:
     import torch
 
-    from hero_core.core.data import domain_texts
-    from hero_core.core.model import load_routers
+    from hero_core.data.texts import domain_texts
+    from hero_core.method.model import load_routers
     from hero_core.train.memory_diagnosis import diagnose, random_elu1_read
     from hero_core.train.recipes import RUNS  # the recipe: the learning rate of stages that are not bundled
 

@@ -21,10 +21,10 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..core.checkpoint import CONFIG_FILE
-from ..core.checkpoint_info import EXTRA_SEEDS, SEED_ARMS, WIDTH_ARMS
-from ..core.config import PAPER_ENCODER, PAPER_HEAD_HIDDEN, router_widths
-from .train_config import TrainConfig
+from hero_core.method.checkpoint import CONFIG_FILE
+from hero_core.method.checkpoint_info import EXTRA_SEEDS, SEED_ARMS, WIDTH_ARMS
+from hero_core.method.config import PAPER_ENCODER, PAPER_HEAD_HIDDEN, router_widths
+from hero_core.train.train_config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Run:
     seed: int = 0  # TrainConfig.seed: the routers' initialisation and the draw of the training blocks
     folder: str = ""  # a subfolder of the bundled checkpoints ("seeds"), so the app's main list stays short
     # The router's hidden widths (TrainConfig.head_hidden, d_encoder): every run before recipe 7 used the paper's;
-    # 0 sizes them to the backbone (hero_core.core.config.router_widths).
+    # 0 sizes them to the backbone (hero_core.method.config.router_widths).
     head_hidden: int = PAPER_HEAD_HIDDEN
     d_encoder: int = PAPER_ENCODER
 
@@ -113,7 +113,7 @@ RUNS["hero-10-r5"] = Run("hero", 0.10, R5_STEPS, "hero-10-r4", budget_scope="bat
 RUNS["hero-13-r5"] = Run("hero", 0.13, R5_STEPS, "hero-10-r4", budget_scope="batch", lr=5e-5,
                          levers=MEMORY_R2 + LONG_BLOCKS)
 # Recipe 6 (issue "Answers that survive routing", lever "more and broader data"): 300 steps on top of hero-10-r4 on
-# the built-in mix plus short-answer chat prompts (hero_core.core.short_answers: facts, counts, sums, one-word and
+# the built-in mix plus short-answer chat prompts (hero_core.data.short_answers: facts, counts, sums, one-word and
 # formatted answers, with the dense model's own replies), so the routers see replies whose value is one token.
 # hero-10-r6c is its control, the same 300 steps on the built-in mix: the two differ in the data alone. Neither is
 # bundled: neither kept more answers than the default (docs/experiments/short-answers).

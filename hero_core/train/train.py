@@ -35,9 +35,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..core.accounting import mean_param_skip
-from ..core.model import HeroModel, load_hero
-from .losses import (
+from hero_core.measures.accounting import mean_param_skip
+from hero_core.method.model import HeroModel, load_hero
+from hero_core.train.losses import (
     budget_hinge,
     distill_loss,
     hard_executed,
@@ -46,11 +46,11 @@ from .losses import (
     usage_penalty,
     weighted_mean,
 )
-from .train_config import TrainConfig, lr_at, target_skip_at
-from .train_data import block_order
-from .train_guard import attach_guard, check_health_if_due, keep_best_if_degraded
-from .train_memory import memory_log_row
-from .train_steps import (
+from hero_core.train.train_config import TrainConfig, lr_at, target_skip_at
+from hero_core.train.train_data import block_order
+from hero_core.train.train_guard import attach_guard, check_health_if_due, keep_best_if_degraded
+from hero_core.train.train_memory import memory_log_row
+from hero_core.train.train_steps import (
     BlockSet,
     RunClock,
     TrainingRun,

@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ..core.choices import check_choice
-from ..core.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, HeroConfig
-from ..core.memory import MEMORY_KERNELS
-from ..core.precision import DTYPES
-from .health import ON_DEGRADE
+from hero_core.choices import check_choice
+from hero_core.method.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, HeroConfig
+from hero_core.method.memory import MEMORY_KERNELS
+from hero_core.backbones.precision import DTYPES
+from hero_core.train.health import ON_DEGRADE
 
 BUDGETS = ("hinge", "hard", "controller")
 BUDGET_SCOPES = ("sequence", "batch")
@@ -70,7 +70,7 @@ class TrainConfig:
     rho_init: float = HeroConfig.rho_init
     memory_lr_scale: float = 1.0
     # The router's hidden widths (HeroConfig): both heads' and the state encoder's W_hd. 0 sizes them to the backbone
-    # (hero_core.core.config.router_widths: 32 / 32 on SmolLM2-135M, the paper's 256 / 128 at d = 4096).
+    # (hero_core.method.config.router_widths: 32 / 32 on SmolLM2-135M, the paper's 256 / 128 at d = 4096).
     head_hidden: int = 0
     d_encoder: int = 0
     data_mix: dict = field(default_factory=lambda: {"chat": 2.0, "code": 1.5, "reasoning": 1.0})

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from ..core.files import atomic_write
+from hero_core.files import atomic_write
 
 if TYPE_CHECKING:
-    from ..core.model import HeroModel
-    from .train_config import TrainConfig
+    from hero_core.method.model import HeroModel
+    from hero_core.train.train_config import TrainConfig
 
 
 def training_set(hero: HeroModel, cfg: TrainConfig) -> tuple[torch.Tensor, dict]:
@@ -22,13 +22,13 @@ def training_set(hero: HeroModel, cfg: TrainConfig) -> tuple[torch.Tensor, dict]
     ``cfg.data_blocks`` of its blocks, drawn with ``cfg.seed``), or the built-in mix of ``cfg.data_mix``."""
     if cfg.data is None:
         mix = builtin_mix(hero, cfg)
-        card = {"source": "built-in mix (hero_core.core.data; python -m hero_core data --describe)", "mix": mix,
+        card = {"source": "built-in mix (hero_core.data.texts; python -m hero_core data --describe)", "mix": mix,
                 "blocks": cfg.data_blocks, "seq_len": cfg.seq_len,
                 "held_out": "each domain's eval split (sha256 of the item's key % 5 == 0), never trained on"}
         if mix != cfg.data_mix:
             card["note"] = "chat left out: the tokenizer has no chat template, so the base model trains on plain text"
         return training_blocks(hero, cfg, cfg.data_blocks), card
-    from ..core.corpus import load_corpus
+    from hero_core.data.corpus import load_corpus
 
     corpus = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len, min_blocks=cfg.batch_size)
     rows = corpus.blocks
@@ -43,7 +43,7 @@ def builtin_mix(hero: HeroModel, cfg: TrainConfig) -> dict:
     is the model's own replies to chat-formatted prompts, which a base model has no format for."""
     if getattr(hero.tokenizer, "chat_template", None):
         return dict(cfg.data_mix)
-    from ..core.data import SELF_DISTILLED_DOMAINS
+    from hero_core.data.texts import SELF_DISTILLED_DOMAINS
 
     return {domain: weight for domain, weight in cfg.data_mix.items() if domain not in SELF_DISTILLED_DOMAINS}
 
@@ -51,8 +51,8 @@ def builtin_mix(hero: HeroModel, cfg: TrainConfig) -> dict:
 def training_blocks(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> torch.Tensor:
     """(n_blocks, seq_len) token ids drawn from the train split of every built-in domain, mixed by cfg.data_mix
     (chat left out for a tokenizer without a chat template, see :func:`builtin_mix`)."""
-    from ..core.blocks import token_blocks
-    from ..core.data import domain_texts
+    from hero_core.data.blocks import token_blocks
+    from hero_core.data.texts import domain_texts
 
     weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0}
     if not weights:
@@ -87,13 +87,13 @@ def validation_blocks(hero: HeroModel, cfg: TrainConfig) -> torch.Tensor | None:
     items of ``cfg.data``, or the tail of each built-in domain's held-out list mixed as the training data is. The
     same for every seed, so the guard's losses compare across seeds. None when the held-out split makes no block."""
     if cfg.data is not None:
-        from ..core.corpus import load_corpus
+        from hero_core.data.corpus import load_corpus
 
         rows = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len).held_out_blocks[:cfg.eval_blocks]
         return torch.tensor(rows, dtype=torch.long) if rows else None
-    from ..core.blocks import token_blocks
-    from ..core.data import chat_cache_path, chat_prompts, code_texts, self_distilled
-    from ..core.reasoning import reasoning_problems
+    from hero_core.data.blocks import token_blocks
+    from hero_core.data.texts import chat_cache_path, chat_prompts, code_texts, self_distilled
+    from hero_core.data.reasoning import reasoning_problems
 
     weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0 and d in VALIDATION_TEXTS}
     total = sum(weights.values())
@@ -104,7 +104,7 @@ def validation_blocks(hero: HeroModel, cfg: TrainConfig) -> torch.Tensor | None:
             texts = self_distilled(hero, chat_prompts("eval")[-k:], chat_cache_path(hero.backbone.name, "eval"), 96)
         elif domain == "code":
             texts = code_texts("eval")
-            random.Random("code-0").shuffle(texts)  # the evaluations' order (hero_core.core.data.domain_texts)
+            random.Random("code-0").shuffle(texts)  # the evaluations' order (hero_core.data.texts.domain_texts)
             texts = texts[-k:]
         else:
             texts = [p.text for p in reasoning_problems(VALIDATION_REASONING_POOL, "eval")[-k:]]
@@ -125,7 +125,7 @@ def loss_weights(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor) -> tor
     assistant replies; a chat template is needed to find them."""
     if cfg.answer_weight == 1.0:
         return None
-    from .answer_tokens import answer_mask, answer_weights, assistant_header, turn_end_ids
+    from hero_core.train.answer_tokens import answer_mask, answer_weights, assistant_header, turn_end_ids
 
     header = assistant_header(hero.tokenizer)
     if not header:
@@ -134,10 +134,10 @@ def loss_weights(hero: HeroModel, cfg: TrainConfig, blocks: torch.Tensor) -> tor
 
 
 def teacher_cache_path(hero: HeroModel, cfg: TrainConfig, n_blocks: int) -> Path:
-    from ..core.backbones import cache_dir
+    from hero_core.backbones.loading import cache_dir
 
     if cfg.data is not None:  # the corpus's digest: an edited text gets its own teacher and adapters
-        from ..core.corpus import corpus_key
+        from hero_core.data.corpus import corpus_key
 
         mix = f"data{corpus_key(cfg.data)}"
     else:
@@ -157,7 +157,7 @@ def teacher_dtype(hero: HeroModel, cfg: TrainConfig) -> torch.dtype:
     """Precision of the dense teacher's pass: the run's autocast precision (bf16 where the CPU runs it ~3x faster).
     bf16 moves the stored top-k log-probs by ~1e-2 nats, far below the distillation loss (~1.5 nats); checkpoints
     record which teacher they learned from (training.teacher_dtype)."""
-    from ..core.precision import resolve_dtype
+    from hero_core.backbones.precision import resolve_dtype
 
     return resolve_dtype(cfg.dtype, hero.device)
 

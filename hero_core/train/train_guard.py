@@ -11,11 +11,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..core.accounting import mean_param_skip
-from .health import HealthGuard
-from .losses import distill_loss
-from .train_data import dense_topk, validation_blocks
-from .train_steps import BlockSet, TrainingRun, load_state, save_state
+from hero_core.measures.accounting import mean_param_skip
+from hero_core.train.health import HealthGuard
+from hero_core.train.losses import distill_loss
+from hero_core.train.train_data import dense_topk, validation_blocks
+from hero_core.train.train_steps import BlockSet, TrainingRun, load_state, save_state
 
 log = logging.getLogger("hero_core.train")
 

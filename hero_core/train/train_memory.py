@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..core.config import VARIANTS
+from hero_core.method.config import VARIANTS
 
 if TYPE_CHECKING:
-    from .train_config import TrainConfig
+    from hero_core.train.train_config import TrainConfig
 
 # The parameters that choose where the memory reads (and what it stores): their gradients are 1e-4..1e-2 of the
 # heads' per unit of relative change, so at the shared learning rate Adam moves them too little to matter.

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..core import checkpoint as ckpt
-from ..core.files import atomic_write, atomic_write_text
-from ..core.inject import wrapped_layers
-from ..core.model import HeroModel, fresh_router, load_checkpoint
-from ..core.precision import resolve_dtype
-from .train_data import adapter_cache_path, loss_weights, teacher_dtype, teacher_targets, training_set
-from .train_memory import param_groups
+from hero_core.method import checkpoint as ckpt
+from hero_core.files import atomic_write, atomic_write_text
+from hero_core.method.inject import wrapped_layers
+from hero_core.method.model import HeroModel, fresh_router, load_checkpoint
+from hero_core.backbones.precision import resolve_dtype
+from hero_core.train.train_data import adapter_cache_path, loss_weights, teacher_dtype, teacher_targets, training_set
+from hero_core.train.train_memory import param_groups
 
 if TYPE_CHECKING:
-    from ..core.router import HeroRouter
-    from .health import HealthGuard
-    from .train_config import TrainConfig
+    from hero_core.method.router import HeroRouter
+    from hero_core.train.health import HealthGuard
+    from hero_core.train.train_config import TrainConfig
 
 log = logging.getLogger(__name__.removesuffix("_steps"))  # train()'s messages stay under its module's logger
 
@@ -217,7 +217,7 @@ def warm_start_or_restore(run: TrainingRun, progress: bool) -> None:
 
 def _warm_start(run: TrainingRun, progress: bool) -> None:
     """Fit the adapters to their FFNs and, with a budget, the gates to the adapters' error; saved as step 0."""
-    from .warmstart import cached_warm_start
+    from hero_core.train.warmstart import cached_warm_start
 
     cfg, hero, accelerator = run.cfg, run.hero, run.accelerator
     router = hero.router
@@ -226,7 +226,7 @@ def _warm_start(run: TrainingRun, progress: bool) -> None:
     router.config.extra["warm_start"] = cached_warm_start(hero.model, hero.router, run.data.blocks, cache,
                                                           max_tokens=cfg.warm_start_tokens, progress=progress)
     if cfg.gate_warm_start and cfg.target_skip > 0:
-        from .warmstart import fit_gate_to_adapter_error
+        from hero_core.train.warmstart import fit_gate_to_adapter_error
 
         share = cfg.target_skip * hero.profile.total_params / hero.profile.ffn_params / hero.config.n_routed
         router.config.extra["gate_warm_start"] = fit_gate_to_adapter_error(

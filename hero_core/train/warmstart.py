@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..core.files import atomic_write, atomic_write_text
-from ..core.inject import ffn_modules
+from hero_core.files import atomic_write, atomic_write_text
+from hero_core.method.inject import ffn_modules
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def collect_ffn_pairs(model: torch.nn.Module, blocks: torch.Tensor, routed_layer
                       max_tokens: int, *, with_hbar: bool = False) -> dict[int, tuple[torch.Tensor, ...]]:
     """Run the dense model on ``blocks`` and keep, per routed layer, up to ``max_tokens`` inputs u and outputs of
     the unit a skip replaces (and, with ``with_hbar``, each token's residual point hbar, the router's input)."""
-    from ..core.inject import hbar_site
+    from hero_core.method.inject import hbar_site
 
     ffns = ffn_modules(model)
     pairs: dict[int, list[tuple[torch.Tensor, ...]]] = {i: [] for i in routed_layers}

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ..core.labels import plotly_text
-from ..core.trace import RoutingTrace
-from .axes import indexed_hover, token_axis
-from .memory_figures import check_token
-from .palette import (
+from hero_core.words.labels import plotly_text
+from hero_core.method.trace import RoutingTrace
+from hero_core.viz.axes import indexed_hover, token_axis
+from hero_core.viz.memory_figures import check_token
+from hero_core.viz.palette import (
     EXECUTED_COLOUR,
     HISTORY_COLOUR,
     LOCAL_COLOUR,

@@ -1,4 +1,4 @@
-"""Plotly figures of routing traces: pure functions of :class:`~hero_core.core.trace.RoutingTrace` objects.
+"""Plotly figures of routing traces: pure functions of :class:`~hero_core.method.trace.RoutingTrace` objects.
 
 No Streamlit here: the app, notebooks and tests all draw the same figures. Conventions, shared by
 every figure so that side-by-side views line up:
@@ -12,7 +12,7 @@ every figure so that side-by-side views line up:
 * every title carries the run's provenance (checkpoint, variant, τ, param skip): an exported figure keeps it;
 * no figure paints its background: the template (Streamlit's light or dark theme) does; colours come from
   :mod:`hero_core.viz.palette` (colour-blind safe, one colour per run in every subplot);
-* plotly strings are escaped once, for plotly's own HTML subset (:func:`hero_core.core.labels.plotly_text`).
+* plotly strings are escaped once, for plotly's own HTML subset (:func:`hero_core.words.labels.plotly_text`).
 
 Long prompts: ``window=(first, last)`` shows that token range at a legible cell size (the rest is a pan away),
 with tick labels thinned so that they never overlap; :func:`skip_overview` is the whole prompt in one strip.
@@ -37,9 +37,9 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..core.labels import plotly_text
-from ..core.trace import RoutingTrace
-from .axes import (
+from hero_core.words.labels import plotly_text
+from hero_core.method.trace import RoutingTrace
+from hero_core.viz.axes import (
     block_axis,
     cell_size,
     clamp_window,
@@ -47,8 +47,8 @@ from .axes import (
     indexed_hover,
     token_axis,
 )
-from .memory_figures import block_labels, check_token
-from .palette import (
+from hero_core.viz.memory_figures import block_labels, check_token
+from hero_core.viz.palette import (
     COMPUTE_SCALE,
     DENSE_COLOUR,
     EXECUTED_COLOUR,
@@ -450,7 +450,7 @@ def quality_lines(qualities: Sequence[dict], labels: Sequence[str], tokens: Sequ
     """Per token: NLL of the next token, KL(dense || routed), and where the top-1 prediction departs from
     dense; one line (or row of marks) per run.
 
-    ``qualities`` are :func:`hero_core.core.metrics.compare_to_dense` dicts on the same tokens; point i is
+    ``qualities`` are :func:`hero_core.measures.metrics.compare_to_dense` dicts on the same tokens; point i is
     the prediction made at token i (the NLL is that of token i+1). Run k has one colour in all three
     panels (the legend names the first panel's line, so the others must match it). ``traces``, when given,
     put each run's provenance in the title; ``window`` = (first, last) token shown, as in the skip map."""

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..core.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS
-from ..eval.frontier.measured import frontier_curves
-from .palette import DENSE_COLOUR, run_colour
+from hero_core.words.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS
+from hero_core.eval.frontier.measured import frontier_curves
+from hero_core.viz.palette import DENSE_COLOUR, run_colour
 
 # references in fixed, muted styles so the routers (coloured by run) stand out; dashes tell them apart in grey print
 REFERENCE_STYLE = {"static": ("#B2182B", "dot"), "random": (DENSE_COLOUR, "dashdot"),

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.memory_stats import memory_row_stats
-from ..core.config import VARIANTS
-from ..core.trace import RoutingTrace
+from hero_core.analysis.memory_stats import memory_row_stats
+from hero_core.method.config import VARIANTS
+from hero_core.method.trace import RoutingTrace
 
 NEAR_UNIFORM = 0.95  # normalised entropy at or above which a read is called close to uniform
 MOSTLY_RATIO = 2.0  # "mostly from L…" needs the top weight >= 2x the uniform share ...

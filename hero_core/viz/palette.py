@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.labels import plotly_text
+from hero_core.words.labels import plotly_text
 
 # Okabe & Ito (2008), black left out (it vanishes on a dark theme), yellow last (it vanishes on a light one).
 RUN_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")

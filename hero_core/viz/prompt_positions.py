@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..core.trace import RoutingTrace
-from ..eval.frontier.position_skip import POSITION_EDGES, bin_label, position_bins
-from .palette import EXECUTED_COLOUR, MARK_COLOUR
+from hero_core.method.trace import RoutingTrace
+from hero_core.eval.frontier.position_skip import POSITION_EDGES, bin_label, position_bins
+from hero_core.viz.palette import EXECUTED_COLOUR, MARK_COLOUR
 
 TRAINED_SPAN = 128  # the routers were trained on 128-token blocks: positions past it are outside training
 MIN_TOKENS = 16  # under this a prompt has only token 0 and the 1-15 bin: the first-token caption says it all

@@ -10,11 +10,11 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..core.reference_labels import REFERENCE_LABELS
-from ..eval.study.measures import REFERENCE_KEYS
-from ..eval.study.report import interval, measure_name
-from .frontier_figure import REFERENCE_STYLE
-from .palette import DENSE_COLOUR, run_colour
+from hero_core.words.reference_labels import REFERENCE_LABELS
+from hero_core.eval.study.measures import REFERENCE_KEYS
+from hero_core.eval.study.report import interval, measure_name
+from hero_core.viz.frontier_figure import REFERENCE_STYLE
+from hero_core.viz.palette import DENSE_COLOUR, run_colour
 
 REFERENCE_SYMBOLS = {"static": "square-open", "random": "diamond-open", "oracle": "star-open"}
 FIGURE_FILES = {"differences": "figures/differences.png", "frontier": "figures/frontier.png"}
@@ -80,7 +80,7 @@ def study_frontier_chart(report: dict) -> go.Figure:
 def write_study_figures(report: dict, out: Path) -> dict[str, str]:
     """The study's figures as PNG under ``out`` (paths relative to it); {} when the report has no comparison yet.
     Raises :class:`hero_core.viz.figure_export.ExportError` where no renderer is installed."""
-    from .figure_export import figure_image
+    from hero_core.viz.figure_export import figure_image
 
     if "summary" not in report:
         return {}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..eval.sweep.run import SweepResult
+from hero_core.eval.sweep.run import SweepResult
 
 _LAYOUT = {"template": "plotly_white", "height": 340, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
            "legend": {"orientation": "h", "y": -0.25}}

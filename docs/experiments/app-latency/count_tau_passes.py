@@ -18,9 +18,9 @@ sys.path.insert(0, str(ROOT / "app"))
 
 from components.widgets import DEFAULT_EXAMPLE, EXAMPLES  # noqa: E402
 
-from hero_core.core import tau_search  # noqa: E402
-from hero_core.core.backbones import load_backbone  # noqa: E402
-from hero_core.core.model import load_checkpoint  # noqa: E402
+from hero_core.method import tau_search # noqa: E402
+from hero_core.backbones.loading import load_backbone  # noqa: E402
+from hero_core.method.model import load_checkpoint  # noqa: E402
 
 
 def main() -> int:

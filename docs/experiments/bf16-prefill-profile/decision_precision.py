@@ -4,7 +4,7 @@
 [--reps 8] [--texts 12]``
 
 Both runs use the product's own code: the decision's precision is chosen by
-``hero_core.core.inject.decision_precision`` from the router's recorded training precision, so setting
+``hero_core.method.inject.decision_precision`` from the router's recorded training precision, so setting
 ``extra["compute_dtype"]`` to ``float32`` gives the previous behaviour (every decision in fp32) and ``bfloat16``
 (what every bundled checkpoint records) the new one.
 

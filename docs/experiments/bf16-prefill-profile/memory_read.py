@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired_runs import prefill_timing, quality  # noqa: E402
 
 from hero_core import load_hero  # noqa: E402
-from hero_core.core.inject import decision_precision  # noqa: E402
-from hero_core.core.memory import DepthMemory, stored_key  # noqa: E402
+from hero_core.method.inject import decision_precision  # noqa: E402
+from hero_core.method.memory import DepthMemory, stored_key  # noqa: E402
 
 NOW = DepthMemory.write
 

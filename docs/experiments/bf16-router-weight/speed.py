@@ -25,7 +25,7 @@ PROMPT = ("The history of the printing press begins in the fifteenth century, wh
 @contextlib.contextmanager
 def fp32_router_weights():
     """Decode paths built inside this block read every router weight in fp32, as before the change."""
-    from hero_core.core import packed_router
+    from hero_core.method import packed_router
 
     real = packed_router.new_packed_path
     packed_router.new_packed_path = lambda *a, input_dtype=None, **k: real(*a, **k)
@@ -45,9 +45,9 @@ def main() -> int:
     torch.set_num_threads(1)
     from hero_core import load_hero
     from hero_core.bench.sections import decode_step_seconds
-    from hero_core.core.call_state import RoutingCall
-    from hero_core.core.fused_router import warm_up
-    from hero_core.core.model import load_checkpoints
+    from hero_core.method.call_state import RoutingCall
+    from hero_core.method.fused_router import warm_up
+    from hero_core.method.model import load_checkpoints
 
     assert warm_up() == "fused", "the compiled step is not available: nothing to compare"
     names = args.checkpoints.split(",")

@@ -33,8 +33,8 @@ def main() -> int:
     import numpy as np
     import torch
 
-    from hero_core.core.accounting import token_compute
-    from hero_core.core.data import chat_prompts
+    from hero_core.measures.accounting import token_compute
+    from hero_core.data.texts import chat_prompts
 
     torch.set_num_threads(1)
     start = time.perf_counter()

@@ -20,7 +20,7 @@ import torch
 @contextlib.contextmanager
 def python_branch():
     """Inside this block every routed block takes the compiled decision and RoutedFFN's Python branch."""
-    from hero_core.core.inject import RoutedFFN
+    from hero_core.method.inject import RoutedFFN
 
     real = RoutedFFN._takes_fused_block
     RoutedFFN._takes_fused_block = lambda *a: False
@@ -34,8 +34,8 @@ def step_ratios(dtype: str, names: list[str], steps: int, reps: int) -> dict:
     from hero_core import load_hero
     from hero_core.bench.inputs import batch_of, token_pool
     from hero_core.bench.sections import decode_step_seconds
-    from hero_core.core.call_state import RoutingCall
-    from hero_core.core.model import load_checkpoints
+    from hero_core.method.call_state import RoutingCall
+    from hero_core.method.model import load_checkpoints
 
     hero = load_hero(names[0], dtype=dtype)
     routers = load_checkpoints(names, hero.backbone)
@@ -64,7 +64,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from hero_core.core.fused_router import warm_up
+    from hero_core.method.fused_router import warm_up
 
     assert warm_up() == "fused", "the compiled step is not available: nothing to compare"
     result = {"steps": args.steps, "reps": args.reps, "threads": 1}

@@ -15,7 +15,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from hero_core import load_hero
-from hero_core.core.call_state import RoutingCall
+from hero_core.method.call_state import RoutingCall
 
 
 def decode(hero, call, prompt, steps):

@@ -26,8 +26,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from hero_core import load_hero  # noqa: E402
-from hero_core.core.call_state import RoutingCall  # noqa: E402
-from hero_core.core.packed_router import packed_layers  # noqa: E402
+from hero_core.method.call_state import RoutingCall  # noqa: E402
+from hero_core.method.packed_router import packed_layers  # noqa: E402
 
 
 def median_ms(fn, reps: int) -> float:

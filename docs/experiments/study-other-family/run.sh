@@ -4,7 +4,7 @@ rm -rf /tmp/fam && mkdir -p /tmp/fam
 .venv/bin/python - <<'PY'
 import json, random
 from pathlib import Path
-from hero_core.core.tiny import tiny_model_dir
+from hero_core.method.tiny import tiny_model_dir
 root = Path("/tmp/fam")
 print("backbone:", tiny_model_dir("gpt2", root / "tiny-gpt2", chat_template=False))
 words = "the a memory router layer token skip gate block model text value sum code data chat".split()

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks import humaneval
+from hero_core.eval.benchmarks import humaneval
 
 ANSWERS_FILE = Path(__file__).with_name("answers.jsonl")
 CATEGORIES = ("facts", "arithmetic", "word_problems", "code", "instructions")

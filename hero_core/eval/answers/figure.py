@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.reference_labels import DENSE_LABEL, reference_run_label
+from hero_core.words.reference_labels import DENSE_LABEL, reference_run_label
 
 ORACLE_NOTE = "Oracle reference: not run on the answers suite (docs/results.md has it on held-out text)"
 RANDOM_NOTE = "Random-skip reference: not run on the answers suite"

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.accounting import bisect_increasing
-from ..baselines import oracle_skipping, random_skipping
+from hero_core.measures.accounting import bisect_increasing
+from hero_core.eval.baselines import oracle_skipping, random_skipping
 
 ORACLE_BISECTION_STEPS = 12
 # the oracle's threshold on the relative error is searched in log space between these (a threshold of 1e-3
@@ -59,7 +59,7 @@ def oracle_at(hero, threshold: float, name: str) -> ReferencePolicy:
 
 def random_reference(hero, param_skip: float, name: str) -> ReferencePolicy:
     """Random skip at ``param_skip`` (the paper's definition: the share of routed FFN parameters not run)."""
-    from ...core.accounting import ffn_share_for_param_skip
+    from hero_core.measures.accounting import ffn_share_for_param_skip
 
     share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
     if not 0.0 <= share <= 1.0:
@@ -71,7 +71,7 @@ def random_reference(hero, param_skip: float, name: str) -> ReferencePolicy:
 def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[ReferencePolicy, float]:
     """The oracle at the threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest
     ``param_skip``, by bisection in log space; returns the reference and the skip it realises there."""
-    from ...core.tau_search import realised_skip
+    from hero_core.method.tau_search import realised_skip
 
     if not 0.0 < param_skip < 1.0:
         raise ValueError(f"param skip must be in (0, 1), got {param_skip}")

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.files import atomic_write
+from hero_core.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ def _read_json(path: Path) -> dict:
 
 # -- fetching and extraction ----------------------------------------------------------------------
 def bigbench_dir() -> Path:
-    from ...core.backbones import cache_dir
+    from hero_core.backbones.loading import cache_dir
 
     return cache_dir() / "bigbench"
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...core.decoding import cut_at_stop
+from hero_core.method.decoding import cut_at_stop
 
 STOP_SEQUENCES = ("\ndef", "\nclass", "\nif __name__", "\nprint")
 CHAT_STOP_SEQUENCES = ("\n```", "\nif __name__", "\nprint(", "\nassert")

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...core.accounting import token_compute
-from ...core.metrics import ratio_interval
-from ..baselines import (
+from hero_core.measures.accounting import token_compute
+from hero_core.measures.metrics import ratio_interval
+from hero_core.eval.baselines import (
     block_influence,
     expert_choice,
     least_influential,
@@ -73,8 +73,8 @@ def _summarise(stats: _TextStats) -> dict:
 def evaluate_points(hero, methods: Sequence, texts_by_domain: dict[str, list[str]], *, max_tokens: int = 256,
                     batch_size: int = 2, progress: bool = False) -> dict[str, dict[str, dict]]:
     """Run every method (hero_core.eval.Method) on every text; returns {method: {domain: summary}}."""
-    from ..engine import run_texts
-    from ..methods import HeroMethod
+    from hero_core.eval.engine import run_texts
+    from hero_core.eval.methods import HeroMethod
 
     reference = HeroMethod(hero, "dense")
     out: dict[str, dict[str, dict]] = {m.name: {} for m in methods}
@@ -109,9 +109,9 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
     FFNs dropped for every token, ShortGPT's block influence measured on train-split text) and MoD-style top-k
     (expert choice: each block runs its FFN on the top share of a sequence's tokens by gate, which needs the whole
     sequence, so it is not causal: a reference, not a deployable router)."""
-    from ...core.accounting import ffns_for_param_skip
-    from ...core.data import domain_texts
-    from ..methods import HeroMethod
+    from hero_core.measures.accounting import ffns_for_param_skip
+    from hero_core.data.texts import domain_texts
+    from hero_core.eval.methods import HeroMethod
 
     first = next(iter(models.values()))
     methods, curves = [], {}
@@ -153,7 +153,7 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
     for curve in curves.values():
         curve["points"] = [{"knob": knob, **{d: results[name][d] for d in domains}} for knob, name in curve["points"]]
     return {"backbone": first.backbone.name, "limit": limit, "max_tokens": max_tokens, "domains": list(domains),
-            "split": "eval (held out: see hero_core.core.data)", "curves": curves}
+            "split": "eval (held out: see hero_core.data.texts)", "curves": curves}
 
 
 def at_skip(curve: dict, domain: str, skip: float) -> dict | None:
@@ -183,8 +183,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args) -> int:
-    from ...core.backbones import load_backbone
-    from ...core.model import load_checkpoints
+    from hero_core.backbones.loading import load_backbone
+    from hero_core.method.model import load_checkpoints
 
     try:
         taus = [float(t) for t in args.taus.split(",")]

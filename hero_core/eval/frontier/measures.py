@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from hero_core.core.model import DEFAULT_CHECKPOINT
+from hero_core.method.model import DEFAULT_CHECKPOINT
 
 DOMAINS = ("chat", "code", "reasoning")
 SHOWN_PROMPTS = ("What is the capital of France?", "Give me three tips for staying focused while studying.",
@@ -30,7 +30,7 @@ def common_prefix(a: list[int], b: list[int], n: int) -> int:
 def generations(models: dict, n_prompts: int, stage_one: tuple[str, ...]) -> dict:
     """Greedy chat answers against dense: the common prefix within PREFIX_TOKENS on ``n_prompts`` held-out prompts
     (hero-10, local-10 and the ``stage_one`` checkpoints loaded), and SHOWN_PROMPTS' answers side by side."""
-    from hero_core.core.data import chat_prompts
+    from hero_core.data.texts import chat_prompts
 
     hero = next(iter(models.values()))
     tok = hero.tokenizer
@@ -64,7 +64,7 @@ def generations(models: dict, n_prompts: int, stage_one: tuple[str, ...]) -> dic
 
 def held_out_texts(models: dict, limit: int) -> dict[str, list[str]]:
     """``limit`` held-out texts per domain, in the backbone's token space (every model shares one backbone)."""
-    from hero_core.core.data import domain_texts
+    from hero_core.data.texts import domain_texts
 
     hero = next(iter(models.values()))
     return {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
@@ -72,7 +72,7 @@ def held_out_texts(models: dict, limit: int) -> dict[str, list[str]]:
 
 def memory_readers(models: dict):
     """(name, model) of the checkpoints whose variant reads its memory (no_memread and local have no map)."""
-    from hero_core.core.config import VARIANTS
+    from hero_core.method.config import VARIANTS
 
     return [(name, model) for name, model in models.items() if VARIANTS[model.config.variant].memory_read]
 
@@ -127,9 +127,9 @@ def bf16_check(models: dict, limit: int, name: str = DEFAULT_CHECKPOINT) -> dict
     """Checkpoint ``name`` (the default one unless told) on a bf16 backbone against the same router on fp32: decision
     flips and perplexity ratios, both against the fp32 dense model, on held-out text; each domain's entry names the
     checkpoint. Empty when ``name`` is not among ``models``."""
-    from hero_core.core.data import domain_texts
-    from hero_core.core.metrics import pooled_perplexity_ratio
-    from hero_core.core.model import load_hero
+    from hero_core.data.texts import domain_texts
+    from hero_core.measures.metrics import pooled_perplexity_ratio
+    from hero_core.method.model import load_hero
     from hero_core.eval.engine import run_texts
     from hero_core.eval.methods import HeroMethod
 

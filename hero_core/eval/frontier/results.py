@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from hero_core.core.files import say_wrote
-from hero_core.core.model import DEFAULT_CHECKPOINT
+from hero_core.files import say_wrote
+from hero_core.method.model import DEFAULT_CHECKPOINT
 from hero_core.eval.frontier.measures import DOMAINS, MAX_TOKENS, bf16_check, generations, memory_entropy, read_matters
 
 # This module is scripts/make_frontier.py's command line (its docstring is --help): the frontier in one process
@@ -50,9 +50,9 @@ READ_TEXTS = 20  # held-out texts per domain for the read-matters ablation
 
 
 def load_models(names):
-    from hero_core.core import checkpoint as ckpt
-    from hero_core.core.backbones import load_backbone
-    from hero_core.core.model import load_checkpoints
+    from hero_core.method import checkpoint as ckpt
+    from hero_core.backbones.loading import load_backbone
+    from hero_core.method.model import load_checkpoints
 
     bundled = ckpt.bundled_names()
     for name in names:

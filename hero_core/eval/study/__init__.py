@@ -8,7 +8,7 @@ measurements), ``stats`` (spread and the paired bootstrap), ``report`` (JSON and
 study of the memory question: docs/seeds.md), ``runner`` (:func:`run_study`, the one entry point).
 """
 
-from .runner import run_study
-from .spec import StudyError, StudySpec
+from hero_core.eval.study.runner import run_study
+from hero_core.eval.study.spec import StudyError, StudySpec
 
 __all__ = ["StudyError", "StudySpec", "run_study"]

@@ -2,7 +2,7 @@
 ``python -m hero_core study`` (``make study``).
 
 Its runs are the bundled checkpoints, already trained: HeRo's first stage with recipe 2's memory, its local twin
-and its twin without the memory read (hero_core.core.checkpoint_info.SEED_ARMS), seed 0 the bundled run and seeds 1
+and its twin without the memory read (hero_core.method.checkpoint_info.SEED_ARMS), seed 0 the bundled run and seeds 1
 and 2 under checkpoints/seeds/. The spec maps each arm x seed to its folder, so the study takes them as finished and
 never trains them; their measurements are stored in docs/seeds/. The report is published as docs/seeds.md and
 docs/seeds.json (the README's answer reads it) and summarised for the app in checkpoints/seeds.json.
@@ -14,9 +14,9 @@ import json
 import os
 from pathlib import Path
 
-from ...core.checkpoint_info import SEED_ARMS, seed_runs
-from .report import interval, render_markdown
-from .spec import StudySpec
+from hero_core.method.checkpoint_info import SEED_ARMS, seed_runs
+from hero_core.eval.study.report import interval, render_markdown
+from hero_core.eval.study.spec import StudySpec
 
 ROOT = Path(__file__).resolve().parents[3]
 STORE = ROOT / "docs" / "seeds"  # one JSON per measured run, committed: the study's measurements and report
@@ -75,7 +75,7 @@ def _per_domain(row: dict, ppl: list[str]) -> str:
 
 def publish(report: dict) -> list[Path]:
     """docs/seeds.json and docs/seeds.md from the bundled study's report, and the app's summary."""
-    from ...core.files import atomic_write_text
+    from hero_core.files import atomic_write_text
 
     report = report | {"answer": answer_sentence(report), "retain_missing": RETAIN_MISSING}
     # the per-text numbers stay in docs/seeds/ (each run's file and study.json): this one is what pages quote

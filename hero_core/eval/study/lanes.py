@@ -2,7 +2,7 @@
 a progress bar for the study beside each run's own.
 
 Training itself is handed in (``train_run``, a picklable function of one job's JSON): measuring never imports the
-training layer (docs/architecture.md); the command line (hero_core.study_cli) passes the recipe's trainer. A run
+training layer (docs/architecture.md); the command line (hero_core.cli.study) passes the recipe's trainer. A run
 is finished once its checkpoint's config is written, which training does last, so an interrupted run resumes from
 its saved state and a finished one is never trained again.
 """
@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from .spec import RunJob, StudyError, StudySpec
+from hero_core.eval.study.spec import RunJob, StudyError, StudySpec
 
 CONFIG_FILE = "hero_config.json"
 

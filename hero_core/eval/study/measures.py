@@ -4,7 +4,7 @@ study's items, and the fixed references at the same skip (static pruning, random
 own adapters, :mod:`hero_core.eval.baselines`).
 
 Every run reads the same texts and items in the same order (the paired bootstrap relies on it): the built-in
-domains' eval split, or the held-out split of ``--data`` by hash (hero_core.core.splits). Each measurement is
+domains' eval split, or the held-out split of ``--data`` by hash (hero_core.data.splits). Each measurement is
 stored as soon as it is done (``<run>.ppl.json``, ``<run>.refs.json``, ``<run>.mc.json`` under the study's
 measures folder) with the settings it was taken at, and reused while they match.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .stats import TextSums
+from hero_core.eval.study.stats import TextSums
 
 DOMAINS = ("chat", "code", "reasoning")
 REFERENCES = ("static_pruning", "random_skip", "oracle")
@@ -38,7 +38,7 @@ def stored(path: Path, settings: dict) -> dict | None:
 
 
 def write(path: Path, data: dict) -> None:
-    from ...core.files import atomic_write_text
+    from hero_core.files import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(data) + "\n")
@@ -53,8 +53,8 @@ def ppl_settings(spec) -> dict:
 # -- the texts every run reads ------------------------------------------------------------------------------------
 def data_items(path: str, tokenizer) -> dict[str, list[str]]:
     """The items of ``--data`` by split (hash of the text, as training splits them)."""
-    from ...core.corpus import chat_formatter, corpus_files, read_source
-    from ...core.splits import split_of
+    from hero_core.data.corpus import chat_formatter, corpus_files, read_source
+    from hero_core.data.splits import split_of
 
     out: dict[str, list[str]] = {"train": [], "eval": []}
     for file in corpus_files(path):
@@ -70,7 +70,7 @@ def held_out_texts(hero, spec) -> dict[str, list[str]]:
         if not texts:
             raise ValueError(f"--data {spec.data!r} has no held-out items (one in five by hash): add text")
         return {"data": texts}
-    from ...core.data import domain_texts
+    from hero_core.data.texts import domain_texts
 
     return {d: domain_texts(d, "eval", spec.limit, hero=hero) for d in DOMAINS}
 
@@ -80,10 +80,10 @@ def calibration(hero, spec):
     import torch
 
     if not spec.data:
-        from ..calibration import calibration_blocks
+        from hero_core.eval.calibration import calibration_blocks
 
         return calibration_blocks(hero)
-    from ...core.blocks import token_blocks
+    from hero_core.data.blocks import token_blocks
 
     blocks = token_blocks(data_items(spec.data, hero.tokenizer)["train"], hero.tokenizer, CALIBRATION_LEN)
     if not blocks:
@@ -94,9 +94,9 @@ def calibration(hero, spec):
 # -- the measurements -------------------------------------------------------------------------------------------
 def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[str, dict]:
     """Per method: per-text NLL sums against dense and the mean param skip on the held-out text."""
-    from ...core.accounting import mean_param_skip
-    from ..engine import run_texts
-    from ..methods import HeroMethod
+    from hero_core.measures.accounting import mean_param_skip
+    from hero_core.eval.engine import run_texts
+    from hero_core.eval.methods import HeroMethod
 
     rows: dict[str, list] = {m.name: [] for m in methods}
     for text in run_texts(hero, methods, texts, HeroMethod(hero, "dense"), max_tokens=max_tokens, batch_size=2,
@@ -114,7 +114,7 @@ def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[s
 
 def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """The run at the tau meeting the study's skip on ``blocks``: per domain its param skip and per-text sums."""
-    from ..methods import HeroMethod
+    from hero_core.eval.methods import HeroMethod
 
     tau, realised = hero.tau_for_param_skip(blocks, None, hero.config.variant, spec.skip, iters=10)
     method = HeroMethod(hero, hero.config.variant, tau=tau, name="run")
@@ -125,9 +125,9 @@ def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
 
 def oracle_at_skip(hero, blocks, skip: float):
     """The oracle's adapter-error threshold meeting ``skip`` on ``blocks``: (policy, threshold, realised skip)."""
-    from ...core.accounting import bisect_increasing
-    from ...core.tau_search import realised_skip
-    from ..baselines import oracle_skipping
+    from hero_core.measures.accounting import bisect_increasing
+    from hero_core.method.tau_search import realised_skip
+    from hero_core.eval.baselines import oracle_skipping
 
     # skip grows with the threshold: a higher bar on the adapter's error lets more tokens take the adapter
     threshold, realised = bisect_increasing(
@@ -137,9 +137,9 @@ def oracle_at_skip(hero, blocks, skip: float):
 
 def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """Static pruning, random skipping and the oracle at the study's skip, each with the run's adapters."""
-    from ...core.tau_search import realised_skip
-    from ..baselines import matched_policies
-    from ..methods import HeroMethod
+    from hero_core.method.tau_search import realised_skip
+    from hero_core.eval.baselines import matched_policies
+    from hero_core.eval.methods import HeroMethod
 
     texts_of_blocks = [hero.tokenizer.decode(b) for b in blocks.tolist()]
     fixed = matched_policies(hero, spec.skip, texts_of_blocks)
@@ -157,7 +157,7 @@ def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
 # -- multiple choice ---------------------------------------------------------------------------------------------
 def read_tasks(path: str) -> list:
     """``--tasks``: a JSONL of {question, choices, answer} (answer: the right choice's index or its text)."""
-    from ..benchmarks.bigbench import MCExample
+    from hero_core.eval.benchmarks.bigbench import MCExample
 
     items = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
@@ -180,8 +180,8 @@ def read_tasks(path: str) -> list:
 
 def measure_mc(hero, items: list, tau: float | None) -> list[float]:
     """Per-item grades (1 / 0) of the run at ``tau`` (None: dense) on the multiple-choice items."""
-    from ..methods import HeroMethod
-    from ..scoring import score_multiple_choice
+    from hero_core.eval.methods import HeroMethod
+    from hero_core.eval.scoring import score_multiple_choice
 
     method = HeroMethod(hero, "dense") if tau is None else HeroMethod(hero, hero.config.variant, tau=tau)
     return score_multiple_choice(method, items)["grades"]
@@ -202,8 +202,8 @@ def bigbench_examples(spec) -> dict[str, list]:
     """The main suite's tasks from ``--bigbench``: the archive, a BIG-bench checkout, or a folder of extracted
     tasks (``<task>/task.json``), first :data:`BIGBENCH_LIMIT` examples each. Never downloads; raises
     BigBenchError (the report says why) where the tasks are not there."""
-    from ..benchmarks.bigbench import BigBenchError, extract_tasks, load_task
-    from ..suites.registry import load_eval_tasks
+    from hero_core.eval.benchmarks.bigbench import BigBenchError, extract_tasks, load_task
+    from hero_core.eval.suites.registry import load_eval_tasks
 
     names = load_eval_tasks()["main"]
     path = Path(spec.bigbench).expanduser()
@@ -221,8 +221,8 @@ def bigbench_examples(spec) -> dict[str, list]:
 
 def measure_bigbench(hero, examples: dict[str, list], tau: float | None) -> dict[str, list[float]]:
     """Per task, per-example grades of the run at ``tau`` (None: dense)."""
-    from ..methods import HeroMethod
-    from ..scoring import score_multiple_choice
+    from hero_core.eval.methods import HeroMethod
+    from hero_core.eval.scoring import score_multiple_choice
 
     method = HeroMethod(hero, "dense") if tau is None else HeroMethod(hero, hero.config.variant, tau=tau)
     return {task: score_multiple_choice(method, items)["grades"] for task, items in examples.items()}
@@ -243,15 +243,15 @@ def answers_settings(spec) -> dict:
 def answer_rows(spec) -> dict:
     """``--answers N``: the first N prompts of the answers suite (every category in turn), and where the answers are
     kept, so dense's are generated once for the whole study and an interrupted run loses at most one answer."""
-    from ..answers.run import load_rows, select_rows
+    from hero_core.eval.answers.run import load_rows, select_rows
 
     return {"rows": select_rows(load_rows(), spec.answers), "store": spec.store / "answers"}
 
 
 def measure_answers(hero, items: dict, tau: float | None) -> list[float]:
     """Per prompt, 1 where the run at ``tau`` (None: dense) answers it correctly (greedy, chat template)."""
-    from ..answers.run import REFERENCE, run_answers
-    from ..methods import HeroMethod
+    from hero_core.eval.answers.run import REFERENCE, run_answers
+    from hero_core.eval.methods import HeroMethod
 
     name = REFERENCE if tau is None else f"routed:{hero.checkpoint_name}"
     methods = [] if tau is None else [HeroMethod(hero, hero.config.variant, tau, name=name)]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.reference_labels import REFERENCE_LABELS
-from .measures import REFERENCE_KEYS
-from .stats import ItemMeans, Retained, TaskRetain, TextSums, summarise
+from hero_core.words.reference_labels import REFERENCE_LABELS
+from hero_core.eval.study.measures import REFERENCE_KEYS
+from hero_core.eval.study.stats import ItemMeans, Retained, TaskRetain, TextSums, summarise
 
 FORMAT_VERSION = 1
 
@@ -47,7 +47,7 @@ def units_of(measured: dict, dense: dict) -> dict:
 def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense: dict, notes: dict[str, str], *,
                  n_boot: int | None = None) -> dict:
     """The report of the runs measured so far (``measured``: run name -> {"ppl", "refs", "mc", "health"})."""
-    from ...core.checkpoint import health_line
+    from hero_core.method.checkpoint import health_line
 
     arms = {arm: [j.name for j in jobs if j.arm == arm and j.name in measured] for arm in spec.arms}
     arms = {arm: names for arm, names in arms.items() if names}
@@ -199,7 +199,7 @@ def read_report(folder: str | Path) -> dict:
     """A study folder's report, or :class:`StudyError` saying plainly what is wrong with the folder: missing, a study
     not measured yet (its spec is there, the report not), a file that is not a study's report, or a report with no
     comparison yet."""
-    from .spec import SPEC_FILE, StudyError
+    from hero_core.eval.study.spec import SPEC_FILE, StudyError
 
     folder = Path(folder).expanduser()
     if not folder.is_dir():

@@ -11,10 +11,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from . import measures as m
-from .lanes import finished, train_missing
-from .report import build_report, render_markdown
-from .spec import RunJob, StudyError, StudySpec, load_or_write_spec, measure_step_seconds, plan, plan_lines, plan_runs
+from hero_core.eval.study import measures as m
+from hero_core.eval.study.lanes import finished, train_missing
+from hero_core.eval.study.report import build_report, render_markdown
+from hero_core.eval.study.spec import RunJob, StudyError, StudySpec, load_or_write_spec, measure_step_seconds, plan, plan_lines, plan_runs
 
 REPORT_FILE, PAGE_FILE = "study.json", "study.md"
 
@@ -25,7 +25,7 @@ def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = Non
               say: Callable[[str], None] = print, rank: int = 0, world_size: int = 1,
               wait: Callable[[], None] | None = None) -> dict:
     """Run (or continue) the study ``spec``; returns the plan (``plan_only``) or the report. ``train_run`` trains
-    one run from its job's JSON (hero_core.study_cli.train_study_run; needed only when a run is unfinished).
+    one run from its job's JSON (hero_core.cli.study.train_study_run; needed only when a run is unfinished).
     ``render_only``: neither train nor measure; report what is stored. ``max_runs``: train at most that many
     runs in this call. ``draw(report, out)``: the study's figures, written under ``out``; returns the report's
     ``figures`` (name -> path relative to ``out``) or a ``figures_note`` saying why there are none. ``rank`` of
@@ -68,7 +68,7 @@ def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = Non
 
 
 def write_report(out: Path, report: dict) -> None:
-    from ...core.files import atomic_write_text
+    from hero_core.files import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     # compact: every per-text number is in it, one a line would be most of the file
@@ -77,14 +77,14 @@ def write_report(out: Path, report: dict) -> None:
 
 
 def _load_backbone(spec: StudySpec):
-    from ...core.backbones import load_backbone
+    from hero_core.backbones.loading import load_backbone
 
     return load_backbone(spec.backbone, device="auto")
 
 
 def _probe(backbone):
     """A fresh router on the backbone: its compute profile and a timed step."""
-    from ...core.model import HeroModel, fresh_router
+    from hero_core.method.model import HeroModel, fresh_router
 
     return HeroModel(backbone, fresh_router(backbone), "plan")
 
@@ -92,7 +92,7 @@ def _probe(backbone):
 def check_reachable(skip: float, hero) -> None:
     """Refuse a param skip that skipping every routed FFN of every token would not reach (a small model's
     embeddings can outweigh its FFNs)."""
-    from ...core.accounting import ffns_for_param_skip
+    from hero_core.measures.accounting import ffns_for_param_skip
 
     most = hero.config.n_routed / ffns_for_param_skip(1.0, hero.profile)
     if skip >= most:
@@ -118,7 +118,7 @@ GRADERS = {"mc": (lambda spec: m.read_tasks(spec.tasks), m.measure_mc),
 def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tuple[dict, dict, dict]:
     """Every finished run's measurements, from the store or measured now (``backbone`` None: stored only); the
     dense model's grades per graded measure; the report's notes."""
-    from ..benchmarks.bigbench import BigBenchError
+    from hero_core.eval.benchmarks.bigbench import BigBenchError
 
     ppl_settings = m.ppl_settings(spec)
     refs_settings = ppl_settings | {"references": list(m.REFERENCES)}
@@ -146,7 +146,7 @@ def collect(spec: StudySpec, jobs: list[RunJob], backbone, progress: bool) -> tu
         lacking = (ppl is None or (spec.references and refs is None)
                    or any(graded[k] is None or dense[k] is None for k in kinds))
         if lacking and backbone is not None:
-            from ...core.model import load_checkpoint
+            from hero_core.method.model import load_checkpoint
 
             hero = load_checkpoint(job.folder, backbone)
             if texts is None:

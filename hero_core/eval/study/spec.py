@@ -32,7 +32,7 @@ class StudySpec:
     skip: float = 0.10  # param skip every run trains to and is matched at
     steps: int = 750
     backbone: str | None = None  # a local Hugging Face directory; None: the embedded model
-    data: str | None = None  # the user's text (hero_core.core.corpus); None: the built-in chat / code / reasoning mix
+    data: str | None = None  # the user's text (hero_core.data.corpus); None: the built-in chat / code / reasoning mix
     tasks: str | None = None  # JSONL of {question, choices, answer}: multiple-choice accuracy retained against dense
     bigbench: str | None = None  # a BIG-bench checkout or archive; None: left out (the report says so)
     answers: int = 0  # prompts of the answers suite whose correct answers each run must keep (0: left out)
@@ -117,7 +117,7 @@ def plan_runs(spec: StudySpec) -> list[RunJob]:
 
 def resolve_given(name_or_path: str) -> Path:
     """A run the spec names: a bundled checkpoint name (``seeds/local-10-s1-seed1``) or a directory."""
-    from ...core.checkpoint import resolve
+    from hero_core.method.checkpoint import resolve
 
     return resolve(name_or_path)
 
@@ -145,7 +145,7 @@ def measure_step_seconds(hero, spec: StudySpec, repeats: int = 3) -> float:
     teacher's cache and the guard's evaluations are not in it (the estimate says so)."""
     import torch
 
-    from ...core.precision import resolve_dtype
+    from hero_core.backbones.precision import resolve_dtype
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...core.accounting import ComputeTally, compact
-from ..benchmarks import bigbench
-from ..methods import HeroMethod
+from hero_core.measures.accounting import ComputeTally, compact
+from hero_core.eval.benchmarks import bigbench
+from hero_core.eval.methods import HeroMethod
 
 LM_EVAL_TASKS_DIR = Path(__file__).parents[2] / "lm_eval_tasks"
 
@@ -83,7 +83,7 @@ def run_lm_eval(hero, task_yaml: str | os.PathLike, variant: str = "hero", *, ta
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
 
-    from ...core.call_state import routing_call
+    from hero_core.method.call_state import routing_call
 
     task_yaml = Path(task_yaml)
     if not task_yaml.is_file():
@@ -118,7 +118,7 @@ def write_reasoning_mc_task(directory: Path = LM_EVAL_TASKS_DIR, n: int = 40, se
     generated reasoning problems: four choices, the true answer and three near misses."""
     import random
 
-    from ...core.reasoning import reasoning_problems
+    from hero_core.data.reasoning import reasoning_problems
 
     rng = random.Random(f"mc-{seed}")
     rows = []
@@ -141,7 +141,7 @@ def write_reasoning_mc_task(directory: Path = LM_EVAL_TASKS_DIR, n: int = 40, se
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     (directory / "hero_reasoning_mc.yaml").write_text(
         "# HeRo Lens' own multiple-choice task for lm-evaluation-harness: held-out generated reasoning\n"
-        "# problems (hero_core.core.data, eval split), the true answer among three near misses.\n"
+        "# problems (hero_core.data.texts, eval split), the true answer among three near misses.\n"
         "# Regenerate with hero_core.eval.suites.harness.write_reasoning_mc_task(). data_files are relative to\n"
         "# this file; hero_core.eval.suites.harness.run_lm_eval makes them absolute.\n"
         "task: hero_reasoning_mc\n"

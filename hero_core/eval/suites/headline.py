@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, parse_name, twin_name
-from .retain import REFERENCE, retain_summary
+from hero_core.eval.twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, parse_name, twin_name
+from hero_core.eval.suites.retain import REFERENCE, retain_summary
 
 NOT_MEASURED = "not measured"
 HEADER = ["checkpoint", "param skip % (tasks)", "Retain % [95 % CI]", "param skip % (answers)",
@@ -180,7 +180,7 @@ def headline_lines(bigbench: Mapping[str, Any] | None, answers: Mapping[str, Any
     their earlier stages, and :data:`~hero_core.eval.twins.ALWAYS_SHOWN`); ``available``: the bundled checkpoints
     (default: as found). A measured earlier stage still gets its row."""
     if expected is None or available is None:
-        from ...core.checkpoint import bundled_names
+        from hero_core.method.checkpoint import bundled_names
 
         bundled = bundled_names()
         finished = [n for n in headline_checkpoints(bundled) if not parse_name(n).stage]

@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ...core.accounting import ComputeTally, compact
-from ...core.metrics import pooled_perplexity_ratio
-from ..benchmarks import bigbench, humaneval
-from ..engine import run_texts
-from ..methods import Method
-from ..scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
+from hero_core.measures.accounting import ComputeTally, compact
+from hero_core.measures.metrics import pooled_perplexity_ratio
+from hero_core.eval.benchmarks import bigbench, humaneval
+from hero_core.eval.engine import run_texts
+from hero_core.eval.methods import Method
+from hero_core.eval.scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
 
 EVAL_TASKS_FILE = Path(__file__).parents[2] / "eval_tasks.json"
 DEFAULT_DOMAIN_TOKENS = 512  # domain texts are cut here
@@ -135,7 +135,7 @@ def answers_match(predicted: str | None, answer: str) -> bool:
 def reasoning_exemplars(shots: int = REASONING_SHOTS) -> list[str]:
     """``shots`` worked *train*-split problems, cycling through the problem kinds (arithmetic story,
     expression, ordering) so each kind is shown once before any repeats."""
-    from ...core.reasoning import reasoning_problems
+    from hero_core.data.reasoning import reasoning_problems
 
     pool = reasoning_problems(max(60, 10 * shots), "train", seed=12345)
     kinds = sorted({p.kind for p in pool})
@@ -153,7 +153,7 @@ def evaluate_reasoning(method: Method, limit: int | None, *, shots: int = REASON
     """Exact match of the generated answer on held-out generated problems (``reasoning.reasoning_problems``)."""
     from tqdm import tqdm
 
-    from ...core.reasoning import reasoning_problems
+    from hero_core.data.reasoning import reasoning_problems
 
     problems = reasoning_problems(limit or 100, "eval")
     tally = ComputeTally(method.profile, method.routed)
@@ -181,7 +181,7 @@ def evaluate_domains(hero, methods: Sequence[Method], reference: Method, limit: 
     Each batch of held-out texts is run once through ``reference`` (dense) and then every method
     (:func:`hero_core.eval.engine.run_texts`), so dense logits never need storing. Perplexity retention is the
     inverse of the pooled perplexity ratio. Returns ``{method: {domain: figures}}``."""
-    from ...core.data import domain_texts
+    from hero_core.data.texts import domain_texts
 
     out: dict[str, dict[str, Any]] = {m.name: {} for m in methods}
     for domain in domains:

@@ -13,7 +13,7 @@ Intervals (both percentile bootstraps through :mod:`hero_core.analysis.analysis`
   routed method and dense on the *same* resampled examples (they answered the same ones), and Retain is
   recomputed. The tasks are fixed by a written rule, not drawn, so this is the uncertainty that more examples
   per task would shrink, and at 10 examples per task it is the large one;
-* **over tasks**: the per-task ratios resampled (:func:`hero_core.core.metrics.bootstrap_ci`), how much the mean
+* **over tasks**: the per-task ratios resampled (:func:`hero_core.measures.metrics.bootstrap_ci`), how much the mean
   rests on which tasks were chosen.
 
 A paired difference of two methods (a hero checkpoint minus its local twin at equal param skip) resamples the
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.metrics import bootstrap_ci, bootstrap_picks, percentile_interval
-from ..scoring import retain
+from hero_core.measures.metrics import bootstrap_ci, bootstrap_picks, percentile_interval
+from hero_core.eval.scoring import retain
 
 RETAIN_SUITES = ("main", "humaneval")  # the suites whose tasks enter Retain
 REFERENCE = "dense"

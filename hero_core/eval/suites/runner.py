@@ -4,7 +4,7 @@ BIG-bench task selection.
 
     param skip     paper's metric, averaged over every token the model processed in that suite
                    (prompts, choices, generated tokens); plus its net form and the FLOP share saved
-                   (:mod:`hero_core.core.accounting`).
+                   (:mod:`hero_core.measures.accounting`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...core.choices import check_distinct
-from ..benchmarks import bigbench
-from ..methods import HeroMethod, Method
-from ..scoring import retain, score_multiple_choice
-from .registry import DEFAULT_DOMAIN_TOKENS, EVAL_TASKS_FILE, SUITES, RunOptions, load_eval_tasks
+from hero_core.choices import check_distinct
+from hero_core.eval.benchmarks import bigbench
+from hero_core.eval.methods import HeroMethod, Method
+from hero_core.eval.scoring import retain, score_multiple_choice
+from hero_core.eval.suites.registry import DEFAULT_DOMAIN_TOKENS, EVAL_TASKS_FILE, SUITES, RunOptions, load_eval_tasks
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...core.files import json_lines
+from hero_core.files import json_lines
 
 BUNDLED_SETS = ("reasoning", "code", "chat", "humaneval")
 PROMPT_KEYS = ("prompt", "text", "input", "question")  # first present key (JSONL) or column (CSV) is the prompt
@@ -91,15 +91,15 @@ def load_prompts(path: str | os.PathLike) -> list[Item]:
 
 def bundled_items(name: str, n: int, hero=None) -> list[Item]:
     """``n`` held-out prompts of a bundled set: ``reasoning``, ``code``, ``chat`` (needs ``hero``: the dense
-    model's own replies) from :func:`hero_core.core.data.domain_texts`, or ``humaneval`` (the problem prompts)."""
+    model's own replies) from :func:`hero_core.data.texts.domain_texts`, or ``humaneval`` (the problem prompts)."""
     if name not in BUNDLED_SETS:
         raise ValueError(f"unknown bundled set {name!r}; choose one of {', '.join(BUNDLED_SETS)}")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of items must be a positive integer, got {n!r}")
     if name == "humaneval":
-        from ..benchmarks.humaneval import load_problems
+        from hero_core.eval.benchmarks.humaneval import load_problems
 
         return [Item(p.task_id, p.prompt, "code") for p in load_problems(limit=n)]
-    from ...core.data import domain_texts
+    from hero_core.data.texts import domain_texts
 
     return [Item(f"{name}-{i}", text, name) for i, text in enumerate(domain_texts(name, "eval", n, hero=hero))]

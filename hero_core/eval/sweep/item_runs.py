@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ...analysis.analysis import ItemRun
-from ..engine import run_texts
-from ..methods import HeroMethod
+from hero_core.analysis.analysis import ItemRun
+from hero_core.eval.engine import run_texts
+from hero_core.eval.methods import HeroMethod
 
 
 def check_matched(configs: Mapping[str, tuple], match_compute: Mapping[str, str]) -> None:

@@ -27,14 +27,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
-from ...analysis.token_table import token_summary
-from ...core.choices import check_distinct
-from ...core.metrics import perplexity_ratio, ratio_interval
-from ...core.trace import RoutingTrace, quality_fields
-from ..frontier.position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
-from .data import BUNDLED_SETS, Item, bundled_items, load_prompts
-from .shards import SHARD_DIR, ShardWriter, finished_items, merged_parts
+from hero_core.analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
+from hero_core.analysis.token_table import token_summary
+from hero_core.choices import check_distinct
+from hero_core.measures.metrics import perplexity_ratio, ratio_interval
+from hero_core.method.trace import RoutingTrace, quality_fields
+from hero_core.eval.frontier.position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
+from hero_core.eval.sweep.data import BUNDLED_SETS, Item, bundled_items, load_prompts
+from hero_core.eval.sweep.shards import SHARD_DIR, ShardWriter, finished_items, merged_parts
 
 TABLES = ("items", "tokens", "layers")
 
@@ -52,7 +52,7 @@ class SweepRun:
 
 def with_checkpoint(hero, name: str):
     """``hero``'s backbone with another checkpoint's router (the backbone is not loaded twice)."""
-    from ...core.model import load_checkpoint
+    from hero_core.method.model import load_checkpoint
 
     if name == hero.checkpoint_name:
         return hero
@@ -99,7 +99,7 @@ def _item_row(trace: RoutingTrace, run: str, index: int, item: Item, matched_to:
 def sweep_methods(runs: Sequence[SweepRun], match_compute: bool) -> tuple[list, dict[str, str]]:
     """The HeroMethods of ``runs`` in order, each routed run after the first followed by its matched-compute copy
     (named ``"<label> @ <first label> compute"``), and ``{matched copy: first label}``."""
-    from ..methods import HeroMethod
+    from hero_core.eval.methods import HeroMethod
 
     methods, matched_to = [], {}
     for k, run in enumerate(runs):
@@ -118,8 +118,8 @@ def run_item(runs: Sequence[SweepRun], item: Item, index: int, *, max_tokens: in
 
     The item goes through :func:`hero_core.eval.engine.run_texts`: the dense model (the first run's backbone,
     which every run of a sweep shares) runs once, and each routed run is scored against it."""
-    from ..engine import run_texts
-    from ..methods import HeroMethod
+    from hero_core.eval.engine import run_texts
+    from hero_core.eval.methods import HeroMethod
 
     rows: dict[str, list[dict]] = {name: [] for name in TABLES}
     if not runs:
@@ -369,7 +369,7 @@ def _items_from(spec: Path, hero) -> list[Item]:
 
 
 def run_cli(args) -> int:
-    from ...model_args import load_from_args
+    from hero_core.method.model_args import load_from_args
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     state = None

@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...core.files import atomic_write_text
+from hero_core.files import atomic_write_text
 
 SHARD_DIR = "shards"
 SETTINGS = "settings.json"
