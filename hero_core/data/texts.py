@@ -166,16 +166,35 @@ def dense_replies(hero, prompts: list[str], max_new_tokens: int) -> list[str]:
     from hero_core.backbones.precision import resolve_dtype
 
     tok = hero.tokenizer
-    texts = [hero.format_prompt(p, chat_template=True) for p in prompts]
-    enc = tok(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    input_ids, attention_mask = left_padded(tok, [hero.format_prompt(p, chat_template=True) for p in prompts])
     fast = resolve_dtype("auto", hero.device) == torch.bfloat16
     with torch.no_grad(), torch.autocast(hero.device.type, dtype=torch.bfloat16, enabled=fast):
-        out = hero.model.generate(input_ids=enc["input_ids"].to(hero.device),
-                                  attention_mask=enc["attention_mask"].to(hero.device),
+        out = hero.model.generate(input_ids=input_ids.to(hero.device), attention_mask=attention_mask.to(hero.device),
                                   max_new_tokens=max_new_tokens, do_sample=False,
                                   pad_token_id=tok.pad_token_id or tok.eos_token_id)
-    new = out[:, enc["input_ids"].shape[1]:]
+    new = out[:, input_ids.shape[1]:]
     return [tok.decode(row, skip_special_tokens=True) for row in new]
+
+
+def left_padded(tokenizer, texts: list[str]):
+    """``texts`` as one left-padded batch: (input_ids, attention_mask), both (B, T) long tensors.
+
+    Each text is encoded alone and padded here: asking the tokenizer to pad (``padding=True``) switches padding on
+    and off in the shared fast tokenizer itself, so a thread encoding with it at that moment gets padding it did
+    not ask for, or loses its own ("Unable to create tensor"; "Already borrowed" where the backend refuses the
+    change outright)."""
+    import torch
+
+    rows = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    width = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, ids in enumerate(rows):
+        if ids:
+            input_ids[i, width - len(ids):] = torch.tensor(ids)
+            attention_mask[i, width - len(ids):] = 1
+    return input_ids, attention_mask
 
 
 # -- mixtures -----------------------------------------------------------------------------------------
