@@ -14,7 +14,7 @@ from components.error_guard import errors_shown
 from components.glossary import render_glossary
 from components.rerun_timing import timed_rerun
 from components.runtime import load_model
-from components.urlstate import restore_from_url, write_to_url
+from components.link_view import restore_from_url, write_to_url
 from components.warmup import warm_defaults
 from components.widgets import show_callback_error
 

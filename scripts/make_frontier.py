@@ -2,7 +2,7 @@
 
 The frontier over tau, greedy chat answers, memory-attention entropy, the read-matters ablation and a bf16 check:
 hero_core/eval/frontier/results.py (the command line; its docstring says what is measured) and
-hero_core/eval/frontier/measures.py. Then ``scripts/quality_report.py`` renders docs/results.md.
+hero_core/eval/frontier/results_sections.py. Then ``scripts/quality_report.py`` renders docs/results.md.
 """
 
 import sys

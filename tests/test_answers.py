@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hero_core.eval.answers import data as answers_data
+from hero_core.eval.answers import prompts as answers_prompts
 from hero_core.eval.answers import references
 from hero_core.eval.answers import run as answers
 from hero_core.eval.benchmarks import humaneval
@@ -37,7 +37,7 @@ def test_the_file_has_every_category_and_distinct_ids(rows):
 
 
 def test_the_generator_rewrites_the_same_rows(rows):
-    assert answers_data.build_rows() == rows
+    assert answers_prompts.build_rows() == rows
 
 
 def test_no_answer_is_given_away_by_its_question(rows):

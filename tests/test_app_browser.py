@@ -340,7 +340,7 @@ def test_a_data_set_runs_with_progress_and_opens_an_item(server, browser, browse
     """Issue 13's workflow end to end: a bundled 20-item set (chosen by the URL), Run with a progress bar, the
     figures and tables of the result, one item opened in Route explorer, and that URL reloaded in a fresh tab
     restoring the item's prompt, variant and skip map."""
-    from hero_core.eval.sweep.data import bundled_items
+    from hero_core.eval.sweep.prompt_sets import bundled_items
 
     n = 20
     items = bundled_items("reasoning", n)

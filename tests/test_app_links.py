@@ -65,12 +65,12 @@ def test_a_link_to_a_prompt_this_machine_lacks_says_so(open_page):
 
 
 def test_a_prompt_store_that_cannot_be_written_is_said(app, monkeypatch):
-    import components.links as links
+    import components.link_prompt as link_prompt
 
     def refuse(text, directory=None):
         raise OSError("read-only")
 
-    monkeypatch.setattr(links.prompt_store, "save", refuse)
+    monkeypatch.setattr(link_prompt.prompt_store, "save", refuse)
     at = app("explorer")
     at.text_area(key="explorer_prompt").input(LONG_PROMPT).run()
     assert_clean(at)

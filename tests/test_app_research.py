@@ -16,7 +16,7 @@ from apptest_helpers import assert_clean, charts, starter  # noqa: E402
 from components.exports import trace_json  # noqa: E402
 
 from hero_core.analysis.token_table import token_summary  # noqa: E402
-from hero_core.eval.sweep.data import bundled_items  # noqa: E402
+from hero_core.eval.sweep.prompt_sets import bundled_items  # noqa: E402
 from hero_core.eval.sweep.run import sweep  # noqa: E402
 
 TIMEOUT = 300

@@ -15,7 +15,7 @@ sys.path.insert(0, str(APP))  # the app's own helpers (components.*), the very m
 
 import components.runtime as runtime  # noqa: E402
 import components.settings as app_settings  # noqa: E402
-import components.urlstate as urlstate  # noqa: E402
+import components.link_view as link_view  # noqa: E402
 from apptest_helpers import private_cache, starter  # noqa: E402
 from components import sidebar_keys  # noqa: E402
 from components.runtime import RunSpec  # noqa: E402
@@ -108,7 +108,7 @@ def test_an_error_in_the_link_restore_is_the_pages_message(monkeypatch):
     def broken():
         raise KeyError("compare_checkpoints")
 
-    monkeypatch.setattr(urlstate, "restore_from_url", broken)
+    monkeypatch.setattr(link_view, "restore_from_url", broken)
     at = _open_unchecked(monkeypatch, "compare")
     assert not at.exception, [e.value for e in at.exception]
     assert any("Something went wrong (KeyError" in e.value for e in at.error), [e.value for e in at.error]

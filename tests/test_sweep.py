@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from hero_core.analysis.token_table import token_summary
-from hero_core.eval.sweep.data import Item, bundled_items, read_prompts
+from hero_core.eval.sweep.prompt_sets import Item, bundled_items, read_prompts
 from hero_core.eval.sweep.run import SweepResult, sweep, table_bytes
 
 PROMPTS = ["def add(x, y):\n    return x + y", "Hello there, how are you today?", "12 * 3 = 36, so 36 - 6 = 30.",

@@ -18,7 +18,7 @@ from hero_core.method.side_by_side import each_side_by_side, passes_at_once
 from hero_core.eval.twins import twin_name
 
 from .columns import PERCENT_1, number_columns
-from .runtime import RunSpec, cached_model, get_trace, load_model, matched_tau
+from .runtime import RunSpec, cached_model, equal_compute_tau, get_trace, load_model
 from .settings import DEFAULT_CHOICE, PRECISIONS, Settings, checkpoint_options
 from .verdict import run_kind
 from .widgets import BIND
@@ -193,7 +193,7 @@ def routed_runs(runs: list[RunSpec], *, matched: bool, page: bool = True) -> tup
 
     def route(run: RunSpec) -> tuple[RunSpec, RoutingTrace]:
         if matched and run.variant != "dense":
-            run = replace(run, tau=matched_tau(run, reference.param_skip, page=False))
+            run = replace(run, tau=equal_compute_tau(run, reference.param_skip, page=False))
         return run, get_trace(run, page=False)
 
     at_once = passes_at_once(cached_model(runs[0].model).device)

@@ -5,7 +5,7 @@ value such a control cannot show, and clamps a number out of range, without a wo
 run settings by hand and skipped bad ones as quietly. :func:`link_problems` checks every parameter of this table
 first: each bad value is reported (parameter, value, what is accepted) and removed, so the page opens on its
 default. The sidebar's own parameters (checkpoint, variant, tau, precision, the cell) and the prompt are checked
-where they are restored (:mod:`components.urlstate`, :mod:`components.links`).
+where they are restored (:mod:`components.link_view`, :mod:`components.link_prompt`).
 
 A page's options written out here (Generate's decoding, Learn's example text, Why's method) are checked against the
 controls the pages draw by tests/test_link_params.py.
@@ -20,7 +20,7 @@ import streamlit as st
 
 from hero_core.analysis.attribution import BASELINES
 from hero_core.method.config import INFERENCE_VARIANTS
-from hero_core.eval.sweep.data import BUNDLED_SETS
+from hero_core.eval.sweep.prompt_sets import BUNDLED_SETS
 from hero_core.viz.memory_figures import MEMORY_MODE_LABELS
 
 from . import sidebar_keys

@@ -4,7 +4,7 @@ the URL.
 Opening a copied URL restores the view: :func:`restore_from_url` seeds the widgets once per session from the
 query parameters (values it cannot use are reported, not applied); :func:`write_to_url` keeps the address bar in
 step as the user works. The page itself is the URL's path (``/memory``, ``/why`` …). A prompt too long for the
-address bar travels by id (:mod:`components.links`).
+address bar travels by id (:mod:`components.link_prompt`).
 
 Each page's own controls (Compare's preset, the Memory mode, every Generate setting …) are Streamlit widgets bound
 to the URL (``bind="query-params"``, their key is the parameter's name): Streamlit restores them on load, writes
@@ -21,7 +21,7 @@ from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 from . import sidebar_keys
 from .link_params import link_problems
-from .links import prompt_from_link, prompt_params
+from .link_prompt import prompt_from_link, prompt_params
 from .settings import (
     DEFAULT_CHOICE,
     PRECISIONS,

@@ -167,18 +167,18 @@ def _trace_dict(settings: Settings, prompt: str, chat_template: bool) -> dict:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _matched_tau(settings: Settings, prompt: str, chat_template: bool, param_skip: float) -> float:
+def _equal_compute_tau(settings: Settings, prompt: str, chat_template: bool, param_skip: float) -> float:
     """(The search sets its own tau: the caller passes :func:`_tau_free` settings.)"""
     hero = _load(settings.model)
     enc = hero.encode([prompt], chat_template=chat_template, max_tokens=settings.max_tokens)
     return hero.tau_for_param_skip(enc.input_ids, enc.attention_mask, settings.variant, param_skip)[0]
 
 
-def matched_tau(run: RunSpec, param_skip: float, *, page: bool = True) -> float:
+def equal_compute_tau(run: RunSpec, param_skip: float, *, page: bool = True) -> float:
     """The tau at which ``run`` realises the param skip closest to ``param_skip`` on its own prompt (``page``:
     with the page's spinner; off a page, without)."""
-    return _cached_call(run.model, "Matching compute …", page, _matched_tau, _tau_free(run.settings), run.prompt,
-                        run.chat_template, round(float(param_skip), 6))
+    return _cached_call(run.model, "Matching compute …", page, _equal_compute_tau, _tau_free(run.settings),
+                        run.prompt, run.chat_template, round(float(param_skip), 6))
 
 
 def _tau_free(settings: Settings) -> Settings:

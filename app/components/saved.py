@@ -20,7 +20,7 @@ from hero_core.viz.figures import (
     skip_heatmap,
 )
 
-from .comparison import draw_same_token_comparison
+from .comparison_figures import draw_same_token_comparison
 from .exports import export_panel, show_figure
 
 LIVE = "live model"

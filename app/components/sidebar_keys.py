@@ -1,6 +1,6 @@
 """The sidebar's session-state keys, named once.
 
-The sidebar draws its widgets under these keys; the link restore (``urlstate``), the data set's "Open in Route
+The sidebar draws its widgets under these keys; the link restore (``link_view``), the data set's "Open in Route
 explorer" and the app's entry script write them too, so every writer names the same entry.
 """
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from hero_core import RoutingTrace
 
-from .runtime import RunSpec, get_trace, matched_tau
+from .runtime import RunSpec, equal_compute_tau, get_trace
 from .settings import Settings
 
 TEACHING_PROMPT = "The cat sat on the mat. Then the cat saw a bird, and the bird flew away."
@@ -27,4 +27,4 @@ def local_at_equal_compute(settings: Settings, prompt: str, base: RoutingTrace, 
     """The same router without its history (no_history) at the tau where it skips what ``base`` skips: at one shared
     tau no_history skips far less, and the flips between them would mostly be its extra FFNs."""
     local_run = tour_run(settings, prompt, "no_history")
-    return get_trace(replace(local_run, tau=matched_tau(local_run, base.param_skip, page=page)), page=page)
+    return get_trace(replace(local_run, tau=equal_compute_tau(local_run, base.param_skip, page=page)), page=page)

@@ -23,7 +23,7 @@ from hero_core.viz.axes import MAX_WINDOW
 from hero_core.viz.figures import compute_legend_html, skip_heatmap, skip_overview, token_compute_html
 
 from .charts import show_chart
-from .links import link_note
+from .link_prompt import link_note
 
 EXAMPLES = MappingProxyType({
     "reasoning": ("Tom has 3 boxes with 12 apples each. He gives away 7 apples and eats 2. "
@@ -45,7 +45,7 @@ BIND = "query-params"  # a page control bound to the URL: Streamlit restores and
 
 
 def _seed_shared() -> None:
-    # a prompt named by the link is already here (urlstate.restore_from_url, before the page ran)
+    # a prompt named by the link is already here (link_view.restore_from_url, before the page ran)
     st.session_state.setdefault(SHARED_PROMPT, EXAMPLES[DEFAULT_EXAMPLE])
     st.session_state.setdefault(SHARED_CHAT, False)
 

@@ -4,7 +4,7 @@ import streamlit as st
 from components import saved as saved_traces
 from components import settings as app_settings
 from components.compare import RUN_COLUMNS, build_runs, routed_runs, run_table
-from components.comparison import draw_same_token_comparison
+from components.comparison_figures import draw_same_token_comparison
 from components.exports import export_panel, show_figure
 from components.runtime import get_qualities
 from components.verdict import pairs_for, render_verdict

@@ -7,7 +7,7 @@ from components.charts import show_chart
 from components.exports import export_panel, safe_filename
 
 from hero_core.words.ratio_text import interval_text
-from hero_core.eval.sweep.data import BUNDLED_SETS
+from hero_core.eval.sweep.prompt_sets import BUNDLED_SETS
 from hero_core.eval.sweep.run import table_bytes
 from hero_core.viz.sweep_figures import (
     sweep_category_skip,

@@ -12,7 +12,7 @@ from components.prefetch import prefetch_tau_steps
 from components.rerun_timing import timed_fragment
 from components.runtime import RunSpec
 from components.saved import trace_for
-from components.urlstate import write_to_url
+from components.link_view import write_to_url
 
 from hero_core.analysis.token_table import token_summary
 from hero_core.words.labels import token_label

@@ -6,7 +6,7 @@ Why a domain of its own: the built-in chat prompts ask for explanations and para
 shows the routers a reply whose value is one token. The replies are the dense model's own (self-distillation, as
 for chat): right or wrong, they are what the routed model should keep.
 
-Kept apart from the answers suite (:mod:`hero_core.eval.answers.data`, evaluation only) by construction: no question
+Kept apart from the answers suite (:mod:`hero_core.eval.answers.prompts`, evaluation only) by construction: no question
 the suite asks (France's capital, a spider's legs; its arithmetic uses smaller numbers) and none of its instruction
 wordings ("Answer with one word:" here reads "Respond with a single word:"). ``tests/test_short_answers.py`` checks
 both against the suite's rows. Every prompt is generated here, deterministically; a hash of its text picks its

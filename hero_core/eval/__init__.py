@@ -24,10 +24,10 @@ Workflows:
                  lm-evaluation-harness bridge (``harness``) and the README's headline table (``headline``)
     frontier/    :func:`hero_core.eval.frontier.curves.frontier`: the skip-quality frontier on held-out text
                  with the oracle and random references (``python -m hero_core frontier``); the results file's
-                 measures (``measures``, ``results``), the summary the app quotes (``measured``) and skip by
+                 sections (``results_sections``, ``results``), the summary the app quotes (``measured``) and skip by
                  prompt position (``position_skip``)
     answers/     :func:`hero_core.eval.answers.run.run_answers`: the answers suite, prompts with checkable
-                 answers (``answers.jsonl``, written by ``python -m hero_core.eval.answers.data``), the share of
+                 answers (``answers.jsonl``, written by ``python -m hero_core.eval.answers.prompts``), the share of
                  dense's correct answers a method keeps; reference policies (``references``) and its figure
     sweep/       :func:`hero_core.eval.sweep.run.sweep`: checkpoints over a data set of prompts
                  (``python -m hero_core sweep``); data sets (``data``), resumable shards (``shards``) and the

@@ -5,9 +5,9 @@ the order given, and reduces each method's logits to what the caller asked for b
 runs, so memory holds one method's logits at a time, never all of them. The evaluations that compare
 methods on text go through it: the frontier (:func:`hero_core.eval.frontier.curves.evaluate_points`), the
 domains suite (:func:`hero_core.eval.suites.registry.evaluate_domains`), the data-set sweep
-(:func:`hero_core.eval.sweep.run.run_item`), the bf16 check (:func:`hero_core.eval.frontier.measures.bf16_check`)
-and the analyses' item runs (:func:`hero_core.eval.sweep.item_runs.run_items`). The measures come from
-:mod:`hero_core.measures.metrics`.
+(:func:`hero_core.eval.sweep.run.run_item`), the bf16 check
+(:func:`hero_core.eval.frontier.results_sections.bf16_check`) and the analyses' item runs
+(:func:`hero_core.eval.sweep.item_runs.run_items`). The measures come from :mod:`hero_core.measures.metrics`.
 
 Per (method, text) it gives a :class:`MethodRun`: token count, which FFNs ran, and against the reference the
 text's NLL sums, KL sum and top-1 agreements; on request the per-token quality (``keep="tokens"``), the

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.eval.frontier.measures import PREFIX_TOKENS, common_prefix
+from hero_core.eval.frontier.results_sections import PREFIX_TOKENS, common_prefix
 from hero_core.eval.frontier.results import load_models
 
 

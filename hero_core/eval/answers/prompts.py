@@ -1,4 +1,4 @@
-"""The answers suite's prompts: ``python -m hero_core.eval.answers.data`` rewrites ``answers.jsonl``.
+"""The answers suite's prompts: ``python -m hero_core.eval.answers.prompts`` rewrites ``answers.jsonl``.
 
 Five categories, each row ``{id, category, prompt, check, max_new_tokens}`` (code rows add
 ``assistant_prefix`` and ``stop``; :mod:`hero_core.eval.answers.run` reads them):

@@ -1,6 +1,6 @@
 """The answers suite: does routing keep the model's *answers*, not only its perplexity?
 
-Prompts with checkable answers (``answers.jsonl``, written by :mod:`hero_core.eval.answers.data`) are
+Prompts with checkable answers (``answers.jsonl``, written by :mod:`hero_core.eval.answers.prompts`) are
 answered greedily with the chat template on, by the dense model and by each routed method
 (:func:`run_answers`); each answer is checked (:func:`check_answer`) and :func:`answers_kept` reports the
 share of the prompts dense answers correctly that a method also answers correctly, with a 95 % bootstrap
@@ -67,7 +67,7 @@ def load_rows(path: str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """The rows of an answers JSONL file (``answers.jsonl`` by default), each checked for its fields."""
     source = Path(path) if path is not None else ANSWERS_FILE
     if not source.is_file():
-        raise ValueError(f"no answers file at {source}; run `python -m hero_core.eval.answers.data` to write it")
+        raise ValueError(f"no answers file at {source}; run `python -m hero_core.eval.answers.prompts` to write it")
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
     check_rows(rows)
     return rows

@@ -23,10 +23,17 @@ from pathlib import Path
 
 from hero_core.files import say_wrote
 from hero_core.method.model import DEFAULT_CHECKPOINT
-from hero_core.eval.frontier.measures import DOMAINS, MAX_TOKENS, bf16_check, generations, memory_entropy, read_matters
+from hero_core.eval.frontier.results_sections import (
+    DOMAINS,
+    MAX_TOKENS,
+    bf16_check,
+    generations,
+    memory_entropy,
+    read_matters,
+)
 
 # This module is scripts/make_frontier.py's command line (its docstring is --help): the frontier in one process
-# per domain (each runs this module with --part), merged, then frontier_measures' sections.
+# per domain (each runs this module with --part), merged, then the sections beside it (results_sections).
 SELF = "hero_core.eval.frontier.results"  # what each domain's process runs
 
 ROOT = Path(__file__).resolve().parents[3]
