@@ -96,7 +96,8 @@ def spec_from_args(args) -> StudySpec:
         return bundled_spec(lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, tasks=args.tasks,
                             bigbench=args.bigbench, answers=args.answers, references=args.references)
     return StudySpec(out=str(args.out), arms=tuple(a.strip() for a in args.arms.split(",") if a.strip()),
-                     seeds=args.seeds, skip=args.skip, steps=args.steps or first_stage_steps(),
+                     seeds=args.seeds, skip=args.skip,
+                     steps=first_stage_steps() if args.steps is None else args.steps,  # 0 is refused, not defaulted
                      backbone=args.backbone, data=args.data, tasks=args.tasks, bigbench=args.bigbench,
                      lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, answers=args.answers,
                      references=args.references)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hero_core.eval.study import measures as m
+from hero_core.eval.study.checks import check_inputs, identified
 from hero_core.eval.study.lanes import finished, train_missing
 from hero_core.eval.study.report import build_report, render_markdown
 from hero_core.eval.study.spec import RunJob, StudyError, StudySpec, load_or_write_spec, measure_step_seconds, plan, plan_lines, plan_runs
@@ -32,13 +33,17 @@ def run_study(spec: StudySpec, *, train_run: Callable[[dict], None] | None = Non
     ``world_size`` (several processes, one per GPU): this process trains its share of the unfinished runs, then
     ``wait()`` holds it until every rank has (a barrier); rank 0 goes on to measure and report, the others return
     the plan."""
-    load_or_write_spec(spec, write=not plan_only)  # before anything is read: another study's folder is refused
+    # Everything is checked before anything is written: a refused start leaves OUT as it was (checks.py)
+    spec = identified(spec, render_only=render_only)  # --data by its content; a missing --data is refused
+    load_or_write_spec(spec, write=False)  # another study's folder is refused before anything is loaded
     jobs = plan_runs(spec)
     done = {j.name for j in jobs if finished(j, spec)}
     backbone = None if render_only else _load_backbone(spec)
     probe = None if backbone is None else _probe(backbone)
     if probe is not None:
         check_reachable(spec.skip, probe)
+    check_inputs(spec, probe)
+    load_or_write_spec(spec, write=not plan_only)
     step = None if probe is None or len(done) == len(jobs) else measure_step_seconds(probe, spec)
     the_plan = plan(spec, jobs, done, step, backbone.name if backbone else (spec.backbone or "the embedded model"))
     for line in plan_lines(the_plan):

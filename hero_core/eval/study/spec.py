@@ -14,10 +14,11 @@ from pathlib import Path
 
 DEFAULT_ARMS = ("hero", "no_history", "no_memread")
 SPEC_FILE = "study_spec.json"
+DATA_CONTENT = "data (the files' content)"
 # Settings that change no number already measured: how many processes train side by side, and which further
 # measures are taken (each stored measurement carries its own settings).
-# Where the study lives is not what it measures either.
-NOT_RESULTS = ("lanes", "references", "tasks", "bigbench", "answers", "out", "measures_dir")
+# Where the study lives is not what it measures either, nor where --data lies: its content is (data_sha256).
+NOT_RESULTS = ("lanes", "references", "tasks", "bigbench", "answers", "out", "measures_dir", "data")
 
 
 class StudyError(ValueError):
@@ -33,6 +34,7 @@ class StudySpec:
     steps: int = 750
     backbone: str | None = None  # a local Hugging Face directory; None: the embedded model
     data: str | None = None  # the user's text (hero_core.data.corpus); None: the built-in chat / code / reasoning mix
+    data_sha256: str | None = None  # what identifies --data: a digest of its files' bytes (checks.data_digest)
     tasks: str | None = None  # JSONL of {question, choices, answer}: multiple-choice accuracy retained against dense
     bigbench: str | None = None  # a BIG-bench checkout or archive; None: left out (the report says so)
     answers: int = 0  # prompts of the answers suite whose correct answers each run must keep (0: left out)
@@ -51,8 +53,12 @@ class StudySpec:
         self.arms = tuple(self.arms)
         if len(self.arms) < 2 or len(set(self.arms)) != len(self.arms):
             raise StudyError(f"a study compares at least two distinct arms, got {list(self.arms)}")
-        if self.seeds < 1 or self.steps < 1 or self.lanes < 1:
-            raise StudyError("--seeds, --steps and --lanes must be positive")
+        for name in ("seeds", "steps", "lanes", "limit", "max_tokens", "batch_size", "seq_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise StudyError(f"--{name.replace('_', '-')} must be a whole number of at least 1, got {value!r}")
+        if self.answers < 0:
+            raise StudyError(f"--answers is a number of prompts (0 leaves them out), got {self.answers}")
         if not 0.0 < self.skip < 1.0:
             raise StudyError(f"--skip is a share of the parameters in (0, 1), got {self.skip}")
 
@@ -127,8 +133,13 @@ def load_or_write_spec(spec: StudySpec, *, write: bool = True) -> None:
     path = Path(spec.out) / SPEC_FILE
     if path.is_file():
         stored = StudySpec.from_json(json.loads(path.read_text(encoding="utf-8")))
-        if stored.results_settings() != spec.results_settings():
-            changed = sorted(k for k, v in spec.results_settings().items() if stored.results_settings().get(k) != v)
+        kept, asked = stored.results_settings(), spec.results_settings()
+        if None in (stored.data_sha256, spec.data_sha256) and stored.data == spec.data:
+            # a folder written before --data was identified by content, or --render without the data here: the
+            # same path is all there is to compare
+            kept["data_sha256"] = asked["data_sha256"]
+        if kept != asked:
+            changed = sorted(DATA_CONTENT if k == "data_sha256" else k for k, v in asked.items() if kept.get(k) != v)
             raise StudyError(f"{path.parent} holds another study (settings differ: {', '.join(changed)}); pass "
                              "the same settings to continue it, or another --out")
         return
