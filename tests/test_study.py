@@ -119,7 +119,9 @@ def test_the_plan_on_a_tiny_model_of_another_family(family, tmp_path, study_inpu
     assert plan["tokens_per_run"] == 10 * 2 * 32 and plan["step_seconds"] > 0
     # 9 runs on 2 lanes: 5 runs one after another in the busier lane
     assert plan["estimated_hours"] == pytest.approx(5 * 10 * plan["step_seconds"] / 3600)
-    assert said[0].startswith(f"Study on {backbone.name}") or family in said[0] or str(backbone) in said[0]
+    # the model by its name (the folder's), then the data the study trains on
+    assert said[0].startswith(f"Study on {family} ({root / 'text.jsonl'}): arms hero, no_history, no_memread x 3 "
+                              "seed(s), each trained 10 steps to 1% param skip"), said[0]
     assert not (tmp_path / "out").exists()  # a plan writes nothing
     with pytest.raises(StudyError, match="out of reach"):
         run_study(StudySpec(out=str(tmp_path / "out"), backbone=str(backbone), skip=0.5), plan_only=True,
