@@ -25,6 +25,7 @@ from .link_prompt import prompt_from_link, prompt_params
 from .settings import (
     DEFAULT_CHOICE,
     PRECISIONS,
+    TAU_SLIDER,
     ModelSpec,
     Settings,
     checkpoint_defaults,
@@ -86,10 +87,11 @@ def restore_from_url() -> list[str]:
     _choose("variant", INFERENCE_VARIANTS, sidebar_keys.VARIANT, problems)
     if "tau" in params:
         tau = _number(params.get("tau"))
-        if tau is not None and 0.01 <= tau <= 0.99:
-            st.session_state[sidebar_keys.TAU] = round(tau, 2)
+        lo, hi = TAU_SLIDER
+        if tau is not None and lo <= tau <= hi:
+            st.session_state[sidebar_keys.TAU] = round(tau, 2)  # the slider's step, TAU_STEP
         else:
-            problems.append(f"tau must be a number between 0.01 and 0.99, got {params.get('tau')!r}")
+            problems.append(f"tau must be a number between {lo:g} and {hi:g}, got {params.get('tau')!r}")
     token, block = _number(params.get("token"), int), _number(params.get("block"), int)
     if token is not None and block is not None and token >= 0 and block >= 0:
         # clamped to the trace that first uses it (which says so when it had to)

@@ -100,11 +100,6 @@ def _load(spec: ModelSpec) -> HeroModel:
     return hero
 
 
-def backbone_loads() -> int:
-    """How many backbones this server process has loaded (the pool's count; the tiny test model aside)."""
-    return SHARED_BACKBONES.loads
-
-
 def cpu_threads() -> int:
     """Intra-op threads for torch: ``$HERO_LENS_THREADS``, else half the CPUs (at least 1).
 

@@ -102,10 +102,6 @@ def checkpoint_defaults(checkpoint: str, backbone: str, tiny: bool) -> tuple[flo
         return DEFAULT_TAU, "hero"
 
 
-def checkpoint_tau(checkpoint: str, backbone: str, tiny: bool) -> float:
-    return checkpoint_defaults(checkpoint, backbone, tiny)[0]
-
-
 @functools.lru_cache(maxsize=128)
 def checkpoint_info(name: str) -> CheckpointInfo:
     """A bundled checkpoint's group in the picker and its one-line description (from its config)."""

@@ -12,10 +12,10 @@ Target (issue "One backbone, many routers"): shared ≤ 1.25 × one. Run ``pytho
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 from pathlib import Path
+
+from hero_core.bench.fresh_process import bench_main, child_result
 
 CHECKPOINTS = ("hero-10-r4", "local-10", "hero-25", "hero-40")
 PROMPT = "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
@@ -103,14 +103,20 @@ def run_all(checkpoints: tuple[str, ...] = CHECKPOINTS) -> dict:
     """Every way in its own fresh process; the ratios of resident memory to one checkpoint's."""
     results = {}
     for way in WAYS:
-        out = subprocess.run([sys.executable, "-m", __spec__.name, "--way", way, "--checkpoints", *checkpoints],
-                             capture_output=True, text=True, check=True)
-        line = next(row for row in out.stdout.splitlines() if row.startswith(MARKER))
-        results[way] = json.loads(line[len(MARKER):])
+        results[way] = child_result(__spec__.name, ["--way", way, "--checkpoints", *checkpoints], MARKER)
     one = results["one"]["rss_bytes"]
     ratios = {way: round(results[way]["rss_bytes"] / one, 3) for way in WAYS}
     return {"ways": results, "ratio_to_one": ratios, "target": TARGET,
             "target_met": ratios["shared"] <= TARGET, "checkpoints": list(checkpoints)}
+
+
+def summary(report: dict) -> list[str]:
+    """One line per way and the target's verdict."""
+    lines = [f"{way:>9}: {len(row['checkpoints'])} checkpoint(s), {row['distinct_backbones']} backbone(s) in memory, "
+             f"RSS {row['rss_bytes'] / 2**30:.2f} GiB = x{report['ratio_to_one'][way]:.2f} of one checkpoint"
+             for way, row in report["ways"].items()]
+    return [*lines, f"target: four checkpoints on one backbone <= x{TARGET:.2f} of one: "
+                    f"{'met' if report['target_met'] else 'MISSED'}"]
 
 
 def main() -> int:
@@ -118,20 +124,9 @@ def main() -> int:
                                      allow_abbrev=False)
     parser.add_argument("--way", choices=WAYS, help="measure one way in this process (used by the full run)")
     parser.add_argument("--checkpoints", nargs="+", default=list(CHECKPOINTS), help="bundled checkpoints to load")
-    parser.add_argument("--out", type=Path, help="write the full result as JSON here")
-    args = parser.parse_args()
-    if args.way:
-        print(MARKER + json.dumps(measure(args.way, tuple(args.checkpoints))))
-        return 0
-    report = run_all(tuple(args.checkpoints))
-    for way, row in report["ways"].items():
-        print(f"{way:>9}: {len(row['checkpoints'])} checkpoint(s), {row['distinct_backbones']} backbone(s) in memory, "
-              f"RSS {row['rss_bytes'] / 2**30:.2f} GiB = x{report['ratio_to_one'][way]:.2f} of one checkpoint")
-    print(f"target: four checkpoints on one backbone <= x{TARGET:.2f} of one: "
-          f"{'met' if report['target_met'] else 'MISSED'}")
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    return 0
+    return bench_main(parser, MARKER, summary=summary,
+                      child=lambda args: measure(args.way, tuple(args.checkpoints)) if args.way else None,
+                      run=lambda args: run_all(tuple(args.checkpoints)))
 
 
 if __name__ == "__main__":

@@ -11,13 +11,14 @@ their ratio (``make bench`` runs it).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from hero_core.bench.fresh_process import bench_main, child_result
 
 MARKER = "HERO_SWEEP_MEMORY"
 SIZES = (100, 1000)
@@ -43,14 +44,19 @@ def child(n: int) -> dict:
 
 
 def run_all(sizes=SIZES) -> dict:
-    rows = []
-    for n in sizes:
-        done = subprocess.run([sys.executable, "-m", __spec__.name, "--child", str(n)], capture_output=True,
-                              text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-        line = next(r for r in done.stdout.splitlines() if r.startswith(MARKER))
-        rows.append(json.loads(line[len(MARKER):]))
+    rows = [child_result(__spec__.name, ["--child", str(n)], MARKER, env={**os.environ, "OMP_NUM_THREADS": "1"})
+            for n in sizes]
     return {"sizes": rows, "ratio_largest_to_smallest": round(rows[-1]["peak_rss_bytes"] / rows[0]["peak_rss_bytes"],
                                                                3)}
+
+
+def summary(report: dict) -> list[str]:
+    """One line per size and the ratio of the largest's peak to the smallest's."""
+    rows = report["sizes"]
+    return [*(f"{row['items']:>6} items: peak RSS {row['peak_rss_bytes'] / 2**20:.0f} MiB in {row['seconds']} s "
+              f"({row['shard_files']} shard files)" for row in rows),
+            f"peak RSS at {rows[-1]['items']} items / at {rows[0]['items']}: "
+            f"x{report['ratio_largest_to_smallest']:.3f}"]
 
 
 def main() -> int:
@@ -58,20 +64,8 @@ def main() -> int:
                                      allow_abbrev=False)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="data-set sizes to sweep")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, help="write the result as JSON here")
-    args = parser.parse_args()
-    if args.child:
-        print(MARKER + json.dumps(child(args.child)))
-        return 0
-    report = run_all(tuple(args.sizes))
-    for row in report["sizes"]:
-        print(f"{row['items']:>6} items: peak RSS {row['peak_rss_bytes'] / 2**20:.0f} MiB in {row['seconds']} s "
-              f"({row['shard_files']} shard files)")
-    print(f"peak RSS at {report['sizes'][-1]['items']} items / at {report['sizes'][0]['items']}: "
-          f"x{report['ratio_largest_to_smallest']:.3f}")
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    return 0
+    return bench_main(parser, MARKER, summary=summary, child=lambda args: child(args.child) if args.child else None,
+                      run=lambda args: run_all(tuple(args.sizes)))
 
 
 if __name__ == "__main__":

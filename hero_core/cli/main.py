@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 
-    for name, module in (("train", "cli.train"), ("eval", "cli.evaluate"), ("bench", "bench"),
+    for name, module in (("train", "cli.train"), ("eval", "cli.evaluate"), ("bench", "bench.run"),
                          ("data", "data.texts"), ("frontier", "eval.frontier.curves"), ("sweep", "eval.sweep.run"),
                          ("study", "cli.study")):
         try:
