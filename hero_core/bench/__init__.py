@@ -8,5 +8,5 @@ per-configuration process, ``python -m hero_core.bench.memory_probe``), ``target
 targets, read by ``scripts/bench_report.py``), ``run`` (the run and its command line); ``routers_memory`` and
 ``sweep_memory`` (resident memory of many routers on one backbone, and of a sweep as its data set grows).
 
-Nothing is imported here: reading the targets (the report) does not load the model code.
+Nothing is imported here: a module takes what it needs from the one that holds it.
 """
