@@ -1,6 +1,7 @@
 """The router's widths as configuration: sized to the backbone by default, recorded in the checkpoint, checked when a
 run continues from another, and every bundled checkpoint still read at the widths it was trained with."""
 
+import numpy as np
 import pytest
 
 from hero_core.method import checkpoint as ckpt
@@ -64,3 +65,54 @@ def test_a_run_trains_at_its_widths_records_them_and_refuses_a_start_of_other_wi
     assert narrow.state_dict["local_head.mlp.0.weight"].shape == (48, 128)
     with pytest.raises(ValueError, match="router widths"):
         train(_cfg(tmp_path / "next", init_from=str(tmp_path / "wide")), _tiny_hero(), progress=False)
+
+
+def test_each_variant_is_charged_what_it_computes():
+    from hero_core.method.tiny import tiny_hero
+
+    hero = tiny_hero(variant="hero")
+    router = hero.router
+    local = router.parameter_counts("no_history")["router_per_block"]
+    assert local == sum(p.numel() for p in router.local_head.parameters())
+    full = router.parameter_counts("hero")["router_per_block"]
+    no_read = router.parameter_counts("no_memread")["router_per_block"]
+    memory = sum(p.numel() for m in (router.to_q, router.to_k, router.to_v, router.novelty_state,
+                                     router.novelty_context) for p in m.parameters())
+    assert full - no_read == memory
+    assert full - router.parameter_counts("no_aux")["router_per_block"] == sum(
+        p.numel() for p in router.path_encoder.parameters())
+    # a trace of the local variant is charged the local head alone, and no memory read
+    assert hero.profile_for("no_history").router_params == local
+    assert hero.profile_for("no_history").d_memory == 0
+    trace = hero.trace("a short prompt to route", variant="no_history")
+    assert trace.profile.router_params == local
+
+
+def test_the_local_router_computes_its_head_alone_and_gives_the_same_gates():
+    from hero_core.method.tiny import tiny_hero
+
+    hero = tiny_hero(variant="hero")
+    router = hero.router
+    calls = []
+    handle = router.state_encoder.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        local = hero.trace("the local router reads hbar alone", variant="no_history")
+    finally:
+        handle.remove()
+    assert calls == []  # no state s_j computed
+    full = hero.trace("the local router reads hbar alone", variant="hero")
+    # the same head on the same hbar: the first routed block (later blocks read streams the decisions changed)
+    assert np.allclose(local.local_logit[0], full.local_logit[0], atol=1e-6)
+    assert np.all(local.history_logit == 0) and np.all(local.memory_attention == 0)
+    assert np.allclose(1 / (1 + np.exp(-local.local_logit)), local.gate, atol=1e-6)  # g = sigmoid(b)
+
+
+def test_a_fixed_policy_is_charged_no_router():
+    from hero_core.eval.baselines import static_pruning
+    from hero_core.eval.methods import HeroMethod
+    from hero_core.method.tiny import tiny_hero
+
+    hero = tiny_hero()
+    static = HeroMethod(hero, "hero", policy=static_pruning({1}))
+    assert static.profile.router_params == 0 and static.profile.d_memory == 0
+    assert HeroMethod(hero, "hero").profile.router_params > 0

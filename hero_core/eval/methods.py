@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hero_core.measures.accounting import ComputeProfile
+from hero_core.measures.accounting import ComputeProfile, without_router
 from hero_core.method.config import INFERENCE_VARIANTS
 from hero_core.method.decoding import cut_at_stop, decode_steps, text_stop
 
@@ -101,7 +101,8 @@ class HeroMethod(Method):
         self.memory_read = memory_read  # "uniform": the read-matters ablation (HeroModel.new_call)
         self.name = name or (variant if tau is None else f"{variant}@tau={tau:g}")
         self.tokenizer = hero.tokenizer
-        self.profile = hero.profile
+        # a fixed policy (static pruning, random skipping, the oracle) computes no router: charged its adapters only
+        self.profile = hero.profile_for(variant) if policy is None else without_router(hero.profile)
         self.routed = variant != "dense"
         self.max_tokens = hero.max_tokens
         self.shares_prefix = policy is None

@@ -18,7 +18,7 @@ skip target (:func:`bisect_increasing` and :func:`search_increasing`, its interp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,12 @@ class ComputeProfile:
         return asdict(self)
 
 
+def without_router(profile: ComputeProfile) -> ComputeProfile:
+    """``profile`` for a run that computes no router (static pruning, random skipping, an oracle): it pays only the
+    adapters of the FFNs it skips."""
+    return replace(profile, router_params=0, d_memory=0)
+
+
 def dense_token_flops(profile: ComputeProfile, positions: np.ndarray) -> np.ndarray:
     """Dense FLOPs of each token at ``positions`` (context length minus one): 2 per weight of every matmul
     plus causal attention's 4 * n_heads * head_dim * context per layer."""
@@ -49,6 +55,18 @@ def ffns_for_param_skip(param_skip: float, profile: ComputeProfile) -> float:
     """Skipped FFNs per token that give ``param_skip`` under the paper's definition (the inverse of
     ``param_skip = skipped * ffn_params / total_params``)."""
     return param_skip * profile.total_params / profile.ffn_params
+
+
+def ffns_for_net_saving(net_saving: float, profile: ComputeProfile, n_routed: int, positions: np.ndarray,
+                        routed: bool = True) -> float:
+    """Skipped FFNs per token that save ``net_saving`` of a dense token's FLOPs, averaged over tokens at
+    ``positions``, with the adapter of each skipped FFN charged and, for a ``routed`` run, the router at every
+    routed block and the memory's reads (the inverse of :func:`token_compute`'s ``flop_share_saved`` for a count
+    that is the same for every token). A run without a router (static pruning) pays adapters only."""
+    inverse_dense = float(np.mean(1.0 / dense_token_flops(profile, np.asarray(positions))))
+    fixed = 2.0 * n_routed * profile.router_params + 4.0 * profile.d_memory * np.arange(n_routed).sum() if routed \
+        else 0.0
+    return (net_saving / inverse_dense + fixed) / (2.0 * (profile.ffn_params - profile.adapter_params))
 
 
 def ffn_share_for_param_skip(param_skip: float, profile: ComputeProfile, n_routed: int) -> float:

@@ -56,14 +56,17 @@ def clean_prompt(prompt: object) -> str:
         raise PromptError("the prompt is empty: type some text to route")
     return text
 
-def compute_profile(model: nn.Module, router: HeroRouter) -> ComputeProfile:
+def compute_profile(model: nn.Module, router: HeroRouter, variant: str | None = None) -> ComputeProfile:
+    """What a token costs on ``model`` with ``router`` run as ``variant`` (default: the one trained): the router
+    is charged only what that variant computes (HeroRouter.parameter_counts)."""
     cfg = model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    counts = router.parameter_counts()
+    counts = router.parameter_counts(variant)
     return ComputeProfile(total_params=count_parameters(model), ffn_params=ffn_parameter_count(model),
                           adapter_params=counts["adapter_per_block"], router_params=counts["router_per_block"],
                           linear_params=matmul_parameter_count(model), n_layers=cfg.num_hidden_layers,
-                          attention_width=cfg.num_attention_heads * head_dim, d_memory=router.config.d_memory)
+                          attention_width=cfg.num_attention_heads * head_dim,
+                          d_memory=router.config.d_memory if counts["reads_memory"] else 0)
 
 
 class HeroModel:
@@ -104,6 +107,13 @@ class HeroModel:
     @property
     def config(self) -> HeroConfig:
         return self.router.config
+
+    def profile_for(self, variant: str) -> ComputeProfile:
+        """The compute profile of a run of ``variant`` (``profile`` is the trained variant's): a variant is charged
+        only the router parts it computes, so ``no_history`` on a HeRo checkpoint pays for the local head alone."""
+        if variant in ("dense", self.config.variant):
+            return self.profile
+        return compute_profile(self.model, self.router, variant)
 
     @property
     def device(self) -> torch.device:
@@ -368,7 +378,7 @@ class HeroModel:
             call, batch_index, token_ids=list(token_ids), tokens=piece_texts(self.tokenizer.decode, token_ids),
             backbone=self.backbone.name + (" (nf4)" if self.backbone.quantization else ""),
             checkpoint=self.checkpoint_name, routed_layers=list(self.config.routed_layers),
-            forgetting=self.router.forgetting().detach().cpu().double().numpy(), profile=self.profile,
+            forgetting=self.router.forgetting().detach().cpu().double().numpy(), profile=self.profile_for(call.variant),
             notices=notices, n_prompt_tokens=n_prompt_tokens, tau_rule=tau_rule,
             forgetting_init=self.config.rho_init, memory_kernel=self.config.memory_kernel)
 

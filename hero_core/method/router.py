@@ -137,7 +137,9 @@ class HeroRouter(nn.Module):
         the module path); it is taken only with autograd off and in the router's dtype.
         ``memory_read="uniform"`` replaces every read by the plain mean of the stored values (module path)."""
         uniform = check_memory_read(memory_read) == "uniform"
-        if packed and not uniform and not torch.is_grad_enabled() and dtype == self.eta.dtype:
+        # the local router computes its head alone (decide_local): nothing to pack
+        computes_state = VARIANTS[variant].history
+        if packed and computes_state and not uniform and not torch.is_grad_enabled() and dtype == self.eta.dtype:
             fast = packed_router.new_packed_path(self, n_tokens, variant, device=device, dtype=dtype)
             if fast is not None:
                 return fast
@@ -188,6 +190,8 @@ class HeroRouter(nn.Module):
             return packed_router.decide_packed(self, j, hbar, path)
         c = self.config
         spec = VARIANTS[variant]
+        if not spec.history:
+            return self.decide_local(j, hbar, path)
         features = self.path_features(j, hbar, path)
         if not spec.positional:
             features = features.clone()
@@ -201,9 +205,8 @@ class HeroRouter(nn.Module):
             z_h = self.state_encoder.up(F.silu(hidden[:, : first.split]))
         else:
             z_h = self.state_encoder(hbar)
-        z_a = self.path_encoder(features)
-        if not spec.path_encoder:
-            z_a = torch.zeros_like(z_a)
+        # without the path encoder z_a = 0, and it is not computed (nor charged: parameter_counts)
+        z_a = self.path_encoder(features) if spec.path_encoder else hbar.new_zeros(hbar.shape[0], c.d_aux)
         state = torch.cat([z_h, z_a], dim=-1)  # s_j: (N, d_s)
         n = hbar.shape[0]
 
@@ -237,6 +240,28 @@ class HeroRouter(nn.Module):
         path.p_hist, path.m_hist = p_hist, m_hist
         return Decision(gate, history_logit, local_logit, p_hist, m_hist, nu, weights, state, context)
 
+    def decide_local(self, j: int, hbar: torch.Tensor, path: PathState) -> Decision:
+        """The local router (variant ``no_history``): g = sigmoid(b), b = f_psi(hbar), and nothing else computed --
+        no state s_j, no path features, no memory (a = 0, nu = 0, p_hist = sigmoid(0)). What it computes is what
+        :meth:`parameter_counts` charges it. At inference the head's first layer is the folded matmul's local rows,
+        so its gates are the numbers the full router's local head gives."""
+        n = hbar.shape[0]
+        head = self.local_head.mlp
+        if not torch.is_grad_enabled() and self.state_encoder.norm.eps == self.local_head.norm.eps:
+            first = self.folded_first_layers()
+            hidden = F.linear(unit_rms(hbar, self.state_encoder.norm), first.weight[first.split:],
+                              first.bias[first.split:])
+            local_logit = head[2](head[1](hidden)).squeeze(-1)
+        else:
+            local_logit = self.local_head(hbar)
+        history_logit = hbar.new_zeros(n)
+        p_hist = torch.sigmoid(history_logit / self.config.t_hist)
+        m_hist = (path.m_hist if path.m_hist is not None else torch.ones_like(p_hist)) * p_hist
+        path.p_hist, path.m_hist = p_hist, m_hist
+        zeros = hbar.new_zeros
+        return Decision(torch.sigmoid(local_logit), history_logit, local_logit, p_hist, m_hist, zeros(n),
+                        zeros(n, j - 1), zeros(n, self.config.d_state), zeros(n, self.config.d_memory))
+
     def folded_first_layers(self) -> FoldedLayers:
         """W_hd and the local head's first layer with the norms' weights folded in (:class:`FoldedLayers`)."""
         se, lh = self.state_encoder, self.local_head
@@ -263,13 +288,17 @@ class HeroRouter(nn.Module):
             cache[key] = derived
         return derived
 
-    def parameter_counts(self) -> dict[str, int]:
-        """Parameters used per token per routed block, for the net-skip accounting."""
+    def parameter_counts(self, variant: str | None = None) -> dict[str, int]:
+        """Parameters ``variant`` (default: the one trained) uses per token per routed block, for the net-skip
+        accounting: each variant is charged only the parts it computes. The local router computes its head alone;
+        the state s_j (state encoder, and path encoder unless the variant drops it) feeds the memory and the
+        history head; the memory's projections only where it reads."""
+        spec = VARIANTS[variant or self.config.variant]
+        used: list[nn.Module] = [self.local_head]
+        if spec.history:
+            used += [self.state_encoder, self.history_head] + ([self.path_encoder] if spec.path_encoder else [])
+        if spec.memory_read:
+            used += [self.to_q, self.to_k, self.to_v, self.novelty_state, self.novelty_context]
         count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
-        shared = sum(count(m) for m in (self.state_encoder, self.path_encoder, self.to_q, self.to_k, self.to_v,
-                                         self.novelty_state, self.novelty_context, self.history_head,
-                                         self.local_head))
-        adapter = count(self.adapters[0])
-        return {"router_per_block": shared, "adapter_per_block": adapter,
-                "total": count(self)}
-
+        return {"router_per_block": sum(count(m) for m in used), "adapter_per_block": count(self.adapters[0]),
+                "total": count(self), "reads_memory": int(spec.memory_read)}
