@@ -103,3 +103,39 @@ def test_task_retain_resamples_within_each_task_and_pairs_the_tasks_across_runs(
     assert worse.point() == pytest.approx((100 / 3 + 50) / 2)
     diff = paired_difference([same] * 2, [same] * 2, n_boot=300)
     assert diff["low"] == diff["high"] == 0.0  # the same runs on the same per-task draws
+
+
+def test_the_t_interval_keeps_its_coverage_at_three_seeds_where_the_bootstrap_does_not():
+    from hero_core.eval.study.stats import seed_interval_coverage
+
+    cover = seed_interval_coverage(0.03, 0.05, seeds=3, trials=300)
+    assert cover["t_coverage"] >= 0.92  # nominal 95 %
+    assert cover["bootstrap_coverage"] < 0.9  # ten distinct seed draws per arm: too narrow
+
+
+def test_seeds_needed_grows_as_the_difference_shrinks():
+    from hero_core.eval.study.stats import seeds_needed, welch_interval
+
+    a, b = [1.18, 1.24, 1.14], [1.20, 1.27, 1.16]
+    low, high = welch_interval(a, b)
+    assert low < 0 < high
+    assert seeds_needed(a, b) > seeds_needed(a, [x + 0.06 for x in b]) >= 2
+    assert welch_interval([1.0], [1.1]) != welch_interval([1.0], [1.1])  # NaN with one seed
+
+
+def test_net_matching_asks_a_costly_router_for_more_skip_and_a_reference_for_less():
+    import torch
+
+    from hero_core.eval.study.measures import skip_to_measure_at
+    from hero_core.eval.study.spec import StudySpec
+    from hero_core.method.tiny import tiny_hero
+
+    hero = tiny_hero()
+    blocks = torch.zeros(2, 16, dtype=torch.long)
+    param = StudySpec(out="x", skip=0.10)
+    net = StudySpec(out="x", skip=0.10, match="net", net_saving=0.05)
+    assert skip_to_measure_at(hero, blocks, param) == 0.10
+    routed, reference = skip_to_measure_at(hero, blocks, net), skip_to_measure_at(hero, blocks, net, routed=False)
+    assert routed > reference > 0  # the router's own cost must be paid back by more skipping
+    with pytest.raises(ValueError, match="--match"):
+        StudySpec(out="x", match="flops")

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hero_core.eval.study import StudySpec, run_study
-from hero_core.eval.study.spec import DEFAULT_ARMS
+from hero_core.eval.study.spec import DEFAULT_ARMS, MATCHES
 
 ARM_RECIPES = {"hero": "hero-10-r2-s1", "no_history": "local-10-s1", "no_memread": "no_memread-10-r2-s1"}
 GENERIC_RECIPE = "hero-10-s1"  # another variant (no_aux, no_pos) takes the first stage of the default memory
@@ -85,11 +85,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="leave out static pruning, random skipping and the oracle")
     p.add_argument("--plan", action="store_true", help="print the plan and stop")
     p.add_argument("--render", action="store_true", help="neither train nor measure: report what is stored")
+    p.add_argument("--match", choices=MATCHES, default="param", help="measure every run at the tau giving --skip "
+                   "param skip (param), or at --net-saving of a dense token's FLOPs saved after its router and "
+                   "adapters are charged (net: routers of different cost at equal net compute; default: %(default)s)")
+    p.add_argument("--net-saving", type=float, default=0.06, help="with --match net: the share of FLOPs saved net "
+                   "every run is measured at (default: %(default)s)")
     p.add_argument("--bundled", action="store_true", help="the bundled study of the memory question (docs/seeds.md; "
                    "its runs are the bundled checkpoints, never retrained)")
+    p.add_argument("--bundled-widths", action="store_true", help="the bundled study of the router's width at equal "
+                   "net compute (docs/widths.md; its runs are the bundled checkpoints, never retrained)")
 
 
 def spec_from_args(args) -> StudySpec:
+    if args.bundled_widths:
+        from hero_core.eval.study.widths import widths_spec
+
+        spec, left_out = widths_spec(lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens,
+                                     references=args.references)
+        for arm in left_out:
+            print(f"left out: {arm}")
+        return spec
     if args.bundled:
         from hero_core.eval.study.bundled import bundled_spec
 
@@ -100,7 +115,7 @@ def spec_from_args(args) -> StudySpec:
                      steps=first_stage_steps() if args.steps is None else args.steps,  # 0 is refused, not defaulted
                      backbone=args.backbone, data=args.data, tasks=args.tasks, bigbench=args.bigbench,
                      lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, answers=args.answers,
-                     references=args.references)
+                     references=args.references, match=args.match, net_saving=args.net_saving)
 
 
 def run_cli(args) -> int:
@@ -108,7 +123,7 @@ def run_cli(args) -> int:
 
     spec = spec_from_args(args)
     # an arm is the variant its runs train; the bundled study's runs are trained already and keep their names
-    unknown = [] if args.bundled else [a for a in spec.arms if a not in TRAINABLE_VARIANTS]
+    unknown = [] if args.bundled or args.bundled_widths else [a for a in spec.arms if a not in TRAINABLE_VARIANTS]
     if unknown:
         raise ValueError(f"unknown arm(s) {unknown}; choose router variants from {', '.join(TRAINABLE_VARIANTS)}")
     ranks = {}

@@ -46,8 +46,27 @@ def write(path: Path, data: dict) -> None:
 
 def ppl_settings(spec) -> dict:
     """The settings a perplexity measurement depends on (the bundled store's files carry exactly these)."""
-    out = {"limit": spec.limit, "max_tokens": spec.max_tokens, "target_skip": spec.skip}
+    out = {"limit": spec.limit, "max_tokens": spec.max_tokens, "target_skip": spec.skip} | matched_at(spec)
     return out | ({"data": spec.data} if spec.data else {})
+
+
+def matched_at(spec) -> dict:
+    """What a measurement's tau was matched at, where it is not the param skip (files measured before net matching
+    existed carry no such key, and stay valid)."""
+    return {"match": "net", "net_saving": spec.net_saving} if spec.match == "net" else {}
+
+
+def skip_to_measure_at(hero, blocks, spec, *, routed: bool = True) -> float:
+    """The param skip a run is measured at: the study's ``skip``, or under ``match="net"`` the skip that saves the
+    study's net share of FLOPs on the calibration blocks (``routed``: the router charged; False for a reference,
+    which computes none)."""
+    if spec.match == "param":
+        return spec.skip
+    from hero_core.measures.accounting import ffns_for_net_saving
+
+    positions = np.tile(np.arange(blocks.shape[1]), blocks.shape[0])
+    ffns = ffns_for_net_saving(spec.net_saving, hero.profile, hero.config.n_routed, positions, routed=routed)
+    return min(ffns * hero.profile.ffn_params / hero.profile.total_params, 0.95)
 
 
 # -- the texts every run reads ------------------------------------------------------------------------------------
@@ -94,8 +113,8 @@ def calibration(hero, spec):
 # -- the measurements -------------------------------------------------------------------------------------------
 def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[str, dict]:
     """Per method: per-text NLL sums against dense and the mean param skip on the held-out text."""
-    from hero_core.measures.accounting import mean_param_skip
     from hero_core.eval.engine import run_texts
+    from hero_core.measures.accounting import mean_param_skip, token_compute
     from hero_core.eval.methods import HeroMethod
 
     rows: dict[str, list] = {m.name: [] for m in methods}
@@ -104,11 +123,13 @@ def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[s
         for m in methods:
             run = text.runs[m.name]
             skip = mean_param_skip(run.executed, m.profile)
-            rows[m.name].append((run.nll_sum, run.dense_nll_sum, run.n_pred, skip))
+            saved = token_compute(run.executed, m.profile)["flop_share_saved"].mean()
+            rows[m.name].append((run.nll_sum, run.dense_nll_sum, run.n_pred, skip, saved))
     out = {}
     for name, cells in rows.items():
-        nll, dense, n_pred, skip = (np.asarray(col, dtype=float) for col in zip(*cells, strict=True))
-        out[name] = {"param_skip": float(skip.mean()), **TextSums(nll, dense, n_pred).to_json()}
+        nll, dense, n_pred, skip, saved = (np.asarray(col, dtype=float) for col in zip(*cells, strict=True))
+        out[name] = {"param_skip": float(skip.mean()), "net_saved": float(saved.mean()),
+                     **TextSums(nll, dense, n_pred).to_json()}
     return out
 
 
@@ -116,7 +137,8 @@ def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """The run at the tau meeting the study's skip on ``blocks``: per domain its param skip and per-text sums."""
     from hero_core.eval.methods import HeroMethod
 
-    tau, realised = hero.tau_for_param_skip(blocks, None, hero.config.variant, spec.skip, iters=10)
+    tau, realised = hero.tau_for_param_skip(blocks, None, hero.config.variant, skip_to_measure_at(hero, blocks, spec),
+                                            iters=10)
     method = HeroMethod(hero, hero.config.variant, tau=tau, name="run")
     domains = {d: _sums(hero, [method], t, spec.max_tokens, f"{hero.checkpoint_name} {d}")["run"]
                for d, t in texts.items()}
@@ -142,8 +164,9 @@ def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     from hero_core.eval.methods import HeroMethod
 
     texts_of_blocks = [hero.tokenizer.decode(b) for b in blocks.tolist()]
-    fixed = matched_policies(hero, spec.skip, texts_of_blocks)
-    oracle, threshold, oracle_skip = oracle_at_skip(hero, blocks, spec.skip)
+    skip = skip_to_measure_at(hero, blocks, spec, routed=False)  # a reference computes no router
+    fixed = matched_policies(hero, skip, texts_of_blocks)
+    oracle, threshold, oracle_skip = oracle_at_skip(hero, blocks, skip)
     policies = {"static_pruning": fixed["static_pruning"], "random_skip": fixed["random_skip"], "oracle": oracle}
     methods = [HeroMethod(hero, "hero", name=name, policy=policy) for name, policy in policies.items()]
     calibration_skip = {name: realised_skip(hero, blocks, "hero", 0.5, policy=policies[name])
@@ -191,7 +214,7 @@ def tasks_settings(spec) -> dict:
     import hashlib
 
     digest = hashlib.sha256(Path(spec.tasks).read_bytes()).hexdigest()[:16]
-    return {"tasks": digest, "target_skip": spec.skip}
+    return {"tasks": digest, "target_skip": spec.skip} | matched_at(spec)
 
 
 # -- BIG-bench ----------------------------------------------------------------------------------------------------
@@ -229,7 +252,7 @@ def measure_bigbench(hero, examples: dict[str, list], tau: float | None) -> dict
 
 
 def bigbench_settings(spec) -> dict:
-    return {"bigbench_limit": BIGBENCH_LIMIT, "target_skip": spec.skip}
+    return {"bigbench_limit": BIGBENCH_LIMIT, "target_skip": spec.skip} | matched_at(spec)
 
 
 # -- answers kept --------------------------------------------------------------------------------------------------
@@ -237,7 +260,7 @@ ANSWERS_TOKENS = 48  # each answer's new tokens at most: the suite's short answe
 
 
 def answers_settings(spec) -> dict:
-    return {"answers": spec.answers, "max_new_tokens": ANSWERS_TOKENS, "target_skip": spec.skip}
+    return {"answers": spec.answers, "max_new_tokens": ANSWERS_TOKENS, "target_skip": spec.skip} | matched_at(spec)
 
 
 def answer_rows(spec) -> dict:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 DEFAULT_ARMS = ("hero", "no_history", "no_memread")
+MATCHES = ("param", "net")
 SPEC_FILE = "study_spec.json"
 DATA_CONTENT = "data (the files' content)"
 # Settings that change no number already measured: how many processes train side by side, and which further
@@ -30,7 +31,12 @@ class StudySpec:
     out: str
     arms: tuple[str, ...] = DEFAULT_ARMS
     seeds: int = 3
-    skip: float = 0.10  # param skip every run trains to and is matched at
+    skip: float = 0.10  # param skip every run trains to (and, with match "param", is measured at)
+    # What every run is measured at: "param" -- the tau giving ``skip`` param skip (the paper's metric); "net" -- the
+    # tau giving ``net_saving`` of a dense token's FLOPs saved after the router and adapters are charged, so routers
+    # of different cost meet at equal net compute (the references likewise, charged their adapters only).
+    match: str = "param"
+    net_saving: float = 0.06
     steps: int = 750
     backbone: str | None = None  # a local Hugging Face directory; None: the embedded model
     data: str | None = None  # the user's text (hero_core.data.corpus); None: the built-in chat / code / reasoning mix
@@ -59,6 +65,10 @@ class StudySpec:
                 raise StudyError(f"--{name.replace('_', '-')} must be a whole number of at least 1, got {value!r}")
         if self.answers < 0:
             raise StudyError(f"--answers is a number of prompts (0 leaves them out), got {self.answers}")
+        if self.match not in MATCHES:
+            raise StudyError(f"--match must be one of {', '.join(MATCHES)}, got {self.match!r}")
+        if not 0.0 < self.net_saving < 1.0:
+            raise StudyError(f"--net-saving is a share of a dense token's FLOPs in (0, 1), got {self.net_saving}")
         if not 0.0 < self.skip < 1.0:
             raise StudyError(f"--skip is a share of the parameters in (0, 1), got {self.skip}")
 
