@@ -60,7 +60,8 @@ def test_first_token_share_and_net_cost_words(tiny):
     trace.executed[:, 1:] = True
     assert first_token_lift(trace)[1] == 1.0 and "Token 0 (the attention sink) skips" in first_token_words(trace)
     assert net_cost_words(0.01) is None and net_cost_words(float("nan")) is None
-    assert "net param skip is -3.8%" in net_cost_words(-0.038, "this prompt")
+    assert "saved -3.8% of the dense model's FLOPs net" in net_cost_words(-0.038, "this prompt")
+    assert "costs more than dense" in net_cost_words(0.0, "this prompt")  # saving nothing is no saving
 
 
 # -- the threshold sweep in words -------------------------------------------------------------------------------

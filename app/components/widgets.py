@@ -118,13 +118,14 @@ def show_notices(trace: RoutingTrace) -> None:
 def show_compute_metrics(*, param_skip: float, net_param_skip: float, flop_share_saved: float,
                          ffn_per_token: float, n_routed: int, n_tokens: int, tokens_label: str = "Tokens",
                          param_skip_help: str | None = None, flops_saved_help: str | None = None) -> list:
-    """One row of five metrics: param skip, net param skip, FLOPs saved, FFNs per token (of ``n_routed``) and the
-    tokens counted. Returns the columns, so a page can write under a figure."""
+    """One row of five metrics: FLOPs saved net (first: what routing really saves), the paper's param skip beside it,
+    net param skip, FFNs per token (of ``n_routed``) and the tokens counted. Returns the columns, so a page can write
+    under a figure (column 1 holds the param skip)."""
     cols = st.columns(5)
-    cols[0].metric("Param skip", f"{param_skip:.1%}", help=param_skip_help)
-    cols[1].metric("Net param skip", f"{net_param_skip:.1%}", help="Param skip minus the adapters and "
+    cols[0].metric("FLOPs saved, net", f"{flop_share_saved:.1%}", help=flops_saved_help)
+    cols[1].metric("Param skip (paper)", f"{param_skip:.1%}", help=param_skip_help)
+    cols[2].metric("Net param skip", f"{net_param_skip:.1%}", help="Param skip minus the adapters and "
                    "router work actually done.")
-    cols[2].metric("FLOPs saved", f"{flop_share_saved:.1%}", help=flops_saved_help)
     cols[3].metric("FFNs per token", f"{ffn_per_token:.1f} / {n_routed}")
     cols[4].metric(tokens_label, f"{n_tokens}")
     return cols
@@ -140,8 +141,8 @@ def show_metrics(trace: RoutingTrace) -> None:
         flops_saved_help="Share of the dense model's FLOPs not spent, net of adapter, router and memory-read FLOPs.")
     lift = first_token_lift(trace)
     if lift is not None:  # token 0 skips most FFNs: the figure without it, where the figure is shown
-        cols[0].caption(f"{lift[0]:.1%} without token 0 (which skipped {lift[1]:.0%} of the skipped FFNs)")
-    show_net_cost(s["net_param_skip"])
+        cols[1].caption(f"{lift[0]:.1%} without token 0 (which skipped {lift[1]:.0%} of the skipped FFNs)")
+    show_net_cost(s["flop_share_saved"])
     q = trace.quality_summary()
     if q is not None:
         cols = st.columns(5)
@@ -153,9 +154,9 @@ def show_metrics(trace: RoutingTrace) -> None:
         cols[2].metric("KL to dense", f"{q['mean_kl_to_dense']:.4f}", help="Mean KL(dense‖routed), nats/token.")
 
 
-def show_net_cost(net_param_skip: float, what: str = "this prompt") -> None:
-    """Say, where the skip figures are shown, when routing cost more than it saved (net param skip below 0)."""
-    words = net_cost_words(net_param_skip, what)
+def show_net_cost(net_saving: float, what: str = "this prompt") -> None:
+    """Say, where the skip figures are shown, when routing saved nothing net (FLOPs saved net at or below 0)."""
+    words = net_cost_words(net_saving, what)
     if words:
         st.warning(words)
 

@@ -46,7 +46,7 @@ st.caption("One prompt and the held-out set below can disagree: a prompt is a hu
 st.dataframe(run_table(traces, qualities, labels, [run.kind for run in runs]), hide_index=True,
              column_config=RUN_COLUMNS, key=f"{P}_runs")
 for run, trace in zip(runs, traces, strict=True):
-    show_net_cost(trace.summary()["net_param_skip"], f"this prompt under {run.label}")
+    show_net_cost(trace.summary()["flop_share_saved"], f"this prompt under {run.label}")
 pairs = pairs_for([r.checkpoint_name for r in runs], [r.variant for r in runs], [r.trained for r in runs])
 render_verdict(pairs, measured_results.load(), what=" vs ".join(labels))
 

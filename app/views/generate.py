@@ -110,7 +110,7 @@ else:
         n_routed=trace.n_routed, n_tokens=answer.n_tokens, tokens_label="Answer tokens",
         param_skip_help="Over the generated tokens the model processed (every one but the last, which is never fed "
                         "back); the prompt's figure is in the table below.")
-    show_net_cost(answer.net_param_skip, "this answer")
+    show_net_cost(answer.flop_share_saved, "this answer")
 spans = {"answer (generated)": answer,
          "prompt" + (" (chat template included)" if result["params"]["chat"] else ""): prompt_figures,
          "all tokens": span_figures(trace, 0)}

@@ -107,10 +107,11 @@ def first_token_words(trace: RoutingTrace) -> str | None:
             f"(against {trace.param_skip:.1%} with it).")
 
 
-def net_cost_words(net_param_skip: float, what: str = "this prompt") -> str | None:
-    """A sentence when routing cost more than it saved (net param skip below zero); None otherwise."""
-    if not net_param_skip < 0:
+def net_cost_words(net_saving: float, what: str = "this prompt") -> str | None:
+    """A sentence when routing saved nothing net (the share of FLOPs saved after the router and adapters are
+    charged is zero or below); None otherwise."""
+    if not net_saving <= 0:  # NaN (nothing measured) says nothing
         return None
-    return (f"Routing cost more than it saved on {what}: the net param skip is {net_param_skip:.1%}, i.e. the "
-            "adapters and routers that ran used more parameters than the skipped FFNs would have. Their cost is "
-            "paid on every token, and these tokens skipped too few FFNs to pay it back.")
+    return (f"Routing costs more than dense on {what}: it saved {net_saving:.1%} of the dense model's FLOPs net, "
+            "i.e. the router (run at every routed block of every token) and the adapters of the skipped FFNs cost at "
+            "least what the skipped FFNs would have. These tokens skipped too few FFNs to pay the router back.")
