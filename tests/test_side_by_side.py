@@ -1,5 +1,7 @@
 """The dense pass of trace(quality=True) beside the routed one: same results either way, errors surface."""
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -15,10 +17,34 @@ def test_quality_is_the_same_with_the_passes_together_or_in_turn(tiny, monkeypat
     monkeypatch.setattr(model_module, "spare_core", lambda device: False)
     reference = tiny.trace(PROMPT, quality=True)
     monkeypatch.setattr(model_module, "spare_core", lambda device: together)
-    trace = tiny.trace(PROMPT, quality=True)
+    trace, dense_threads = traced_afresh(tiny, together, monkeypatch)
+    assert tiny.backbone.dense_reference.computed == 1  # the dense pass ran, not read from the reference's cache
+    assert (dense_threads[0] is not threading.current_thread()) == together, dense_threads  # on a thread of its own
     np.testing.assert_array_equal(trace.gate, reference.gate)
     for name, values in reference.quality.items():
         np.testing.assert_array_equal(trace.quality[name], values, err_msg=name)
+
+
+def traced_afresh(hero, together: bool, monkeypatch):
+    """``hero.trace(PROMPT, quality=True)`` with its dense pass computed again (an earlier trace of the prompt left it
+    in the backbone's cache) and the threads that pass ran on. ``together``: the routed pass waits until the dense
+    pass has begun, so only passes that really run at once get through (a deadline, not a sleep, ends the wait)."""
+    from hero_core.measures.dense_reference import DenseReference
+    from hero_core.method.model import HeroModel
+
+    monkeypatch.setattr(hero.backbone, "dense_reference", DenseReference())
+    dense_began, dense_threads, real = threading.Event(), [], HeroModel.forward
+
+    def forward(self, input_ids, attention_mask, call, **kwargs):
+        if call.variant == "dense":
+            dense_threads.append(threading.current_thread())
+            dense_began.set()
+        elif together:
+            assert dense_began.wait(timeout=60), "the dense pass did not begin while the routed pass ran"
+        return real(self, input_ids, attention_mask, call, **kwargs)
+
+    monkeypatch.setattr(HeroModel, "forward", forward)
+    return hero.trace(PROMPT, quality=True), dense_threads
 
 
 def test_a_padded_batch_has_the_quality_of_each_prompt_alone(tiny):
