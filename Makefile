@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast lint checkpoints study bench results results-headline results-bigbench install browser-deps clean
+.PHONY: run test test-fast lint checkpoints study study-widths net-saving bench results results-headline results-bigbench install browser-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -46,8 +46,8 @@ lint: $(STAMP)
 # Trains the bundled router checkpoints (scripts/make_checkpoints.py): shared data and dense-teacher cache first,
 # then two lanes side by side, one torch thread each (two 1-thread processes beat one 2-thread one here).
 # Each run resumes if interrupted and is skipped once finished; CPU times land in each hero_config.json.
-LANE_A ?= hero-10-s1 hero-10-seq hero-10 hero-25 hero-40 no_pos-10-s1 no_pos-10 no_aux-10-s1 no_aux-10 hero-10-r2-s1 hero-10-r2 hero-10-r3 hero-10-r4 hero-10-r5 hero-13-r5 hero-10-r6 hero-10-r6c hero-10-r2-s1-seed1 local-10-s1-seed1 no_memread-10-r2-s1-seed1
-LANE_B ?= local-10-s1 local-10-seq local-10 local-25 local-40 no_memread-10-s1 no_memread-10 no_memread-10-r2-s1 no_memread-10-r2 no_memread-10-r3 no_memread-10-r4 hero-10-r2-s1-seed2 local-10-s1-seed2 no_memread-10-r2-s1-seed2
+LANE_A ?= hero-10-s1 hero-10-seq hero-10 hero-25 hero-40 no_pos-10-s1 no_pos-10 no_aux-10-s1 no_aux-10 hero-10-r2-s1 hero-10-r2 hero-10-r3 hero-10-r4 hero-10-r5 hero-13-r5 hero-10-r6 hero-10-r6c hero-10-r2-s1-seed1 local-10-s1-seed1 no_memread-10-r2-s1-seed1 hero-10-r7-s1 hero-10-r7 hero-10-r8-s1 local-10-r7-s1 local-10-r7
+LANE_B ?= local-10-s1 local-10-seq local-10 local-25 local-40 no_memread-10-s1 no_memread-10 no_memread-10-r2-s1 no_memread-10-r2 no_memread-10-r3 no_memread-10-r4 hero-10-r2-s1-seed2 local-10-s1-seed2 no_memread-10-r2-s1-seed2 hero-10-r7-s1-seed1 hero-10-r7-s1-seed2 hero-10-r8-s1-seed1 hero-10-r8-s1-seed2
 checkpoints: $(STAMP)
 	$(PY) scripts/make_checkpoints.py --prepare-only
 	$(PY) scripts/make_checkpoints.py --threads 1 --only $(LANE_A) & \
@@ -83,11 +83,26 @@ study: $(STAMP)
 ANSWERS_CHECKPOINTS ?= hero-10-r4,hero-10-r5
 ANSWERS_LIMIT ?=
 results: $(STAMP)
+	$(MAKE) net-saving
 	$(PY) scripts/make_frontier.py
 	$(PY) scripts/quality_report.py
 	$(PY) -m hero_core.eval.frontier.measured
 	$(PY) scripts/recipe_probes.py --report
 	$(MAKE) results-headline
+
+# What each headline checkpoint saves counted net (router and adapters charged), beside static pruning at the same net
+# saving, on both held-out sets (the training mix's eval split and text outside it): docs/net_saving.md / .json
+# (~15 min of one core per checkpoint here).
+NET_CHECKPOINTS ?= hero-10-r7-s1 hero-10-r4 local-10 hero-25 hero-40
+net-saving: $(STAMP)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) -m hero_core.eval.frontier.net_table \
+		$(foreach c,$(NET_CHECKPOINTS),--checkpoint $(c)) --out docs/net_saving.json
+	$(PY) -m hero_core.reports.net_saving_report
+
+# Router width at equal net compute over the training seeds (docs/widths.md): the bundled instance of
+# `python -m hero_core study --match net`; its runs are the bundled checkpoints of WIDTH_ARMS, never retrained here.
+study-widths: $(STAMP)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core study --bundled-widths
 
 # Steps 2-4 alone (the README's headline table), e.g. after new checkpoints when the quality results are current.
 # `results-bigbench` is kept as an alias of it for old notes.

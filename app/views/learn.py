@@ -44,7 +44,7 @@ figures = {}
 st.header("1 · Not every token needs every layer")
 st.markdown("A dense transformer runs all of its blocks' feed-forward networks (FFNs) for every token. Most of a "
             "block's parameters sit in its FFN, so skipping it saves most of that block's compute. HeRo puts a "
-            "small **router** in front of each routed block's FFN. For each token it computes a gate")
+            "**router** in front of each routed block's FFN. For each token it computes a gate")
 st.latex(r"g_j = \sigma(a_j + b_j)\qquad\text{FFN runs if } g_j \ge \tau,\ \text{else a tiny adapter}")
 st.markdown("where **b** (local logit) looks at the token's current hidden state and **a** (history logit) looks "
             "at the path the token has taken through the blocks so far. Below, each square is one "
@@ -53,8 +53,13 @@ base = get_trace(tour_run(settings, prompt, variant))
 figures["skip map"] = skip_heatmap(base)
 show_chart(st, figures["skip map"], key=f"{P}_map")
 s = base.summary()
+router_share = base.profile.router_params * base.n_routed / base.profile.total_params
 st.markdown(f"This run executes **{s['ffn_executed_per_token']:.1f} of {base.n_routed}** FFNs per token on "
-            f"average: **{s['param_skip']:.1%}** of the model's parameters sit idle for a typical token.")
+            f"average: **{s['param_skip']:.1%}** of the model's parameters sit idle for a typical token (the "
+            f"paper's *param skip*). The router is not free: it runs at every routed block for every token, "
+            f"**{router_share:.1%}** of the model's parameters, and each skipped FFN runs a small adapter instead. "
+            f"Counted net, this run saves **{s['flop_share_saved']:.1%}** of the dense model's FLOPs"
+            + (" — nothing: here routing costs more than running every FFN." if s["flop_share_saved"] <= 0 else "."))
 sink = first_token_words(base)  # on a short text token 0 alone lifts the average: said where it does
 if sink:
     st.markdown(sink)
