@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from hero_core.eval.frontier import net_table
-from hero_core.eval.frontier.net_table import net_words, render_markdown
+from hero_core.eval.frontier.net_table import net_words, pct, render_markdown
 from hero_core.reports.readme_block import refresh_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,11 +34,12 @@ def readme_lines(report: dict) -> list[str]:
         cells = []
         for name in sets:
             rows = c["sets"][name]
-            ratios = " / ".join(f"{row['ratio']:.2f}" for row in rows.values())
-            static = " / ".join(f"{row['static']['ratio']:.2f}" for row in rows.values())
-            cells.append(f"**{net_words(_mean(rows, 'net_saved'))}** · {_mean(rows, 'param_skip'):.1%} · "
+            domains = report["sets"][name]["domains"]  # the header's order (the JSON's keys are sorted)
+            ratios = " / ".join(f"{rows[d]['ratio']:.2f}" for d in domains)
+            static = " / ".join(f"{rows[d]['static']['ratio']:.2f}" for d in domains)
+            cells.append(f"**{net_words(_mean(rows, 'net_saved'))}** · {pct(_mean(rows, 'param_skip'))} · "
                          f"{ratios} · {static}")
-        lines.append(f"| {c['checkpoint']} | {c['router_share']:.1%} | " + " | ".join(cells) + " |")
+        lines.append(f"| {c['checkpoint']} | {pct(c['router_share'])} | " + " | ".join(cells) + " |")
     lines += ["", f"{report['texts_per_domain']} texts per domain, at most {report['max_tokens']} tokens each, every "
               "checkpoint at its own τ; held-out sets: " + "; ".join(f"*{n}* = {v['words']}" for n, v in
                                                                        report["sets"].items())
@@ -47,7 +48,23 @@ def readme_lines(report: dict) -> list[str]:
     return lines
 
 
-def main() -> int:
+def merged(paths: list[Path]) -> dict:
+    """One report from several measured apart (e.g. one process per core), checked to share their settings."""
+    reports = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    settings = {json.dumps({k: v for k, v in r.items() if k != "checkpoints"}, sort_keys=True) for r in reports}
+    if len(settings) != 1:
+        raise ValueError(f"{[str(p) for p in paths]} were measured with different settings: measure them again together")
+    return reports[0] | {"checkpoints": [c for r in reports for c in r["checkpoints"]]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("parts", nargs="*", type=Path, help="reports to merge into docs/net_saving.json first")
+    args = parser.parse_args(argv)
+    if args.parts:
+        REPORT.write_text(json.dumps(merged(args.parts), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     report = json.loads(REPORT.read_text(encoding="utf-8"))
     REPORT.with_suffix(".md").write_text(
         "# What each checkpoint saves, counted net\n\n" + net_table.__doc__.split("\n\n", 1)[1]

@@ -130,13 +130,13 @@ def measure(names: list[str], texts_per_domain: int = TEXTS_PER_DOMAIN) -> dict:
             "checkpoints": [measure_checkpoint(hero, sets, influence) for hero in heroes]}
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
 def net_words(net: float) -> str:
     """A net saving in words: a run that saves nothing net costs more than dense, and says so."""
-    return _pct(net) if net > 0 else f"{_pct(net)} (costs more than dense)"
+    return pct(net) if net > 0 else f"{pct(net)} (costs more than dense)"
 
 
 def render_markdown(report: dict) -> str:
@@ -145,14 +145,14 @@ def render_markdown(report: dict) -> str:
              "(per domain) | static pruning at the same net saving |", "|---|---|---|---|---|---|---|"]
     for c in report["checkpoints"]:
         for set_name, rows in c["sets"].items():
-            domains = list(rows)
+            domains = report["sets"][set_name]["domains"]
             skip = np.mean([rows[d]["param_skip"] for d in domains])
             net = np.mean([rows[d]["net_saved"] for d in domains])
             ratios = " / ".join(f"{rows[d]['ratio']:.2f} [{rows[d]['low']:.2f}, {rows[d]['high']:.2f}]"
                                 for d in domains)
             static = " / ".join(f"{rows[d]['static']['ratio']:.2f}" for d in domains)
-            lines.append(f"| {c['checkpoint']} | {_pct(c['router_share'])} | {set_name} ({', '.join(domains)}) | "
-                         f"{_pct(skip)} | {net_words(net)} | {ratios} | {static} |")
+            lines.append(f"| {c['checkpoint']} | {pct(c['router_share'])} | {set_name} ({', '.join(domains)}) | "
+                         f"{pct(skip)} | {net_words(net)} | {ratios} | {static} |")
     return "\n".join(lines)
 
 
