@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from hero_core.measures.metrics import pooled_perplexity_ratio, ratio_interval
 from hero_core.eval.study.stats import ItemMeans, Retained, TaskRetain, TextSums, arm_spread, paired_difference
+from hero_core.measures.metrics import pooled_perplexity_ratio, ratio_interval
 
 
 def _texts(shift: float, seed: int, n: int = 30) -> TextSums:

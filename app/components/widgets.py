@@ -18,9 +18,9 @@ import streamlit as st
 
 from hero_core import RoutingTrace
 from hero_core.analysis.spans import first_token_lift, net_cost_words
-from hero_core.words.labels import token_label
 from hero_core.viz.axes import MAX_WINDOW
 from hero_core.viz.figures import compute_legend_html, skip_heatmap, skip_overview, token_compute_html
+from hero_core.words.labels import token_label
 
 from .charts import show_chart
 from .link_prompt import link_note

@@ -11,14 +11,14 @@ from components.verdict import render_baselines, render_seeds_answer
 from components.widgets import BIND, SHARED_PROMPT, token_picker
 
 from hero_core.analysis.spans import first_token_words
-from hero_core.words.labels import token_label
-from hero_core.words.ratio_text import ratio_text
 from hero_core.eval.frontier import measured as measured_results
 from hero_core.viz.decision_figures import tau_curve
 from hero_core.viz.figures import flip_map, skip_heatmap
 from hero_core.viz.memory_figures import memory_fill
 from hero_core.viz.memory_words import describe_memory, describe_read, read_at, tour_plan
 from hero_core.viz.tau_words import tau_sweep_words
+from hero_core.words.labels import token_label
+from hero_core.words.ratio_text import ratio_text
 
 P = "learn"
 PAPER_DOMAINS = ("reasoning", "code")  # where the paper finds the history matters most

@@ -21,6 +21,8 @@ from pathlib import Path
 from hero_core.eval.study import StudySpec, run_study
 from hero_core.eval.study.spec import DEFAULT_ARMS, MATCHES
 
+LIMIT = 40  # held-out texts per domain a study reads unless told
+
 ARM_RECIPES = {"hero": "hero-10-r2-s1", "no_history": "local-10-s1", "no_memread": "no_memread-10-r2-s1"}
 GENERIC_RECIPE = "hero-10-s1"  # another variant (no_aux, no_pos) takes the first stage of the default memory
 
@@ -79,7 +81,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answers", type=int, default=0, help="prompts of the built-in answers suite (greedy chat "
                    "answers with a checkable result): the share of dense's correct answers each run keeps (default: "
                    "left out; each prompt is one generation per run)")
-    p.add_argument("--limit", type=int, default=40, help="held-out texts per domain (default: %(default)s)")
+    p.add_argument("--limit", type=int, default=None, help="held-out texts per domain (default: 40; the bundled width "
+                   "study 24)")
     p.add_argument("--max-tokens", type=int, default=192, help="tokens per held-out text at most")
     p.add_argument("--no-references", dest="references", action="store_false",
                    help="leave out static pruning, random skipping and the oracle")
@@ -98,9 +101,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def spec_from_args(args) -> StudySpec:
     if args.bundled_widths:
-        from hero_core.eval.study.widths import widths_spec
+        from hero_core.eval.study.widths import WIDTH_LIMIT, widths_spec
 
-        spec, left_out = widths_spec(lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens,
+        limit = WIDTH_LIMIT if args.limit is None else args.limit
+        spec, left_out = widths_spec(lanes=args.lanes, limit=limit, max_tokens=args.max_tokens,
                                      references=args.references)
         for arm in left_out:
             print(f"left out: {arm}")
@@ -108,13 +112,15 @@ def spec_from_args(args) -> StudySpec:
     if args.bundled:
         from hero_core.eval.study.bundled import bundled_spec
 
-        return bundled_spec(lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, tasks=args.tasks,
+        limit = LIMIT if args.limit is None else args.limit
+        return bundled_spec(lanes=args.lanes, limit=limit, max_tokens=args.max_tokens, tasks=args.tasks,
                             bigbench=args.bigbench, answers=args.answers, references=args.references)
     return StudySpec(out=str(args.out), arms=tuple(a.strip() for a in args.arms.split(",") if a.strip()),
                      seeds=args.seeds, skip=args.skip,
                      steps=first_stage_steps() if args.steps is None else args.steps,  # 0 is refused, not defaulted
                      backbone=args.backbone, data=args.data, tasks=args.tasks, bigbench=args.bigbench,
-                     lanes=args.lanes, limit=args.limit, max_tokens=args.max_tokens, answers=args.answers,
+                     lanes=args.lanes, limit=LIMIT if args.limit is None else args.limit, max_tokens=args.max_tokens,
+                     answers=args.answers,
                      references=args.references, match=args.match, net_saving=args.net_saving)
 
 

@@ -12,21 +12,21 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from hero_core.method import checkpoint as ckpt
-from hero_core.measures.accounting import ComputeProfile
+from hero_core.backbones.families import ffn_width
 from hero_core.backbones.loading import Backbone, count_parameters, load_backbone
+from hero_core.measures.accounting import ComputeProfile
+from hero_core.measures.metrics import kept_rows, log_probs, quality_of_log_probs, token_quality
+from hero_core.method import checkpoint as ckpt
 from hero_core.method.call_state import RoutingCall, routing_call
 from hero_core.method.config import HeroConfig, check_tau, check_variant
 from hero_core.method.decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
-from hero_core.backbones.families import ffn_width
 from hero_core.method.inject import decoder_layers, ffn_parameter_count, inject, matmul_parameter_count, wrapped_layers
-from hero_core.words.labels import piece_texts
 from hero_core.method.memory import check_memory_read
-from hero_core.measures.metrics import kept_rows, log_probs, quality_of_log_probs, token_quality
 from hero_core.method.router import HeroRouter
 from hero_core.method.side_by_side import side_by_side, spare_core
 from hero_core.method.tau_search import matched_tau, traces_at_taus
 from hero_core.method.trace import RoutingTrace, quality_fields
+from hero_core.words.labels import piece_texts
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ def readme_lines(report: dict) -> list[str]:
     """One row per checkpoint: router share, then per held-out set the net saving, the param skip and the perplexity
     ratio per domain against static pruning's at the same net saving."""
     sets = list(report["sets"])
-    head = " | ".join(f"{name}: FLOPs saved net · param skip · perplexity ratio ({', '.join(report['sets'][name]['domains'])}) "
-                      f"· static pruning at the same net saving" for name in sets)
+    head = " | ".join(f"{name}: FLOPs saved net · param skip · perplexity ratio "
+                      f"({', '.join(report['sets'][name]['domains'])}) · static pruning at the same net saving"
+                      for name in sets)
     lines = [f"| checkpoint | router share of the model | {head} |", "|---|---|" + "---|" * len(sets)]
     for c in report["checkpoints"]:
         cells = []
@@ -53,7 +54,7 @@ def merged(paths: list[Path]) -> dict:
     reports = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
     settings = {json.dumps({k: v for k, v in r.items() if k != "checkpoints"}, sort_keys=True) for r in reports}
     if len(settings) != 1:
-        raise ValueError(f"{[str(p) for p in paths]} were measured with different settings: measure them again together")
+        raise ValueError(f"{[str(p) for p in paths]} were measured with different settings: measure them together")
     return reports[0] | {"checkpoints": [c for r in reports for c in r["checkpoints"]]}
 
 

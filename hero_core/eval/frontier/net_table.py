@@ -1,6 +1,6 @@
 """What each checkpoint saves counted net, beside static pruning at the same net saving, on both held-out sets.
 
-``python -m hero_core.eval.frontier.net_table --checkpoint hero-10-r7 --checkpoint hero-10-r4 --out docs/net_saving.json``
+``python -m hero_core.eval.frontier.net_table --checkpoint hero-10-r7-s1 --checkpoint hero-10-r4`` (``make net-saving``)
 
 For every checkpoint, run at its own tau as a user gets it, per domain of each held-out set (the built-in eval split
 and the texts outside the training mix, :mod:`hero_core.data.outside`):

@@ -14,9 +14,9 @@ import json
 import os
 from pathlib import Path
 
-from hero_core.method.checkpoint_info import SEED_ARMS, seed_runs
 from hero_core.eval.study.report import interval, render_markdown
 from hero_core.eval.study.spec import StudySpec
+from hero_core.method.checkpoint_info import SEED_ARMS, seed_runs
 
 ROOT = Path(__file__).resolve().parents[3]
 STORE = ROOT / "docs" / "seeds"  # one JSON per measured run, committed: the study's measurements and report

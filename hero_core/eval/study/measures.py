@@ -114,8 +114,8 @@ def calibration(hero, spec):
 def _sums(hero, methods, texts: list[str], max_tokens: int, desc: str) -> dict[str, dict]:
     """Per method: per-text NLL sums against dense and the mean param skip on the held-out text."""
     from hero_core.eval.engine import run_texts
-    from hero_core.measures.accounting import mean_param_skip, token_compute
     from hero_core.eval.methods import HeroMethod
+    from hero_core.measures.accounting import mean_param_skip, token_compute
 
     rows: dict[str, list] = {m.name: [] for m in methods}
     for text in run_texts(hero, methods, texts, HeroMethod(hero, "dense"), max_tokens=max_tokens, batch_size=2,
@@ -147,9 +147,9 @@ def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
 
 def oracle_at_skip(hero, blocks, skip: float):
     """The oracle's adapter-error threshold meeting ``skip`` on ``blocks``: (policy, threshold, realised skip)."""
+    from hero_core.eval.baselines import oracle_skipping
     from hero_core.measures.accounting import bisect_increasing
     from hero_core.method.tau_search import realised_skip
-    from hero_core.eval.baselines import oracle_skipping
 
     # skip grows with the threshold: a higher bar on the adapter's error lets more tokens take the adapter
     threshold, realised = bisect_increasing(
@@ -159,9 +159,9 @@ def oracle_at_skip(hero, blocks, skip: float):
 
 def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """Static pruning, random skipping and the oracle at the study's skip, each with the run's adapters."""
-    from hero_core.method.tau_search import realised_skip
     from hero_core.eval.baselines import matched_policies
     from hero_core.eval.methods import HeroMethod
+    from hero_core.method.tau_search import realised_skip
 
     texts_of_blocks = [hero.tokenizer.decode(b) for b in blocks.tolist()]
     skip = skip_to_measure_at(hero, blocks, spec, routed=False)  # a reference computes no router

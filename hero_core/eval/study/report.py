@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hero_core.words.reference_labels import REFERENCE_LABELS
 from hero_core.eval.study.measures import REFERENCE_KEYS
 from hero_core.eval.study.stats import ItemMeans, Retained, TaskRetain, TextSums, summarise
+from hero_core.words.reference_labels import REFERENCE_LABELS
 
 FORMAT_VERSION = 1
 
@@ -147,7 +147,8 @@ def render_markdown(report: dict, *, folder: str = "") -> str:
         return "\n".join(lines + ["Not enough measured runs for a comparison yet (the first arm and one other).", ""])
     measures = summary["measures"]
     heads = " | ".join(measure_name(m) for m in measures)
-    lines += ["## Every seed", "", f"| arm | run | seed | tau | FLOPs saved net | param skip (held-out text) | {heads} |",
+    lines += ["## Every seed", "",
+              f"| arm | run | seed | tau | FLOPs saved net | param skip (held-out text) | {heads} |",
               "|---|---|---|---|---|---|" + "---|" * len(measures)]
     for arm, row in summary["arms"].items():
         for i, name in enumerate(row["runs"]):
@@ -155,8 +156,8 @@ def render_markdown(report: dict, *, folder: str = "") -> str:
             cells = " | ".join(_value(m, row[m]["per_seed"][i]) for m in measures)
             net = run.get("net_saved", float("nan"))
             net_cell = "—" if net != net else f"{net:.1%}"
-            lines.append(f"| {arm} | {name} | {run['seed']} | {run['tau']:.3f} | {net_cell} | {run['param_skip']:.1%} | "
-                         f"{cells} |")
+            lines.append(f"| {arm} | {name} | {run['seed']} | {run['tau']:.3f} | {net_cell} | "
+                         f"{run['param_skip']:.1%} | {cells} |")
     lines += ["", "## Each arm over its seeds (mean ± sd [min, max])", "", f"| arm | seeds | {heads} |",
               "|---|---|" + "---|" * len(measures)]
     for arm, row in summary["arms"].items():

@@ -15,7 +15,16 @@ from hero_core.eval.study import measures as m
 from hero_core.eval.study.checks import check_inputs, identified
 from hero_core.eval.study.lanes import finished, train_missing
 from hero_core.eval.study.report import build_report, render_markdown
-from hero_core.eval.study.spec import RunJob, StudyError, StudySpec, load_or_write_spec, measure_step_seconds, plan, plan_lines, plan_runs
+from hero_core.eval.study.spec import (
+    RunJob,
+    StudyError,
+    StudySpec,
+    load_or_write_spec,
+    measure_step_seconds,
+    plan,
+    plan_lines,
+    plan_runs,
+)
 
 REPORT_FILE, PAGE_FILE = "study.json", "study.md"
 

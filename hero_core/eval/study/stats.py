@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hero_core.measures.metrics import bootstrap_picks, percentile_interval, pooled_perplexity_ratio, pooled_ratio_replicates
+from hero_core.measures.metrics import (
+    bootstrap_picks,
+    percentile_interval,
+    pooled_perplexity_ratio,
+    pooled_ratio_replicates,
+)
 
 BOOTSTRAP = 4000  # replicates of a difference: the 2.5 / 97.5 % quantiles move by < 0.001 between reruns
 

@@ -24,6 +24,7 @@ STORE = ROOT / "docs" / "widths"  # the measurements and report, committed
 ARM_NAMES = dict(zip(WIDTH_ARMS, ("paper widths", "sized", "narrowest"), strict=True))
 NET_SAVING = 0.06  # the default's target: 6 % of a dense token's FLOPs saved after the router is charged
 MIN_SEEDS = 2
+WIDTH_LIMIT = 24  # held-out texts per domain: each run is also read with three references at its net saving
 
 
 def trained_seeds(arm: str) -> list[str]:
