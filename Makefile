@@ -99,7 +99,7 @@ net-saving: $(STAMP)
 		$(foreach c,$(NET_CHECKPOINTS),--checkpoint $(c)) --out docs/net_saving.json
 	$(PY) -m hero_core.reports.net_saving_report
 
-# Router width at equal net compute over the training seeds (docs/widths.md): the bundled instance of
+# Router width at equal net compute over the training seeds (docs/widths/study.md): the bundled instance of
 # `python -m hero_core study --match net`; its runs are the bundled checkpoints of WIDTH_ARMS, never retrained here.
 study-widths: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m hero_core study --bundled-widths

@@ -96,7 +96,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bundled", action="store_true", help="the bundled study of the memory question (docs/seeds.md; "
                    "its runs are the bundled checkpoints, never retrained)")
     p.add_argument("--bundled-widths", action="store_true", help="the bundled study of the router's width at equal "
-                   "net compute (docs/widths.md; its runs are the bundled checkpoints, never retrained)")
+                   "net compute (docs/widths/study.md; its runs are the bundled checkpoints, never retrained)")
 
 
 def spec_from_args(args) -> StudySpec:
