@@ -36,19 +36,32 @@ def token_category(token: str, domain: str | None = None) -> str:
         return "whitespace"
     if _SPECIAL.match(core):
         return "special"
-    if all(ch.isdigit() or ch in _OPERATOR_CHARS or ch == "!" for ch in core) and \
-            any(ch.isdigit() or ch in _OPERATOR_CHARS for ch in core):
+    if _is_arithmetic(core):
         return "digits_operators"
-    is_code = domain in CODE_DOMAINS
-    if is_code and _IDENTIFIER.match(core):
-        return "identifiers_keywords"
-    if any(ch.isalpha() for ch in core):  # mixed tokens such as ".append(" or "x2": names in code
-        return "identifiers_keywords" if is_code and any(ch.isascii() and ch.isalpha() for ch in core) else "words"
+    named = _name_or_word(core, domain in CODE_DOMAINS)
+    if named is not None:
+        return named
     if any(ch.isdigit() for ch in core):
         return "digits_operators"
     # Brackets, quotes, separators and symbols (unicode categories P* and S*); the rare rest (combining
     # marks, control characters) is counted with them.
     return "punctuation"
+
+
+def _is_arithmetic(core: str) -> bool:
+    """Digits and operators only (``!`` among them, as in ``!=``), with at least one digit or operator."""
+    return all(ch.isdigit() or ch in _OPERATOR_CHARS or ch == "!" for ch in core) and \
+        any(ch.isdigit() or ch in _OPERATOR_CHARS for ch in core)
+
+
+def _name_or_word(core: str, is_code: bool) -> str | None:
+    """An identifier-shaped token in code, or a token with letters: a name in code (mixed tokens such as ".append("
+    or "x2" too), a word elsewhere; None for a token that is neither."""
+    if is_code and _IDENTIFIER.match(core):
+        return "identifiers_keywords"
+    if any(ch.isalpha() for ch in core):
+        return "identifiers_keywords" if is_code and any(ch.isascii() and ch.isalpha() for ch in core) else "words"
+    return None
 
 
 def token_categories(tokens: Sequence[str], domain: str | None = None) -> list[str]:

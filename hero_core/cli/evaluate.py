@@ -115,30 +115,45 @@ def run_cli(args) -> int:
     args.limit = SUITE_LIMIT if args.limit is None else args.limit
     hero = load_from_args(args)
     if args.select_tasks:
-        out = args.out if args.out is not None else registry.EVAL_TASKS_FILE
-        record = select_bigbench_tasks(hero, n=args.selection_examples, out=out, progress=progress)
-        for name, r in record["dense"].items():
-            print(f"{name:42s} {r['pool']:11s} acc {100 * r['accuracy']:5.1f}  chance {100 * r['chance']:5.1f}  "
-                  f"{'pass' if name in record['passed'] else '-'}")
-        print(f"main: {', '.join(record['main'])}\nextended: {', '.join(record['extended'])}")
-        return 0
-    variants = [v.strip() for v in (args.variants or SUITE_VARIANTS).split(",") if v.strip()]
-    for v in variants:
-        if v not in INFERENCE_VARIANTS:
-            raise ValueError(f"unknown variant {v!r}; choose from {', '.join(INFERENCE_VARIANTS)}")
+        return _select_tasks(hero, args, progress)
+    variants = _suite_variants(args.variants)
     if args.lm_eval_task is not None:
-        output = {"lm_eval": [run_lm_eval(hero, args.lm_eval_task, v, tau=args.tau, limit=args.limit)
-                              for v in variants]}
-        print(json.dumps(output, indent=2))
-        if args.out:
-            _write_json(args.out, output)
-        return 0
+        return _lm_eval(hero, variants, args)
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     result = evaluate(hero, variants, suites, args.limit, tau=args.tau, progress=progress,
                       humaneval_tokens=args.humaneval_tokens, humaneval_style=args.humaneval_style,
                       keep_samples=not args.no_samples)
     _print_summary(result)
     _write_results(args.out, result)
+    return 0
+
+
+def _select_tasks(hero, args, progress: bool) -> int:
+    """``--select-tasks``: dense's accuracy on every candidate BIG-bench task, and the tasks it passes."""
+    out = args.out if args.out is not None else registry.EVAL_TASKS_FILE
+    record = select_bigbench_tasks(hero, n=args.selection_examples, out=out, progress=progress)
+    for name, r in record["dense"].items():
+        print(f"{name:42s} {r['pool']:11s} acc {100 * r['accuracy']:5.1f}  chance {100 * r['chance']:5.1f}  "
+              f"{'pass' if name in record['passed'] else '-'}")
+    print(f"main: {', '.join(record['main'])}\nextended: {', '.join(record['extended'])}")
+    return 0
+
+
+def _suite_variants(given: str | None) -> list[str]:
+    """``--variants`` (default: the suites'), each checked."""
+    variants = [v.strip() for v in (given or SUITE_VARIANTS).split(",") if v.strip()]
+    for v in variants:
+        if v not in INFERENCE_VARIANTS:
+            raise ValueError(f"unknown variant {v!r}; choose from {', '.join(INFERENCE_VARIANTS)}")
+    return variants
+
+
+def _lm_eval(hero, variants: list[str], args) -> int:
+    """``--lm-eval-task``: one lm-evaluation-harness task per variant."""
+    output = {"lm_eval": [run_lm_eval(hero, args.lm_eval_task, v, tau=args.tau, limit=args.limit) for v in variants]}
+    print(json.dumps(output, indent=2))
+    if args.out:
+        _write_json(args.out, output)
     return 0
 
 
@@ -184,30 +199,15 @@ def _print_summary(result: dict) -> None:
 
 def _run_answers(args, load, progress: bool) -> int:
     """``--answers``: every checkpoint (on one loaded backbone) against dense on the answers suite."""
-    from hero_core.method.model import DEFAULT_CHECKPOINT
-    from hero_core.eval import twins
     from hero_core.eval.answers import run as answers
     from hero_core.eval.methods import HeroMethod
     from hero_core.eval.sweep.run import with_checkpoint
 
-    names = [c.strip() for c in (args.checkpoint or "").split(",") if c.strip()]
-    names = names or [DEFAULT_CHECKPOINT, *filter(None, [twins.twin_name(DEFAULT_CHECKPOINT)])]
-    if names == [HEADLINE]:
-        names = twins.headline_checkpoints()
-        if not names:
-            raise ValueError("no headline checkpoint is bundled; `make checkpoints` trains them")
+    names = _answer_checkpoints(args.checkpoint)
     hero = load(argparse.Namespace(**{**vars(args), "checkpoint": names[0]}))
     # the tiny test model has no checkpoints of its own: it stands in for the first one only
     models = [hero] if os.environ.get("HERO_LENS_TINY") == "1" else [with_checkpoint(hero, n) for n in names]
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
-    methods = []
-    for model in models:
-        for variant in variants or [model.config.variant]:
-            if variant == "dense":
-                continue
-            name = model.checkpoint_name + (f" · {variant}" if variants else "")
-            name += f" @tau={args.tau:g}" if args.tau is not None else ""
-            methods.append(HeroMethod(model, variant, args.tau, name=name))
+    methods = _checkpoint_methods(models, args.variants, args.tau)
     matched = _matched_twins(hero, models, args) if args.twins else {}
     methods += [HeroMethod(m.twin_model, m.twin_model.config.variant, m.match.tau, name=m.match.method)
                 for m in matched.values()]
@@ -215,11 +215,7 @@ def _run_answers(args, load, progress: bool) -> int:
     methods += [reference for reference, _ in references]
     rows = answers.select_rows(answers.load_rows(args.answers_file), args.limit)
     if args.reuse is not None:
-        if args.resume_dir is None:
-            raise ValueError("--reuse copies answers into --resume-dir: give both")
-        report = json.loads(args.reuse.read_text(encoding="utf-8"))
-        seeded = answers.seed_from_report(report, args.resume_dir, rows, hero.backbone.name)
-        print(f"reused {seeded} answers from {args.reuse}")
+        _reuse_answers(args.reuse, args.resume_dir, rows, hero.backbone.name)
     frame = answers.run_answers(hero, methods, rows, max_new_tokens=args.answers_tokens, progress=progress,
                                 resume_dir=args.resume_dir)
     report = answers.answers_report(frame, keep_texts=not args.no_samples)
@@ -232,6 +228,49 @@ def _run_answers(args, load, progress: bool) -> int:
     _print_answers(report)
     _write_results(args.out, report)
     return 0
+
+
+def _answer_checkpoints(given: str | None) -> list[str]:
+    """``--checkpoint`` as a list: the default and its twin when not given, every headline checkpoint for
+    ``headline``."""
+    from hero_core.eval import twins
+    from hero_core.method.model import DEFAULT_CHECKPOINT
+
+    names = [c.strip() for c in (given or "").split(",") if c.strip()]
+    names = names or [DEFAULT_CHECKPOINT, *filter(None, [twins.twin_name(DEFAULT_CHECKPOINT)])]
+    if names == [HEADLINE]:
+        names = twins.headline_checkpoints()
+        if not names:
+            raise ValueError("no headline checkpoint is bundled; `make checkpoints` trains them")
+    return names
+
+
+def _checkpoint_methods(models: list, given_variants: str | None, tau: float | None) -> list:
+    """Every checkpoint under each of ``--variants`` (its own variant when none is given; dense is the reference,
+    never a method), named by checkpoint, variant and tau where those were chosen."""
+    from hero_core.eval.methods import HeroMethod
+
+    variants = [v.strip() for v in given_variants.split(",") if v.strip()] if given_variants else None
+    methods = []
+    for model in models:
+        for variant in variants or [model.config.variant]:
+            if variant == "dense":
+                continue
+            name = model.checkpoint_name + (f" · {variant}" if variants else "")
+            name += f" @tau={tau:g}" if tau is not None else ""
+            methods.append(HeroMethod(model, variant, tau, name=name))
+    return methods
+
+
+def _reuse_answers(reuse: Path, resume_dir: Path | None, rows: list, backbone: str) -> None:
+    """``--reuse``: an earlier report's answers copied into ``--resume-dir``, so they are not generated again."""
+    from hero_core.eval.answers import run as answers
+
+    if resume_dir is None:
+        raise ValueError("--reuse copies answers into --resume-dir: give both")
+    report = json.loads(reuse.read_text(encoding="utf-8"))
+    seeded = answers.seed_from_report(report, resume_dir, rows, backbone)
+    print(f"reused {seeded} answers from {reuse}")
 
 
 def _print_answers(report: dict) -> None:

@@ -218,19 +218,7 @@ class RoutingTrace:
 
     @classmethod
     def from_dict(cls, data: Any) -> RoutingTrace:
-        if not isinstance(data, dict):
-            raise TraceFormatError("a trace must be a JSON object")
-        version = data.get("schema_version")
-        if not isinstance(version, int):
-            raise TraceFormatError("trace has no integer schema_version: is this a HeRo Lens trace?")
-        if version > SCHEMA_VERSION:
-            raise TraceFormatError(f"trace schema_version {version} is newer than this hero_core reads "
-                                   f"({SCHEMA_VERSION}); upgrade hero_core to open it")
-        required = ("backbone", "checkpoint", "variant", "tau", "tokens", "token_ids", "routed_layers",
-                    "memory_attention", "forgetting", "profile") + BLOCK_TOKEN_FIELDS
-        missing = [k for k in required if k not in data]
-        if missing:
-            raise TraceFormatError(f"trace is missing fields {missing}")
+        version = _readable_version(data)
         try:
             profile = ComputeProfile(**data["profile"])
             R = len(data["routed_layers"])
@@ -240,9 +228,6 @@ class RoutingTrace:
                 return np.asarray(data[name], dtype=dtype).reshape(R, T)
 
             attention = np.asarray(data["memory_attention"], dtype=np.float64).reshape(T, R, R)
-            states = None
-            if data.get("states") is not None:
-                states = {k: np.asarray(v, dtype=np.float64) for k, v in data["states"].items()}
             return cls(
                 backbone=str(data["backbone"]), checkpoint=str(data["checkpoint"]), variant=str(data["variant"]),
                 tau=float(data["tau"]), tokens=[str(t) for t in data["tokens"]],
@@ -252,15 +237,7 @@ class RoutingTrace:
                 local_logit=block_token("local_logit", np.float64), p_hist=block_token("p_hist", np.float64),
                 m_hist=block_token("m_hist", np.float64), nu=block_token("nu", np.float64),
                 memory_attention=attention, forgetting=np.asarray(data["forgetting"], dtype=np.float64),
-                profile=profile, n_prompt_tokens=data.get("n_prompt_tokens"),
-                notices=[str(n) for n in data.get("notices", [])], states=states,
-                tau_rule=str(data.get("tau_rule", "checkpoint")), schema_version=version,
-                memory_read=str(data.get("memory_read", "learned")),
-                forgetting_init=None if data.get("forgetting_init") is None else float(data["forgetting_init"]),
-                memory_kernel=None if data.get("memory_kernel") is None else str(data["memory_kernel"]),
-                quality=None if data.get("quality") is None else
-                {k: np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
-                 for k, v in data["quality"].items()})
+                profile=profile, schema_version=version, **_optional_fields(data))
         except TraceFormatError:
             raise
         except (TypeError, ValueError, KeyError) as err:
@@ -281,6 +258,40 @@ class RoutingTrace:
         """Exact equality of every recorded value (used by round-trip and determinism checks)."""
         a, b = self.to_dict(), other.to_dict()
         return _deep_equal(a, b)
+
+
+REQUIRED_FIELDS = ("backbone", "checkpoint", "variant", "tau", "tokens", "token_ids", "routed_layers",
+                   "memory_attention", "forgetting", "profile") + BLOCK_TOKEN_FIELDS
+
+
+def _readable_version(data: Any) -> int:
+    """The schema version of a trace this hero_core can read, every required field present; else why not."""
+    if not isinstance(data, dict):
+        raise TraceFormatError("a trace must be a JSON object")
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise TraceFormatError("trace has no integer schema_version: is this a HeRo Lens trace?")
+    if version > SCHEMA_VERSION:
+        raise TraceFormatError(f"trace schema_version {version} is newer than this hero_core reads "
+                               f"({SCHEMA_VERSION}); upgrade hero_core to open it")
+    missing = [k for k in REQUIRED_FIELDS if k not in data]
+    if missing:
+        raise TraceFormatError(f"trace is missing fields {missing}")
+    return version
+
+
+def _optional_fields(data: dict) -> dict[str, Any]:
+    """The fields a trace may lack (older schema versions, or not recorded), with their defaults."""
+    states, quality = data.get("states"), data.get("quality")
+    return {
+        "n_prompt_tokens": data.get("n_prompt_tokens"), "notices": [str(n) for n in data.get("notices", [])],
+        "states": None if states is None else {k: np.asarray(v, dtype=np.float64) for k, v in states.items()},
+        "tau_rule": str(data.get("tau_rule", "checkpoint")), "memory_read": str(data.get("memory_read", "learned")),
+        "forgetting_init": None if data.get("forgetting_init") is None else float(data["forgetting_init"]),
+        "memory_kernel": None if data.get("memory_kernel") is None else str(data["memory_kernel"]),
+        "quality": None if quality is None else {k: np.asarray([np.nan if x is None else x for x in v],
+                                                               dtype=np.float64) for k, v in quality.items()},
+    }
 
 
 def _deep_equal(a: Any, b: Any) -> bool:

@@ -118,43 +118,60 @@ def measure(tools, action: Callable[[], None], *, new_document: bool, log: Path 
     if new_document:  # the old document must not pass for the new one while the navigation is under way
         tools.eval("window.__heroLeaving = true")
     runs_before = 0 if new_document else (tools.eval("window.__heroClock ? window.__heroClock.runs : 0") or 0)
-    metrics_before = browser_metrics(tools)
-    cpu_before = {"server": cpu_seconds(SERVER_WORD), "browser": cpu_seconds("chromium")}
+    metrics_before, cpu_before = browser_metrics(tools), _cpu_now()
     started_epoch, started = time.time(), time.monotonic()
     action()
-    content_s = None
-    deadline = started + timeout
-    while True:
-        now = time.monotonic()
-        if now > deadline:
-            raise TimeoutError(f"the page was not idle {timeout:.0f} s after the action")
-        try:
-            state = tools.eval(STATE_JS)
-            if content_s is None and state and state["runs"] > runs_before and tools.eval(content_js):
-                content_s = now - started
-            extra = tools.eval(done_js) if done_js and state else True
-        except RuntimeError:  # the document is being replaced
-            state, extra = None, False
-        if (state and state["runs"] > runs_before and state["state"] == "notRunning" and not state["busy"]
-                and state["quiet_ms"] >= QUIET_MS and extra):
-            break
-        time.sleep(POLL_S)
+    state, content_s = _wait_until_idle(tools, runs_before, started, timeout, content_js, done_js)
     idle_s = state["last_epoch_ms"] / 1000 - started_epoch
-    metrics_after = browser_metrics(tools)
-    # a new document may start its renderer's counters afresh: then all of the new count is this action's
-    spent = {name: metrics_after[name] - metrics_before[name] if metrics_after[name] >= metrics_before[name]
-             else metrics_after[name] for name in BROWSER_METRICS}
     reruns = server_reruns(log, started_epoch)
-    cpu_after = {"server": cpu_seconds(SERVER_WORD), "browser": cpu_seconds("chromium")}
     return {
         "content_s": round(min(content_s if content_s is not None else idle_s, idle_s), 3),
         "idle_s": round(idle_s, 3),
         "server_s": round(sum(r["wall_s"] for r in reruns), 3) if log else None,
         "server_reruns": len(reruns) if log else None,
-        "server_cpu_s": None if cpu_before["server"] is None else round(cpu_after["server"] - cpu_before["server"], 2),
-        "browser_cpu_s": None if cpu_before["browser"] is None else round(cpu_after["browser"] - cpu_before["browser"],
-                                                                         2),
-        **{f"browser_{name[:-len('Duration')].lower()}_s": round(spent[name], 3) for name in BROWSER_METRICS},
+        **_cpu_spent(cpu_before, _cpu_now()),
+        **_metrics_spent(metrics_before, browser_metrics(tools)),
         "svg_nodes": state["svg_nodes"], "charts": state["charts"], "exception": state["exception"],
         "errors": state["errors"],
     }
+
+
+def _wait_until_idle(tools, runs_before: int, started: float, timeout: float, content_js: str,
+                     done_js: str | None) -> tuple[dict, float | None]:
+    """Poll the page until a new script run has ended, nothing is stale, spinning or undrawn, the page has been
+    quiet for :data:`QUIET_MS` and ``done_js`` holds: the page's last state, and seconds from ``started`` to the
+    first meaningful content (None if it never showed before the page went idle)."""
+    content_s = None
+    while True:
+        now = time.monotonic()
+        if now > started + timeout:
+            raise TimeoutError(f"the page was not idle {timeout:.0f} s after the action")
+        try:
+            state = tools.eval(STATE_JS)
+            ran = bool(state) and state["runs"] > runs_before
+            if content_s is None and ran and tools.eval(content_js):
+                content_s = now - started
+            extra = tools.eval(done_js) if done_js and state else True
+        except RuntimeError:  # the document is being replaced
+            state, ran, extra = None, False, False
+        if ran and state["state"] == "notRunning" and not state["busy"] and state["quiet_ms"] >= QUIET_MS and extra:
+            return state, content_s
+        time.sleep(POLL_S)
+
+
+def _cpu_now() -> dict[str, float | None]:
+    return {"server": cpu_seconds(SERVER_WORD), "browser": cpu_seconds("chromium")}
+
+
+def _cpu_spent(before: dict, after: dict) -> dict[str, float | None]:
+    """CPU seconds the server and the browser used between two :func:`_cpu_now` (None without /proc)."""
+    return {f"{who}_cpu_s": None if before[who] is None else round(after[who] - before[who], 2)
+            for who in ("server", "browser")}
+
+
+def _metrics_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Chromium's script / layout / style / task seconds between two :func:`browser_metrics`. A new document may
+    start its renderer's counters afresh: then all of the new count is this action's."""
+    spent = {name: after[name] - before[name] if after[name] >= before[name] else after[name]
+             for name in BROWSER_METRICS}
+    return {f"browser_{name[:-len('Duration')].lower()}_s": round(spent[name], 3) for name in BROWSER_METRICS}

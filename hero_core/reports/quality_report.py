@@ -239,29 +239,40 @@ def ablation_tables(frontier: dict, checkpoints: dict, stages: tuple = ABLATION_
     lines = []
     for stage in stages:
         present = [n for n in stage if n in frontier["curves"]]
-        if len(present) < 2 or stage[0] not in present:
-            continue
-        tokens = {n: checkpoints.get(n, {}).get("training", {}).get("tokens_seen") for n in present}
-        matched = [n for n in present if tokens[n] == tokens[stage[0]]]
-        lines += [f"After {tokens[stage[0]]:,} training tokens each:" if tokens[stage[0]] else "", ""]
-        lines += own_tau_table(frontier, matched)
-        points = {n: own_point(frontier["curves"][n]) for n in matched}
-        if points[stage[0]] is not None and len(matched) > 1:
-            gap = max(abs(p[d]["param_skip"] - points[stage[0]][d]["param_skip"])
-                      for n, p in points.items() if p is not None for d in DOMAINS)
-            lines += ["", f"Each runs at its own tau, so the param skip differs from {stage[0]}'s by up to "
-                          f"{100 * gap:.1f} points on a domain: part of a difference in ratio is that skip, not "
-                          "the component (the frontier figure shows what a point of skip costs)."]
-        lines += matched_ablation_table(frontier, matched)
-        seeds = load_seeds()
-        caveats = {n: control_caveat(n, checkpoints.get(n, {}).get("training"), seeds) for n in matched}
-        lines += [f"\n**Caveat.** {caveats[n]}" for n in matched if caveats[n]]
-        lines += guard_notes({n: checkpoints.get(n, {}) for n in matched if not caveats[n]})
-        left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
-        if left_out:
-            lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]
-        lines.append("")
+        if len(present) >= 2 and stage[0] in present:
+            lines += stage_tables(frontier, checkpoints, stage[0], present)
     return lines
+
+
+def stage_tables(frontier: dict, checkpoints: dict, hero: str, present: list[str]) -> list[str]:
+    """One stage's tables: the runs trained on as many tokens as ``hero`` at their own tau and at matched skip, with
+    their caveats and guard notes, and the runs left out for their tokens."""
+    tokens = {n: checkpoints.get(n, {}).get("training", {}).get("tokens_seen") for n in present}
+    matched = [n for n in present if tokens[n] == tokens[hero]]
+    lines = [f"After {tokens[hero]:,} training tokens each:" if tokens[hero] else "", ""]
+    lines += own_tau_table(frontier, matched)
+    lines += own_tau_skip_note(frontier, hero, matched)
+    lines += matched_ablation_table(frontier, matched)
+    seeds = load_seeds()
+    caveats = {n: control_caveat(n, checkpoints.get(n, {}).get("training"), seeds) for n in matched}
+    lines += [f"\n**Caveat.** {caveats[n]}" for n in matched if caveats[n]]
+    lines += guard_notes({n: checkpoints.get(n, {}) for n in matched if not caveats[n]})
+    left_out = [f"`{n}` ({tokens[n]:,} tokens)" if tokens[n] else f"`{n}`" for n in present if n not in matched]
+    if left_out:
+        lines += ["", f"Left out of this table, trained on a different number of tokens: {', '.join(left_out)}."]
+    return [*lines, ""]
+
+
+def own_tau_skip_note(frontier: dict, hero: str, matched: list[str]) -> list[str]:
+    """How far the runs' param skips at their own tau lie from ``hero``'s (none to say for a lone run)."""
+    points = {n: own_point(frontier["curves"][n]) for n in matched}
+    if points[hero] is None or len(matched) < 2:
+        return []
+    gap = max(abs(p[d]["param_skip"] - points[hero][d]["param_skip"])
+              for p in points.values() if p is not None for d in DOMAINS)
+    return ["", f"Each runs at its own tau, so the param skip differs from {hero}'s by up to "
+                f"{100 * gap:.1f} points on a domain: part of a difference in ratio is that skip, not "
+                "the component (the frontier figure shows what a point of skip costs)."]
 
 
 def guard_notes(checkpoints: dict) -> list[str]:

@@ -137,18 +137,30 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name, allowed in FIELD_CHOICES.items():
             check_choice(name, getattr(self, name), allowed)
+        self._check_objective()
+        self._check_guard()
+        if not 0.0 <= self.budget_ramp <= 1.0:
+            raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")
+        self._check_sizes()
+
+    def _check_objective(self) -> None:
+        """The budget, the memory's scales and the answer weight."""
         if not 0.0 <= self.target_skip < 1.0:
             raise ValueError(f"target_skip must be in [0, 1), got {self.target_skip}")
         if not self.memory_lr_scale > 0 or not self.memory_scale_init > 0 or not 0 < self.rho_init < 1:
             raise ValueError("memory_lr_scale and memory_scale_init must be positive, rho_init in (0, 1)")
         if not self.answer_weight > 0:
             raise ValueError(f"answer_weight must be positive, got {self.answer_weight}")
+
+    def _check_guard(self) -> None:
+        """The degradation guard's settings."""
         if self.eval_every < 0 or self.eval_blocks < 1 or self.degrade_patience < 1:
             raise ValueError("eval_every must be >= 0 (0: no guard), eval_blocks and degrade_patience positive")
         if not self.degrade_tolerance > 0 or not 0 < self.rollback_lr_factor <= 1:
             raise ValueError("degrade_tolerance must be positive and rollback_lr_factor in (0, 1]")
-        if not 0.0 <= self.budget_ramp <= 1.0:
-            raise ValueError(f"budget_ramp must be in [0, 1], got {self.budget_ramp}")
+
+    def _check_sizes(self) -> None:
+        """The router's widths, the counts of steps and blocks, the long blocks' length."""
         if any(not isinstance(w, int) or isinstance(w, bool) or w < 0 for w in (self.head_hidden, self.d_encoder)):
             raise ValueError("head_hidden and d_encoder must be integers >= 0 (0: sized to the backbone)")
         for name in ("steps", "batch_size", "seq_len", "topk", "save_every", "data_blocks", "long_every",

@@ -38,49 +38,69 @@ def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[st
     fig = make_subplots(rows=1, cols=len(domains), subplot_titles=domains, shared_yaxes=True,
                         horizontal_spacing=0.04)
     routers = [n for n in curves if n not in REFERENCE_LABELS]
+    runs = [*routers, *(n for n in REFERENCE_LABELS if n in curves)]
     for col, domain in enumerate(domains, start=1):
-        for index, name in enumerate([*routers, *(n for n in REFERENCE_LABELS if n in curves)]):
+        for index, name in enumerate(runs):
             points = curves[name].get(domain) or []
-            if not points:
-                continue
-            if name in REFERENCE_STYLE:
-                colour, dash = REFERENCE_STYLE[name]
-                label = REFERENCE_LABELS[name]
-            else:
-                colour, dash, label = run_colour(routers.index(name)), "solid", name
-            skip, ratio, low, high = (list(v) for v in zip(*points, strict=True))
-            fig.add_trace(go.Scatter(
-                x=[100 * s for s in skip], y=ratio, mode="lines+markers", name=label, legendgroup=name,
-                showlegend=col == 1, line={"color": colour, "dash": dash, "width": 2.5 if index == 0 else 1.6},
-                marker={"size": 5},
-                error_y={"type": "data", "symmetric": False, "array": [h - r for h, r in zip(high, ratio, strict=True)],
-                         "arrayminus": [r - lo for r, lo in zip(ratio, low, strict=True)], "thickness": 1, "width": 2},
-                hovertemplate=f"{label}<br>param skip %{{x:.1f}} %<br>ppl ratio %{{y:.3f}}<extra>{domain}</extra>"),
-                row=1, col=col)
-        fig.add_hline(y=1.0, line={"color": DENSE_COLOUR, "width": 1}, row=1, col=col)
-        if mark and domain in mark:
-            fig.add_vline(x=100 * mark[domain], line={"dash": "dot", "width": 1}, row=1, col=col)
-        for k, budget in enumerate(budgets):  # one label per panel, on the first budget (plotly names an empty one)
-            named = {"annotation_text": PAPER_BUDGETS_LABEL, "annotation_font_size": 10,
-                     "annotation_position": "top left"} if k == 0 else {}
-            fig.add_vline(x=budget, line={"color": "#BBBBBB", "width": 1}, row=1, col=col, **named)
-        fig.update_xaxes(title_text="param skip %", row=1, col=col)
-    if mark:  # open on the neighbourhood of the comparison: at high skip the ratios run to 10^4 and flatten it
-        right = 2 * max(mark.values())
-        near = [y for trace in fig.data for x, y in zip(trace.x, trace.y, strict=True) if x <= 100 * right]
-        fig.update_xaxes(range=[0, 100 * right])
-        if near:
-            top = min(max(near), VIEW_TOP)
-            fig.update_yaxes(range=[math.log10(min(near)) - 0.03, math.log10(top) + 0.03])
+            if points:
+                fig.add_trace(_curve(name, domain, points, routers, first=index == 0, legend=col == 1),
+                              row=1, col=col)
+        _panel_lines(fig, col, None if not mark else mark.get(domain), budgets)
+    if mark:
+        _open_near(fig, 2 * max(mark.values()))
     elif ratio_top is not None:
-        shown = [y for trace in fig.data for y in trace.y if y <= ratio_top]
-        if shown:
-            fig.update_yaxes(range=[math.log10(min(shown)) - 0.03, math.log10(ratio_top)])
+        _cut_at(fig, ratio_top)
     fig.update_yaxes(type="log")  # every panel: a shared range is in log10 units, meaningless on a linear axis
     fig.update_yaxes(title_text="perplexity ratio to dense (log)", row=1, col=1)
     fig.update_layout(title={"text": "Held-out frontier: lower is better, 1 = the dense model"}, height=430,
                       legend={"orientation": "h", "y": -0.22}, margin={"t": 70, "b": 40})
     return fig
+
+
+def _curve(name: str, domain: str, points: list, routers: list[str], *, first: bool, legend: bool) -> go.Scatter:
+    """One run's curve in one panel: a reference in its fixed style, a router in its run colour (the first drawn
+    thicker), the 95 % interval as error bars."""
+    if name in REFERENCE_STYLE:
+        colour, dash = REFERENCE_STYLE[name]
+        label = REFERENCE_LABELS[name]
+    else:
+        colour, dash, label = run_colour(routers.index(name)), "solid", name
+    skip, ratio, low, high = (list(v) for v in zip(*points, strict=True))
+    return go.Scatter(
+        x=[100 * s for s in skip], y=ratio, mode="lines+markers", name=label, legendgroup=name, showlegend=legend,
+        line={"color": colour, "dash": dash, "width": 2.5 if first else 1.6}, marker={"size": 5},
+        error_y={"type": "data", "symmetric": False, "array": [h - r for h, r in zip(high, ratio, strict=True)],
+                 "arrayminus": [r - lo for r, lo in zip(ratio, low, strict=True)], "thickness": 1, "width": 2},
+        hovertemplate=f"{label}<br>param skip %{{x:.1f}} %<br>ppl ratio %{{y:.3f}}<extra>{domain}</extra>")
+
+
+def _panel_lines(fig: go.Figure, col: int, mark: float | None, budgets: Sequence[float]) -> None:
+    """A panel's lines: dense at 1, the skip the comparison is read at (``mark``), the paper's budgets."""
+    fig.add_hline(y=1.0, line={"color": DENSE_COLOUR, "width": 1}, row=1, col=col)
+    if mark is not None:
+        fig.add_vline(x=100 * mark, line={"dash": "dot", "width": 1}, row=1, col=col)
+    for k, budget in enumerate(budgets):  # one label per panel, on the first budget (plotly names an empty one)
+        named = {"annotation_text": PAPER_BUDGETS_LABEL, "annotation_font_size": 10,
+                 "annotation_position": "top left"} if k == 0 else {}
+        fig.add_vline(x=budget, line={"color": "#BBBBBB", "width": 1}, row=1, col=col, **named)
+    fig.update_xaxes(title_text="param skip %", row=1, col=col)
+
+
+def _open_near(fig: go.Figure, right: float) -> None:
+    """Open on the neighbourhood of the comparison, up to param skip ``right``: at high skip the ratios run to 10^4
+    and would flatten it."""
+    near = [y for trace in fig.data for x, y in zip(trace.x, trace.y, strict=True) if x <= 100 * right]
+    fig.update_xaxes(range=[0, 100 * right])
+    if near:
+        top = min(max(near), VIEW_TOP)
+        fig.update_yaxes(range=[math.log10(min(near)) - 0.03, math.log10(top) + 0.03])
+
+
+def _cut_at(fig: go.Figure, ratio_top: float) -> None:
+    """The y axis cut at ``ratio_top``."""
+    shown = [y for trace in fig.data for y in trace.y if y <= ratio_top]
+    if shown:
+        fig.update_yaxes(range=[math.log10(min(shown)) - 0.03, math.log10(ratio_top)])
 
 
 def bundled_frontier_chart(frontier: dict, routers: Sequence[str] = DOCS_ROUTERS) -> go.Figure:

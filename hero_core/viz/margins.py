@@ -64,34 +64,50 @@ def _shows_colour_bar(trace) -> bool:
     return bool(getattr(getattr(trace, "marker", None), "showscale", False))
 
 
+def _margins(layout) -> dict[str, float]:
+    """The figure's margins as set, plotly's defaults (80 px, 100 on top) where not."""
+    margin = {side: getattr(layout.margin, side) for side in "lrtb"}
+    return {side: value if value is not None else 100 if side == "t" else 80 for side, value in margin.items()}
+
+
+def _axis_room(fig: go.Figure, name: str) -> tuple[str, float] | None:
+    """The margin axis ``name`` pushes (``b``, ``l`` or ``r``) and the room its labels and title take there; None for
+    an axis that shows no labels on a side with a margin we settle."""
+    axis = fig.layout[name]
+    if axis.visible is False or axis.showticklabels is False or axis.side == "top":
+        return None
+    side = "b" if name.startswith("xaxis") else "r" if axis.side == "right" else "l"
+    texts = _labels(fig, name)
+    # plotly turns crowded labels on its own ("auto" angle): text labels by the dozen are read as turned
+    crowded = axis.tickangle in (None, "auto") and len(texts) > 12
+    rotated = side != "b" or crowded or (axis.tickangle not in (None, "auto") and abs(axis.tickangle) >= 45)
+    titled = bool(axis.title and axis.title.text)
+    return side, _across_px(axis, texts, rotated) + (TITLE_PX if titled else BARE_PX) + SLACK_PX
+
+
+def _right_legend_px(fig: go.Figure) -> float:
+    """Room a legend shown right of the plot takes (0 where none is: hidden, horizontal or placed inside)."""
+    layout, legend = fig.layout, fig.layout.legend
+    names = [_TAG.sub("", t.name) for t in fig.data if t.name and t.showlegend is not False]
+    # plotly shows a legend once a figure has two traces, even if only one of them is listed
+    shown = layout.showlegend is True or (layout.showlegend is None and len(fig.data) > 1 and names)
+    if not shown or legend.orientation == "h" or (legend.x is not None and legend.x < 1):
+        return 0.0
+    return LEGEND_PX + max(len(n) for n in names) * DEFAULT_TICK_FONT * 0.6
+
+
 def settle_margins(fig: go.Figure) -> go.Figure:
     """Raise ``fig``'s margins (in place) to the room its axes, colour bars and right-hand legend are estimated to
     need. Every x axis showing labels counts for the bottom margin and every y axis for the left one: an inner
     subplot's labels push nothing, so that may leave a little room unused, never too little."""
-    layout = fig.layout
-    margin = {side: getattr(layout.margin, side) for side in "lrtb"}
-    margin = {side: value if value is not None else 100 if side == "t" else 80 for side, value in margin.items()}
+    margin = _margins(fig.layout)
     need = dict(margin)
-    for name in (n for n in layout if n.startswith(("xaxis", "yaxis"))):
-        axis = layout[name]
-        side = "b" if name.startswith("xaxis") else "r" if axis.side == "right" else "l"
-        if axis.visible is False or axis.showticklabels is False or axis.side == "top":
-            continue
-        texts = _labels(fig, name)
-        # plotly turns crowded labels on its own ("auto" angle): text labels by the dozen are read as turned
-        crowded = axis.tickangle in (None, "auto") and len(texts) > 12
-        rotated = side != "b" or crowded or (axis.tickangle not in (None, "auto") and abs(axis.tickangle) >= 45)
-        titled = bool(axis.title and axis.title.text)
-        need[side] = max(need[side], _across_px(axis, texts, rotated) + (TITLE_PX if titled else BARE_PX) + SLACK_PX)
-    for trace in fig.data:
-        if _shows_colour_bar(trace):
-            need["r"] = max(need["r"], _colour_bar_px(trace))
-    legend = layout.legend
-    names = [_TAG.sub("", t.name) for t in fig.data if t.name and t.showlegend is not False]
-    # plotly shows a legend once a figure has two traces, even if only one of them is listed
-    shown = layout.showlegend is True or (layout.showlegend is None and len(fig.data) > 1 and names)
-    if shown and legend.orientation != "h" and (legend.x is None or legend.x >= 1):
-        need["r"] = max(need["r"], LEGEND_PX + max(len(n) for n in names) * DEFAULT_TICK_FONT * 0.6)
+    for name in (n for n in fig.layout if n.startswith(("xaxis", "yaxis"))):
+        room = _axis_room(fig, name)
+        if room is not None:
+            need[room[0]] = max(need[room[0]], room[1])
+    bars = [_colour_bar_px(trace) for trace in fig.data if _shows_colour_bar(trace)]
+    need["r"] = max(need["r"], *bars, _right_legend_px(fig))
     if need != margin:
         fig.update_layout(margin={side: int(round(v)) for side, v in need.items()})
     return fig

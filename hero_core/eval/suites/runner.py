@@ -38,11 +38,7 @@ def evaluate(hero, variants: Sequence[str] = ("hero", "dense"), suites: Sequence
     every other method gets its Retain against it. ``limit`` caps examples per BIG-bench task,
     HumanEval problems, reasoning problems and texts per domain (None = all; domains default to 20).
     Returns a JSON-ready dict: ``{"config", "results": {method: {suite: ...}}, "summary": [...]}``."""
-    unknown = [s for s in suites if s not in SUITES]
-    if unknown:
-        raise ValueError(f"unknown suites {unknown}; choose from {', '.join(SUITES)}")
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+    _check_request(suites, limit)
     reference = HeroMethod(hero, "dense")
     runs: list[Method] = [reference] + [HeroMethod(hero, v, tau) for v in dict.fromkeys(variants) if v != "dense"]
     runs += list(methods)
@@ -55,26 +51,43 @@ def evaluate(hero, variants: Sequence[str] = ("hero", "dense"), suites: Sequence
     results: dict[str, dict[str, Any]] = {m.name: {} for m in runs}
     timing: dict[str, dict[str, float]] = {m.name: {} for m in runs}
     for suite in suites:
-        spec = SUITES[suite]
-        if spec.joint:
-            start = time.perf_counter()
-            per_method = spec.run(runs, reference, options)
-            for m in runs:
-                results[m.name][suite] = per_method[m.name]
-                timing[m.name][f"{suite} (all methods)"] = time.perf_counter() - start
-            continue
-        for m in runs:
-            start = time.perf_counter()
-            results[m.name][suite] = spec.run(m, options)
-            timing[m.name][suite] = time.perf_counter() - start
-            if not keep_samples:
-                results[m.name][suite].pop("problems", None)
+        for name, (result, timed_as, seconds) in _run_suite(suite, runs, reference, options).items():
+            results[name][suite] = result
+            timing[name][timed_as] = seconds
     _add_retain(results, reference.name)
     return {"config": {"backbone": hero.backbone.name, "checkpoint": hero.checkpoint_name, "variants": list(variants),
                        "methods": names, "suites": list(suites), "limit": limit, "tau": tau,
                        "tasks": {s: selection.get(s) for s in SUITES if SUITES[s].uses_selection and s in suites},
                        "seconds": timing},
             "results": results, "summary": summary_rows(results, reference.name)}
+
+
+def _check_request(suites: Sequence[str], limit: int | None) -> None:
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise ValueError(f"unknown suites {unknown}; choose from {', '.join(SUITES)}")
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+
+
+def _run_suite(suite: str, runs: Sequence[Method], reference: Method,
+               options: RunOptions) -> dict[str, tuple[dict[str, Any], str, float]]:
+    """One suite for every method: per method its result, the name its time is kept under and the seconds. A joint
+    suite runs every method at once (one time for all); without ``keep_samples`` a result keeps no problems."""
+    spec = SUITES[suite]
+    if spec.joint:
+        start = time.perf_counter()
+        per_method = spec.run(runs, reference, options)
+        seconds = time.perf_counter() - start
+        return {m.name: (per_method[m.name], f"{suite} (all methods)", seconds) for m in runs}
+    done = {}
+    for m in runs:
+        start = time.perf_counter()
+        result = spec.run(m, options)
+        done[m.name] = (result, suite, time.perf_counter() - start)
+        if not options.keep_samples:
+            result.pop("problems", None)
+    return done
 
 
 def _add_retain(results: dict[str, dict[str, Any]], reference: str) -> None:

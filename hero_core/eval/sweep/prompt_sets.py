@@ -49,37 +49,46 @@ def read_prompts(data: bytes | str, name: str, *, domain: str = "custom") -> lis
         text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
     except UnicodeDecodeError as err:
         raise ValueError(f"{name} is not UTF-8 text ({err})") from None
-    items: list[Item] = []
     if fmt == "txt":
         items = [Item(str(i), line, domain) for i, line in enumerate(t for t in text.splitlines() if t.strip())]
     elif fmt == "csv":
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames or not set(PROMPT_KEYS) & set(reader.fieldnames):
-            raise ValueError(f"{name}: the CSV header needs a column named one of {', '.join(PROMPT_KEYS)}")
-        items = [_item(row, i, f"{name} row {i + 2}", domain) for i, row in enumerate(reader)]
+        items = _csv_items(text, name, domain)
     else:
-        rows: list = []
-        if fmt == "json":
-            try:
-                rows = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{name} is not valid JSON ({err})") from None
-            if not isinstance(rows, list):
-                raise ValueError(f"{name}: a JSON data set must be a list of prompts or objects")
-        else:
-            rows = [row for _, row in json_lines(
-                text, lambda n, err: ValueError(f"{name} line {n} is not valid JSON ({err})"))]
-        for i, row in enumerate(rows):
-            row = {"prompt": row} if isinstance(row, str) else row
-            if not isinstance(row, Mapping):
-                raise ValueError(f"{name} item {i + 1}: expected an object or a string, got {type(row).__name__}")
-            items.append(_item(row, i, f"{name} item {i + 1}", domain))
+        rows = _json_rows(text, name) if fmt == "json" else [row for _, row in json_lines(
+            text, lambda n, err: ValueError(f"{name} line {n} is not valid JSON ({err})"))]
+        items = [_object_item(row, i, name, domain) for i, row in enumerate(rows)]
     items = [it for it in items if it.text.strip()]
     if not items:
         raise ValueError(f"{name} holds no non-empty prompts")
     if len(items) > MAX_ITEMS:
         raise ValueError(f"{name} holds {len(items)} prompts; split it into files of at most {MAX_ITEMS}")
     return items
+
+
+def _csv_items(text: str, name: str, domain: str) -> list[Item]:
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames or not set(PROMPT_KEYS) & set(reader.fieldnames):
+        raise ValueError(f"{name}: the CSV header needs a column named one of {', '.join(PROMPT_KEYS)}")
+    return [_item(row, i, f"{name} row {i + 2}", domain) for i, row in enumerate(reader)]
+
+
+def _json_rows(text: str, name: str) -> list:
+    """A JSON data set's list (of prompts or objects)."""
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{name} is not valid JSON ({err})") from None
+    if not isinstance(rows, list):
+        raise ValueError(f"{name}: a JSON data set must be a list of prompts or objects")
+    return rows
+
+
+def _object_item(row, i: int, name: str, domain: str) -> Item:
+    """Item ``i`` of a JSON / JSONL data set: an object with a prompt field, or the prompt itself as a string."""
+    row = {"prompt": row} if isinstance(row, str) else row
+    if not isinstance(row, Mapping):
+        raise ValueError(f"{name} item {i + 1}: expected an object or a string, got {type(row).__name__}")
+    return _item(row, i, f"{name} item {i + 1}", domain)
 
 
 def load_prompts(path: str | os.PathLike) -> list[Item]:
