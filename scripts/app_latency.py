@@ -34,17 +34,11 @@ import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
-from hero_core.reports.app_browser import (
-    ATTRIBUTE_BUTTON_JS,
-    FIND_SKIP_MAP_JS,
-    SKIP_MAP_JS,
-    browser_tab,
-    embedded_env,
-    served_app,
-)
 from hero_core.reports.app_latency_report import latency_lines, latency_table, readme_words
 from hero_core.reports.page_clock import CONTENT_JS, instrument, measure
 from hero_core.reports.readme_block import refresh_block, replace_block
+from hero_core.reports.served_app import embedded_env, served_app
+from hero_lens_tools.app_browser import ATTRIBUTE_BUTTON_JS, FIND_SKIP_MAP_JS, SKIP_MAP_JS, browser_tab
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "app_latency.json"

@@ -2,7 +2,7 @@
 
 ``python scripts/screenshot_app.py`` serves the app as ``make run`` does (no test mode: SmolLM2-135M-Instruct + the
 default checkpoint, hero_core.method.model.DEFAULT_CHECKPOINT), drives Debian's headless Chromium over the DevTools
-protocol (hero_core/reports/app_browser.py) and writes docs/screenshots/{explorer,memory,compare,why}.png once each
+protocol (hero_lens_tools/app_browser.py) and writes docs/screenshots/{explorer,memory,compare,why}.png once each
 page has drawn.
 """
 
@@ -13,14 +13,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from hero_core.reports.app_browser import (
-    ATTRIBUTE_BUTTON_JS,
-    CLICK_ATTRIBUTE_JS,
-    NO_EXCEPTION_JS,
-    browser_tab,
-    embedded_env,
-    served_app,
-)
+from hero_core.reports.served_app import embedded_env, served_app
+from hero_lens_tools.app_browser import ATTRIBUTE_BUTTON_JS, CLICK_ATTRIBUTE_JS, NO_EXCEPTION_JS, browser_tab
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,18 +19,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hero_core.reports.app_browser import (
+from hero_core.reports.served_app import AppDidNotStart, served_app
+from hero_lens_tools.app_browser import (
     ATTRIBUTE_BUTTON_JS,
     CLICK_ATTRIBUTE_JS,
     FIND_SKIP_MAP_JS,
     NO_EXCEPTION_JS,
     SKIP_MAP_JS,
-    AppDidNotStart,
     BrowserUnavailable,
     DevTools,
     chromium_endpoint,
     open_tab,
-    served_app,
 )
 
 pytestmark = pytest.mark.browser

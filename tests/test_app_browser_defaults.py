@@ -16,16 +16,8 @@ import pytest
 import test_app_browser as shared
 from test_app_browser import URL_PROMPT, submit_prompt, wait_for_skip_map
 
-from hero_core.reports.app_browser import (
-    ATTRIBUTE_BUTTON_JS,
-    CLICK_ATTRIBUTE_JS,
-    NO_EXCEPTION_JS,
-    AppDidNotStart,
-    DevTools,
-    embedded_env,
-    open_tab,
-    served_app,
-)
+from hero_core.reports.served_app import AppDidNotStart, embedded_env, served_app
+from hero_lens_tools.app_browser import ATTRIBUTE_BUTTON_JS, CLICK_ATTRIBUTE_JS, NO_EXCEPTION_JS, DevTools, open_tab
 
 # the fixtures of the other browser tests: the tiny model's server, one Chromium, one tab, the screenshot folder
 server, browser_endpoint, browser, shots = shared.server, shared.browser_endpoint, shared.browser, shared.shots

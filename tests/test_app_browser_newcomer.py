@@ -11,7 +11,7 @@ import test_app_browser as shared
 import test_app_browser_defaults as defaults
 from test_app_browser_defaults import click_at, click_button
 
-from hero_core.reports.app_browser import NO_EXCEPTION_JS
+from hero_lens_tools.app_browser import NO_EXCEPTION_JS
 
 server, browser_endpoint, browser, shots = shared.server, shared.browser_endpoint, shared.browser, shared.shots
 # the embedded model's server (its caches linked in, so the model is not converted again) and a tab of its own

@@ -40,6 +40,12 @@ def test_the_core_never_imports_a_screen():
         assert not any(n.startswith("streamlit") for n in imported(module)), module
 
 
+def test_the_library_never_imports_the_tooling():
+    """hero_lens_tools (the browser harness) drives the app for tests and scripts; the library never needs it."""
+    for module in modules():
+        assert not any(n.startswith("hero_lens_tools") for n in imported(module)), module
+
+
 def test_the_equations_know_no_transformers_names():
     for module in ("method.config", "method.memory", "method.router", "method.trace", "measures.accounting",
                    "train.warmstart"):
@@ -150,10 +156,12 @@ def test_no_app_module_or_script_imports_another_modules_private_names():
 
 
 def test_no_script_app_or_library_module_edits_the_import_path():
-    """scripts/ and app/ run against the installed package (docs/architecture.md), so none touches ``sys.path``."""
+    """scripts/, app/ and the tooling run against the installed packages (docs/architecture.md), so none touches
+    ``sys.path``."""
     root = CORE.parent
     found = []
-    for path in [*CORE.rglob("*.py"), *(root / "scripts").rglob("*.py"), *(root / "app").rglob("*.py")]:
+    for path in [*CORE.rglob("*.py"), *(root / "scripts").rglob("*.py"), *(root / "app").rglob("*.py"),
+                 *(root / "hero_lens_tools").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
                     and node.value.id == "sys"):

@@ -9,7 +9,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from hero_core.reports.app_browser import SERVE, free_port, stop
+from hero_core.reports.served_app import SERVE, free_port, stop
 
 
 def test_the_launcher_serves_the_app_and_loads_the_default_model_before_any_visit():

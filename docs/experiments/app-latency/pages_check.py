@@ -11,8 +11,9 @@ import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path.cwd()))  # scripts/ of the tree being measured
-from hero_core.reports.app_browser import NO_EXCEPTION_JS, browser_tab, embedded_env, served_app
 from hero_core.reports.page_clock import instrument
+from hero_core.reports.served_app import embedded_env, served_app
+from hero_lens_tools.app_browser import NO_EXCEPTION_JS, browser_tab
 from scripts.app_latency import Session, held_out_prompts
 
 out = Path(sys.argv[1])

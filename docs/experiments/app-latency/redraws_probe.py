@@ -9,8 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path.cwd()))  # scripts/ of the tree being measured
-from hero_core.reports.app_browser import browser_tab, embedded_env, served_app
 from hero_core.reports.page_clock import instrument
+from hero_core.reports.served_app import embedded_env, served_app
+from hero_lens_tools.app_browser import browser_tab
 from scripts.app_latency import SKIP_MAP_DRAWN, Session
 
 RECORD_JS = """(() => { window.__changes = []; const t0 = performance.now();

@@ -1,13 +1,13 @@
-"""Drive the app in Debian's headless Chromium, for the browser tests and the README screenshots.
+"""Drive the served app in Debian's headless Chromium, for the browser tests, the README screenshots and the latency
+benchmark (``scripts/app_latency.py``).
 
 * :class:`DevTools`: a minimal Chrome DevTools Protocol client over the ``websockets`` package Streamlit already
   depends on (nothing beyond requirements.txt);
 * :func:`chromium_endpoint`: a headless Chromium, yielding its DevTools WebSocket URL;
-* :func:`served_app`: the app served as ``make run`` serves it (app/serve.py) on a free port, yielding its base URL;
-* :func:`browser_tab`: both of the above for a script, one tab sized like a laptop screen.
+* :func:`open_tab`: one more tab of it, sized like a laptop screen; :func:`browser_tab`: both for a script.
 
-Failures to start raise :class:`BrowserUnavailable` or :class:`AppDidNotStart` (tests turn them into a skip or a
-failure; scripts stop with the message).
+The app itself is served by :mod:`hero_core.reports.served_app`. A Chromium that is missing or does not open its
+DevTools endpoint raises :class:`BrowserUnavailable` (tests turn it into a skip; scripts stop with the message).
 """
 
 from __future__ import annotations
@@ -15,21 +15,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from base64 import b64decode
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-MAIN = ROOT / "app" / "main.py"
-SERVE = ROOT / "app" / "serve.py"  # `make run`'s launcher: streamlit run main.py, the default model loading at start
+from hero_core.reports.served_app import stop
+
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--remote-debugging-port=0", "--window-size=1400,1000"]
@@ -47,14 +43,8 @@ SKIP_MAP_JS = (f"(() => {{ const g = {FIND_SKIP_MAP_JS}; if (!g) return null; "
                "return {n: c.x.length, gate: Array.from(c.marker.color)}; })()")
 
 
-
-
 class BrowserUnavailable(RuntimeError):
     """Chromium is not installed or did not open its DevTools endpoint."""
-
-
-class AppDidNotStart(RuntimeError):
-    """``streamlit run`` exited or did not answer its health check in time."""
 
 
 def find_chromium() -> str | None:
@@ -63,12 +53,6 @@ def find_chromium() -> str | None:
         if found:
             return found
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DevTools:
@@ -151,14 +135,6 @@ class DevTools:
         self.ws.close()
 
 
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 @contextmanager
 def chromium_endpoint(nice: int = 0) -> Iterator[str]:
     """A headless Chromium; yields its DevTools WebSocket URL (each DevTools client opens its own tab).
@@ -187,36 +163,6 @@ def chromium_endpoint(nice: int = 0) -> Iterator[str]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-@contextmanager
-def served_app(env: dict[str, str] | None = None, start_timeout: float = 90.0) -> Iterator[str]:
-    """The app served on 127.0.0.1 (``env``: the process environment, default this one's); yields its base URL."""
-    port = free_port()
-    # The server's output goes to a file, not a pipe: a pipe nobody reads fills up and stalls a long-lived server.
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVE), "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"], cwd=ROOT, env=dict(os.environ) if env is None else env,
-        stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + start_timeout
-        while True:
-            try:
-                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                raise AppDidNotStart(f"streamlit did not start: {log.read().decode(errors='replace')[-2000:]}")
-            time.sleep(0.5)
-        yield base
-    finally:
-        stop(proc)
-        log.close()
-
-
 def open_tab(endpoint: str, width: int = 1400, height: int = 1600) -> DevTools:
     tools = DevTools(endpoint)
     tools.send("Page.enable")
@@ -225,11 +171,6 @@ def open_tab(endpoint: str, width: int = 1400, height: int = 1600) -> DevTools:
     # Tabs opened side by side are hidden from each other; a hidden page may defer its drawing.
     tools.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
     return tools
-
-
-def embedded_env() -> dict[str, str]:
-    """This process's environment without test mode: the app serves the embedded model."""
-    return {k: v for k, v in os.environ.items() if k != "HERO_LENS_TINY"}
 
 
 @contextmanager
