@@ -88,8 +88,8 @@ def test_opens_on_explorer_with_figures_of_the_trace(app, tiny):
     np.testing.assert_allclose(values(layers["y"]), expected.layer_skip_rates())
     metrics = {m.label: m.value for m in at.metric}
     summary = expected.summary()
-    assert metrics["Param skip"] == f"{summary['param_skip']:.1%}"
-    assert metrics["FLOPs saved"] == f"{summary['flop_share_saved']:.1%}"
+    assert metrics["Param skip (paper)"] == f"{summary['param_skip']:.1%}"
+    assert metrics["FLOPs saved, net"] == f"{summary['flop_share_saved']:.1%}"
     assert metrics["Tokens"] == str(expected.n_tokens)
     html = at.get("html")[0].proto.body
     assert html.count('class="hero-token"') == expected.n_tokens

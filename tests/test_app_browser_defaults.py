@@ -394,7 +394,8 @@ def test_a_long_prompt_says_where_routing_fades(embedded_server, tab):
     text = page_text(tab).replace("\n", " ")
     assert position_words(table, 30) in text  # the words are the shown bins' (SmolLM2: 30 routed layers)
     net = tab.eval("(() => { const m = [...document.querySelectorAll('[data-testid=stMetric]')].find(e => "
-                   "e.innerText.startsWith('Net param skip')); return m.querySelector("
+                   "e.innerText.startsWith('FLOPs saved, net')); return m.querySelector("
                    "'[data-testid=stMetricValue]').innerText; })()")
-    assert ("Routing cost more than it saved" in text) == net.replace("\u2212", "-").startswith("-"), net
+    saved = float(net.replace("\u2212", "-").rstrip("%"))
+    assert ("Routing costs more than dense" in text) == (saved <= 0), net
     assert tab.eval(NO_EXCEPTION_JS)

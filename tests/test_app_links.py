@@ -123,7 +123,7 @@ def test_generate_answers_inside_the_chat_template_and_measures_the_answer(app, 
     expected.quality = tiny.score_tokens(expected.token_ids, "hero", tau=expected.tau)
     answer, prompt = answer_and_prompt(expected)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Param skip"] == f"{answer.param_skip:.1%}" and metrics["Answer tokens"] == str(answer.n_tokens)
+    assert metrics["Param skip (paper)"] == f"{answer.param_skip:.1%}" and metrics["Answer tokens"] == str(answer.n_tokens)
     assert answer.n_tokens == expected.n_tokens - expected.n_prompt_tokens
     table = at.dataframe[0].value
     assert table["span"].tolist() == ["answer (generated)", "prompt (chat template included)", "all tokens"]
