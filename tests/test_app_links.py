@@ -241,9 +241,9 @@ def test_explorer_shows_the_first_tokens_share_and_a_net_loss(app, tiny, monkeyp
     trace = tiny.trace(DEFAULT_PROMPT)
     without, share = first_token_lift(trace)
     assert any(c.value.startswith(f"{without:.1%} without token 0") for c in at.caption)
-    net = trace.summary()["net_param_skip"]
-    warned = any("Routing cost more than it saved" in w.value for w in at.warning)
-    assert warned == (net < 0)
+    net = trace.summary()["flop_share_saved"]
+    warned = any("Routing costs more than dense" in w.value for w in at.warning)
+    assert warned == (net <= 0)
 
 
 def test_explorer_shows_skip_by_absolute_position_on_a_long_prompt(app, tiny):

@@ -33,8 +33,10 @@ def test_a_stage_config_is_the_one_make_checkpoints_built_by_hand(tmp_path):
     cfg = stage_config(run, tmp_path / "w", steps=900, start_dir=tmp_path / "hero-10-r2-s1", threads=1)
     by_hand = TrainConfig(out=str(tmp_path / "w"), variant=run.variant, target_skip=run.target_skip, steps=900,
                           threads=1, budget_scope=run.budget_scope, data_blocks=DATA_BLOCKS, lr=run.lr,
-                          order_seed=run.order_seed, **dict(run.levers), init_from=str(tmp_path / "hero-10-r2-s1"))
+                          order_seed=run.order_seed, **dict(run.levers), init_from=str(tmp_path / "hero-10-r2-s1"),
+                          head_hidden=run.head_hidden, d_encoder=run.d_encoder)
     assert cfg == by_hand and cfg.memory_kernel == "softmax" and cfg.lr == 5e-5
+    assert (cfg.head_hidden, cfg.d_encoder) == (256, 128)  # recipe 2 trained at the paper's widths
     assert stage_config(RUNS["hero-10-s1"], "o", steps=1, start_dir=None).init_from is None
     with pytest.raises(ValueError, match="a recipe sets lr"):
         stage_config(run, "o", steps=1, start_dir=None, lr=1.0)

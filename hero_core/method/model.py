@@ -18,7 +18,7 @@ from hero_core.measures.accounting import ComputeProfile
 from hero_core.measures.metrics import kept_rows, log_probs, quality_of_log_probs, token_quality
 from hero_core.method import checkpoint as ckpt
 from hero_core.method.call_state import RoutingCall, routing_call
-from hero_core.method.config import HeroConfig, check_tau, check_variant
+from hero_core.method.config import PAPER_ENCODER, PAPER_HEAD_HIDDEN, HeroConfig, check_tau, check_variant
 from hero_core.method.decoding import Decoded, cut_at_stop, decode_steps, sample_token, text_stop
 from hero_core.method.inject import decoder_layers, ffn_parameter_count, inject, matmul_parameter_count, wrapped_layers
 from hero_core.method.memory import check_memory_read
@@ -397,6 +397,9 @@ def fresh_router(backbone: Backbone, variant: str = "hero", routed_layers: list[
                  **overrides) -> HeroRouter:
     cfg = backbone.model.config
     layers = routed_layers if routed_layers is not None else default_routed_layers(len(decoder_layers(backbone.model)))
+    # an untrained router (tests, the benchmark's stand-ins, the app's untrained mode) keeps the paper's widths unless
+    # told; training passes its own (TrainConfig: 0 = sized to the backbone)
+    overrides = {"head_hidden": PAPER_HEAD_HIDDEN, "d_encoder": PAPER_ENCODER} | overrides
     config = HeroConfig(routed_layers=layers, d_model=cfg.hidden_size, d_ffn=ffn_width(cfg),
                         variant=variant, **overrides)
     return HeroRouter(config)
