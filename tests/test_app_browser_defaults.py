@@ -263,7 +263,7 @@ def test_a_long_prompt_shows_skip_by_absolute_position(server, browser, tiny):
     text = page_text(tools).replace("\n", " ")
     assert position_words(table, trace.n_routed) in text
     assert f"{first_token_lift(trace)[0]:.1%} without token 0" in text
-    assert ("Routing cost more than it saved" in text) == (trace.summary()["net_param_skip"] < 0)
+    assert ("Routing costs more than dense" in text) == (trace.summary()["flop_share_saved"] <= 0)
     assert tools.eval(NO_EXCEPTION_JS)
 
 
