@@ -110,6 +110,16 @@ CHART_BY_TITLE_JS = ("[...document.querySelectorAll('.js-plotly-plot')].find(d =
                      "d._fullLayout.title.text.replace(/<[^>]*>/g, '').startsWith('%s'))")
 
 
+# The script run has ended and no element is stale (every delta of the run has arrived).
+RUN_ENDED_JS = ("document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') !== "
+                "'running' && !document.querySelector('[data-stale=\"true\"]')")
+# Resolves once the page has rendered what arrived (two animation frames) and every plotly draw begun by then has
+# finished (plotly keeps a draw in flight in the chart's _promises): the events a redraw would come before.
+CHARTS_SETTLED_JS = ("(async () => { const frame = () => new Promise(r => requestAnimationFrame(() => r())); "
+                     "await frame(); await frame(); await Promise.all([...document.querySelectorAll('.js-plotly-plot')]"
+                     ".flatMap(g => g._promises || [])); await frame(); return true; })()")
+
+
 # Charts whose labels, colour bar or legend made plotly widen a margin (and draw the chart a second time).
 PUSHED_MARGINS_JS = ("[...document.querySelectorAll('.js-plotly-plot')].filter(d => d._fullLayout && "
                      "['l', 'r', 't', 'b'].some(s => Math.abs(d._fullLayout.margin[s] - d._fullLayout._size[s]) > 1))"
@@ -155,7 +165,9 @@ def test_prompt_to_figures_in_a_browser(server, browser, tiny, shots):
                    what="the clicked cell to become the selection")
     tools.wait_for(f"location.search.includes('token={token}') && location.search.includes('block={block}')",
                    what="the address bar to name the clicked cell")
-    time.sleep(1.0)  # a redraw would have happened by now (the page settles in ~1 s)
+    # the click's rerun has ended and every chart has drawn what it was sent: a redraw it causes has happened by then
+    tools.wait_for(RUN_ENDED_JS, what="the click's rerun to end")
+    assert tools.eval(CHARTS_SETTLED_JS)
     assert tools.eval(f"{CHART_BY_TITLE_JS % 'FFNs executed per token'}.__draws") == 0
     assert tools.eval(f"(() => {{ const g = {FIND_SKIP_MAP_JS}; return [g.__kept === true, g.__draws, "
                       "g.data[0].selectedpoints]; })()") == [True, 0, [block * typed.n_tokens + token]]
