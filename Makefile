@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast lint checkpoints study study-widths net-saving bench results results-headline results-bigbench install browser-deps clean
+.PHONY: run test test-fast lint checkpoints study study-widths net-saving bench results results-headline results-bigbench install browser-deps notebooks clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -120,6 +120,11 @@ bench: $(STAMP)
 	$(PY) scripts/bench_report.py docs/bench.json --out docs/performance.md
 	$(PY) -m hero_core.bench.routers_memory --out docs/routers_memory.json
 	$(PY) -m hero_core.bench.sweep_memory --out docs/sweep_memory.json
+
+# The three notebooks executed, outputs and figures kept, as Markdown pages in docs/notebooks/ for readers without
+# Jupyter (scripts/render_notebooks.py; 16 min on this project's 2-core machine beside two training runs).
+notebooks: $(STAMP)
+	$(PY) scripts/render_notebooks.py
 
 clean:
 	rm -rf $(VENV)

@@ -2,7 +2,9 @@
 
 Outputs are stripped in git (small diffs, no stale numbers) and produced here by executing every notebook
 with nbclient on the project's own interpreter. Notebook 02 runs on fewer texts per domain here
-(``HERO_LENS_NB_ITEMS``): same cells, same code paths, less time.
+(``HERO_LENS_NB_ITEMS``): same cells, same code paths, less time. Readers get the executed notebooks as pages in
+docs/notebooks/ (``make notebooks``): each executed notebook here is also rendered as such a page, and the committed
+pages are checked to be there, whole and bounded in size.
 """
 
 import json
@@ -16,6 +18,8 @@ import nbformat
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+PAGES = NOTEBOOKS.parent / "docs" / "notebooks"
+PAGES_MAX_BYTES = 4 * 2**20  # the three pages and their figures together
 EXPECTED = ("01_quickstart.ipynb", "02_reasoning_vs_code.ipynb", "03_teaching_demo.ipynb")
 TEST_ITEMS = "4"  # texts per domain for notebook 02 under test (12 by default)
 
@@ -56,6 +60,20 @@ def test_teaching_notebook_hides_each_solution():
         assert "check(" in cell.source  # the solution runs the same check as the student's answer
 
 
+def test_the_rendered_pages_are_there_and_bounded():
+    """docs/notebooks/ holds a page per notebook (make notebooks), every figure a page links to exists, and the
+    whole folder stays small enough for git."""
+    for name in EXPECTED:
+        page = PAGES / f"{Path(name).stem}.md"
+        assert page.is_file(), f"{page} is missing: run make notebooks"
+        text = page.read_text(encoding="utf-8")
+        linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+        assert linked, f"{page.name} shows no figure"
+        assert all((PAGES / link).is_file() for link in linked), page.name
+        assert "```python" in text and "```text" in text  # code and what it printed
+    assert sum(p.stat().st_size for p in PAGES.rglob("*") if p.is_file()) < PAGES_MAX_BYTES
+
+
 # -- execution -----------------------------------------------------------------------------------------------
 def outputs_of(nb: nbformat.NotebookNode) -> list[dict]:
     return [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
@@ -81,6 +99,18 @@ def execute(nb: nbformat.NotebookNode, monkeypatch) -> float:
     return time.perf_counter() - start
 
 
+def assert_renders(nb: nbformat.NotebookNode, name: str) -> None:
+    """The executed notebook as the page make notebooks writes: every plotly figure an image, every text output
+    cut to the page's bound (the PNG export itself is the figure export's, tested there)."""
+    from hero_core.reports.notebook_pages import MAX_OUTPUT_LINES, PLOTLY, notebook_page
+
+    page, images = notebook_page(nb, Path(name).stem, render_plotly=lambda spec: b"png")
+    figures = [out for out in outputs_of(nb) if PLOTLY in out.get("data", {})]
+    assert len(images) >= len(figures) > 0
+    for block in re.findall(r"```text\n(.*?)\n```", page, flags=re.S):
+        assert block.count("\n") <= MAX_OUTPUT_LINES, name
+
+
 def assert_offline_figures(nb: nbformat.NotebookNode, name: str) -> None:
     figures = [out for out in outputs_of(nb) if "application/vnd.plotly.v1+json" in out.get("data", {})]
     assert figures, f"{name} drew no plotly figure"
@@ -94,6 +124,7 @@ def test_quickstart_runs(monkeypatch):
     nb = load("01_quickstart.ipynb")
     seconds = execute(nb, monkeypatch)
     assert_offline_figures(nb, "01")
+    assert_renders(nb, "01_quickstart.ipynb")
     text = "".join(out.get("text", "") for out in outputs_of(nb))
     assert "router checkpoint:" in text or "UNTRAINED" in text  # it always says which router it used
     print(f"01_quickstart: {seconds:.0f} s")
@@ -104,6 +135,7 @@ def test_reasoning_vs_code_runs_and_states_computed_findings(monkeypatch):
     nb = load("02_reasoning_vs_code.ipynb")
     seconds = execute(nb, monkeypatch)
     assert_offline_figures(nb, "02")
+    assert_renders(nb, "02_reasoning_vs_code.ipynb")
     findings = [m for m in markdown_outputs(nb) if "Findings" in m]
     assert len(findings) == 5  # one per analysis section, each built from the computed tables
     for text in findings:
@@ -124,6 +156,7 @@ def test_teaching_demo_runs_and_checks_answers(monkeypatch):
             cell.source = "ex4_layer = -1"
     seconds = execute(nb, monkeypatch)
     assert_offline_figures(nb, "03")
+    assert_renders(nb, "03_teaching_demo.ipynb")
     text = "".join(out.get("text", "") for out in outputs_of(nb))
     assert "✓ Exercise 1 (which run): correct" in text and "✓ Exercise 1 (scales): correct" in text
     assert "✗ Exercise 4" in text
