@@ -231,16 +231,16 @@ def flat_scores(n: Numbers) -> str:
 
 
 def no_signal(n: Numbers) -> str:
-    at = n.at
+    # per unit of relative change (grad-norm / param-norm), each group's gradient as a share of the heads'
+    vs_heads = {g: span(n.at("gradients", g, "ratio_vs_heads"), ".2f" if g == "to_v" else ".1e")
+                for g in ("to_q", "to_k", "eta", "to_v")}
     return "**Why the memory gets no signal.** With alpha_i proportional to w_i = d_i phi(q).phi(k_i), " \
         "d c / d phi(q) = sum_i d_i phi(k_i) (v_i - c)^T / sum_i w_i; the part of phi(k_i) common to all keys " \
         "multiplies sum_i d_i (v_i - c), which vanishes when the scores are equal, so what is left is proportional " \
         "to how much the keys differ: to the score spread. The loss hardly depends on where the memory reads. Per " \
-        "unit of relative change (grad-norm / param-norm), to_q gets " \
-        f"{span(at('gradients', 'to_q', 'ratio_vs_heads'), '.1e')} of the heads' gradient, to_k " \
-        f"{span(at('gradients', 'to_k', 'ratio_vs_heads'), '.1e')} and eta " \
-        f"{span(at('gradients', 'eta', 'ratio_vs_heads'), '.1e')} (to_v, which sets what is read rather than " \
-        f"where, {span(at('gradients', 'to_v', 'ratio_vs_heads'), '.2f')})."
+        f"unit of relative change (grad-norm / param-norm), to_q gets {vs_heads['to_q']} of the heads' gradient, " \
+        f"to_k {vs_heads['to_k']} and eta {vs_heads['eta']} (to_v, which sets what is read rather than where, " \
+        f"{vs_heads['to_v']})."
 
 
 def adam_steps(n: Numbers) -> str:
