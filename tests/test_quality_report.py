@@ -68,6 +68,8 @@ def test_the_frontier_figure_is_the_plotly_chart_exported_as_a_png(tmp_path):
     out = tmp_path / "figures" / "frontier.png"  # a folder a fresh checkout lacks
     _report().plot(frontier, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    net = _report().net_figure_path(out)  # the same runs against FLOPs saved net, drawn beside it
+    assert net.name == "frontier_net.png" and net.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_training_table_sums_a_continuations_cpu_over_its_earlier_stages():

@@ -57,6 +57,12 @@ def ffns_for_param_skip(param_skip: float, profile: ComputeProfile) -> float:
     return param_skip * profile.total_params / profile.ffn_params
 
 
+def _router_flops(profile: ComputeProfile, n_routed: int) -> float:
+    """What a routed token pays for routing whatever it skips: the router at every routed block and the memory's
+    reads over the earlier blocks' states."""
+    return 2.0 * n_routed * profile.router_params + 4.0 * profile.d_memory * np.arange(n_routed).sum()
+
+
 def ffns_for_net_saving(net_saving: float, profile: ComputeProfile, n_routed: int, positions: np.ndarray,
                         routed: bool = True) -> float:
     """Skipped FFNs per token that save ``net_saving`` of a dense token's FLOPs, averaged over tokens at
@@ -64,9 +70,18 @@ def ffns_for_net_saving(net_saving: float, profile: ComputeProfile, n_routed: in
     routed block and the memory's reads (the inverse of :func:`token_compute`'s ``flop_share_saved`` for a count
     that is the same for every token). A run without a router (static pruning) pays adapters only."""
     inverse_dense = float(np.mean(1.0 / dense_token_flops(profile, np.asarray(positions))))
-    fixed = 2.0 * n_routed * profile.router_params + 4.0 * profile.d_memory * np.arange(n_routed).sum() if routed \
-        else 0.0
+    fixed = _router_flops(profile, n_routed) if routed else 0.0
     return (net_saving / inverse_dense + fixed) / (2.0 * (profile.ffn_params - profile.adapter_params))
+
+
+def net_saving_for_param_skip(param_skip: float, profile: ComputeProfile, n_routed: int, positions: np.ndarray,
+                              routed: bool = True) -> float:
+    """The share of a dense token's FLOPs a run at ``param_skip`` saves net, averaged over tokens at ``positions``:
+    the inverse of :func:`ffns_for_net_saving`, for a skip count that is the same for every token (a run's mean)."""
+    inverse_dense = float(np.mean(1.0 / dense_token_flops(profile, np.asarray(positions))))
+    fixed = _router_flops(profile, n_routed) if routed else 0.0
+    saved = 2.0 * ffns_for_param_skip(param_skip, profile) * (profile.ffn_params - profile.adapter_params) - fixed
+    return float(saved * inverse_dense)
 
 
 def ffn_share_for_param_skip(param_skip: float, profile: ComputeProfile, n_routed: int) -> float:

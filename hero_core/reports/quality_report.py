@@ -14,17 +14,19 @@ import os
 import sys
 from pathlib import Path
 
-from hero_core.files import say_wrote
-from hero_core.method.model import DEFAULT_CHECKPOINT
-from hero_core.words.ratio_text import ratio_text
-from hero_core.words.reference_labels import REFERENCE_LABELS
 from hero_core.eval.frontier.curves import at_skip
+from hero_core.eval.frontier.measured import frontier_curves
+from hero_core.eval.frontier.net_axis import run_profiles
 from hero_core.eval.study.bundled import load_shipped as load_seeds
 from hero_core.eval.twins import control_caveat
-from hero_core.viz.figure_export import figure_image
-from hero_core.viz.frontier_figure import bundled_frontier_chart
+from hero_core.files import say_wrote
+from hero_core.method.model import DEFAULT_CHECKPOINT
 from hero_core.reports.pages import add_path_arguments, table_head, table_row
 from hero_core.reports.readme_block import replace_block
+from hero_core.viz.figure_export import figure_image
+from hero_core.viz.frontier_figure import DOCS_ROUTERS, bundled_frontier_chart, bundled_net_frontier_chart
+from hero_core.words.ratio_text import ratio_text
+from hero_core.words.reference_labels import REFERENCE_LABELS
 
 ROOT = Path(__file__).resolve().parents[2]
 POSITION_RESULTS = ROOT / "docs" / "experiments" / "position-skip" / "results.json"
@@ -131,9 +133,16 @@ def matched_table(frontier: dict) -> list[str]:
 
 
 def plot(frontier: dict, out: Path) -> None:
-    """docs/figures/frontier.png: the app's frontier chart of the bundled budgets, exported as PNG."""
+    """docs/figures/frontier.png: the app's frontier chart of the bundled budgets, exported as PNG; and beside it
+    (:func:`net_figure_path`) the same runs against FLOPs saved net, each charged what it computes."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(figure_image(bundled_frontier_chart(frontier)))
+    curves = {name: curve for router in DOCS_ROUTERS for name, curve in frontier_curves(frontier, router).items()}
+    net_figure_path(out).write_bytes(figure_image(bundled_net_frontier_chart(frontier, run_profiles(curves))))
+
+
+def net_figure_path(figure: Path) -> Path:
+    return figure.with_name(f"{figure.stem}_net{figure.suffix}")
 
 
 def generation_lines(gen: dict) -> list[str]:
@@ -312,6 +321,11 @@ def render(result: dict, figure: Path) -> str:
            "## Targets", ""] + target_lines(fr, result.get("generations")) + [
            "", "## The bundled checkpoints at their own tau", ""] + own_tau_table(fr, names) + [
            "", f"![Skip–quality frontier]({os.path.relpath(figure, ROOT / 'docs')})", "",
+           "The same runs against FLOPs saved net: each point moved to what its run saves once the router (at every "
+           "routed block, with its memory reads) and the adapters of the FFNs it skips are charged; static pruning, "
+           "random skipping, MoD top-k and the oracle compute no router and pay their adapters only "
+           "(`hero_core.eval.frontier.net_axis`). A point left of 0 costs more than the dense model.", "",
+           f"![Frontier against FLOPs saved net]({os.path.relpath(net_figure_path(figure), ROOT / 'docs')})", "",
            "## HeRo against the local router at equal compute", "",
            "Each row takes the param skip the hero checkpoint realises at its own tau on that domain and reads the "
            "other curves at the same skip (log-linear interpolation between their tau points). The oracle runs both "
@@ -430,7 +444,7 @@ def main() -> int:
     args.out.write_text(render(result, args.figure))
     if args.readme.is_file():
         replace_block(args.readme, "quality", readme_lines(result))
-    return say_wrote(args.out, args.figure)
+    return say_wrote(args.out, args.figure, net_figure_path(args.figure))
 
 
 if __name__ == "__main__":

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hero_core.words.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS
 from hero_core.eval.frontier.measured import frontier_curves
+from hero_core.eval.frontier.net_axis import net_curves
 from hero_core.viz.palette import DENSE_COLOUR, run_colour
+from hero_core.words.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS
 
 # references in fixed, muted styles so the routers (coloured by run) stand out; dashes tell them apart in grey print
 REFERENCE_STYLE = {"static": ("#B2182B", "dot"), "random": (DENSE_COLOUR, "dashdot"),
@@ -25,16 +26,21 @@ VIEW_TOP = 4.0  # the opening view's highest ratio: a reference 4x worse than de
 DOCS_ROUTERS = ("hero-10-r4", "hero-25", "hero-40")  # the docs' figure: the default and the larger budgets, with twins
 DOCS_TOP = 100.0  # the docs' figure's highest ratio: above it only the far end of random skipping (its numbers are in
 # the tables); the log axis would otherwise spend half its height on ratios of 10^2 to 10^4
+AXIS_WORDS = {"param": "param skip", "net": "FLOPs saved net"}  # the x axis: the paper's metric, or net of the router
 DOCS_SIZE = (1400, 560)  # px: three panels side by side with a legend of eleven runs under them
+NET_VIEW = (32.0, 10.0)  # the net figure's view: net saving up to 32 % and ratios up to 10, where budgets are compared
+# (the param-skip figure holds the far ends)
 
 
 def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[str, float] | None = None,
-                   ratio_top: float | None = None, budgets: Sequence[float] = ()) -> go.Figure:
+                   ratio_top: float | None = None, budgets: Sequence[float] = (), axis: str = "param") -> go.Figure:
     """One panel per domain: perplexity ratio to dense (log axis, with its 95 % interval as error bars) against
     param skip, for every run in ``curves`` (routers first, then the references, each labelled with its caveat).
     ``mark`` (domain -> param skip) draws the skip the comparison is read at, and the axes open around it (up to
     twice that skip and a ratio of :data:`VIEW_TOP`; plotly's autoscale shows every point). Without ``mark``,
-    ``ratio_top`` cuts the y axis at that ratio; ``budgets`` (param skip %) are drawn as the paper's budgets."""
+    ``ratio_top`` cuts the y axis at that ratio; ``budgets`` (param skip %) are drawn as the paper's budgets.
+    ``axis`` names what the points' x is (:data:`AXIS_WORDS`): curves from
+    :func:`hero_core.eval.frontier.net_axis.net_curves` are drawn with ``axis="net"``."""
     fig = make_subplots(rows=1, cols=len(domains), subplot_titles=domains, shared_yaxes=True,
                         horizontal_spacing=0.04)
     routers = [n for n in curves if n not in REFERENCE_LABELS]
@@ -43,9 +49,9 @@ def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[st
         for index, name in enumerate(runs):
             points = curves[name].get(domain) or []
             if points:
-                fig.add_trace(_curve(name, domain, points, routers, first=index == 0, legend=col == 1),
-                              row=1, col=col)
-        _panel_lines(fig, col, None if not mark else mark.get(domain), budgets)
+                fig.add_trace(_curve(name, domain, points, routers, first=index == 0, legend=col == 1,
+                                     axis=AXIS_WORDS[axis]), row=1, col=col)
+        _panel_lines(fig, col, None if not mark else mark.get(domain), budgets, AXIS_WORDS[axis])
     if mark:
         _open_near(fig, 2 * max(mark.values()))
     elif ratio_top is not None:
@@ -57,7 +63,8 @@ def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[st
     return fig
 
 
-def _curve(name: str, domain: str, points: list, routers: list[str], *, first: bool, legend: bool) -> go.Scatter:
+def _curve(name: str, domain: str, points: list, routers: list[str], *, first: bool, legend: bool,
+           axis: str) -> go.Scatter:
     """One run's curve in one panel: a reference in its fixed style, a router in its run colour (the first drawn
     thicker), the 95 % interval as error bars."""
     if name in REFERENCE_STYLE:
@@ -71,10 +78,10 @@ def _curve(name: str, domain: str, points: list, routers: list[str], *, first: b
         line={"color": colour, "dash": dash, "width": 2.5 if first else 1.6}, marker={"size": 5},
         error_y={"type": "data", "symmetric": False, "array": [h - r for h, r in zip(high, ratio, strict=True)],
                  "arrayminus": [r - lo for r, lo in zip(ratio, low, strict=True)], "thickness": 1, "width": 2},
-        hovertemplate=f"{label}<br>param skip %{{x:.1f}} %<br>ppl ratio %{{y:.3f}}<extra>{domain}</extra>")
+        hovertemplate=f"{label}<br>{axis} %{{x:.1f}} %<br>ppl ratio %{{y:.3f}}<extra>{domain}</extra>")
 
 
-def _panel_lines(fig: go.Figure, col: int, mark: float | None, budgets: Sequence[float]) -> None:
+def _panel_lines(fig: go.Figure, col: int, mark: float | None, budgets: Sequence[float], axis: str) -> None:
     """A panel's lines: dense at 1, the skip the comparison is read at (``mark``), the paper's budgets."""
     fig.add_hline(y=1.0, line={"color": DENSE_COLOUR, "width": 1}, row=1, col=col)
     if mark is not None:
@@ -83,7 +90,7 @@ def _panel_lines(fig: go.Figure, col: int, mark: float | None, budgets: Sequence
         named = {"annotation_text": PAPER_BUDGETS_LABEL, "annotation_font_size": 10,
                  "annotation_position": "top left"} if k == 0 else {}
         fig.add_vline(x=budget, line={"color": "#BBBBBB", "width": 1}, row=1, col=col, **named)
-    fig.update_xaxes(title_text="param skip %", row=1, col=col)
+    fig.update_xaxes(title_text=f"{axis} %", row=1, col=col)
 
 
 def _open_near(fig: go.Figure, right: float) -> None:
@@ -114,4 +121,22 @@ def bundled_frontier_chart(frontier: dict, routers: Sequence[str] = DOCS_ROUTERS
     fig.update_layout(template="plotly_white", width=DOCS_SIZE[0], height=DOCS_SIZE[1], title={"text": (
         f"Held-out frontier, {frontier['backbone']} ({frontier['limit']} texts per domain, {frontier['max_tokens']} "
         f"tokens each): lower is better, 1 = the dense model; y cut at {DOCS_TOP:g}")})
+    return fig
+
+
+def bundled_net_frontier_chart(frontier: dict, profiles: dict, routers: Sequence[str] = DOCS_ROUTERS) -> go.Figure:
+    """The docs' frontier against FLOPs saved net: ``routers`` with their twins and the references, each point moved
+    to what its run saves once ``profiles`` (:func:`hero_core.eval.frontier.net_axis.run_profiles`) charge its router
+    and adapters; the paper's budgets left off (they are param skip, on another backbone)."""
+    curves: dict[str, dict] = {}
+    for router in routers:
+        curves |= {name: curve for name, curve in frontier_curves(frontier, router).items() if name not in curves}
+    net = net_curves(curves, list(frontier["domains"]), frontier["max_tokens"], profiles)
+    fig = frontier_chart(net, list(frontier["domains"]), ratio_top=NET_VIEW[1], axis="net")
+    for col in range(1, len(frontier["domains"]) + 1):  # left of 0 a run spends more than dense
+        fig.add_vline(x=0, line={"color": "#888888", "width": 1}, row=1, col=col)
+    fig.update_xaxes(range=[-8, NET_VIEW[0]])
+    fig.update_layout(template="plotly_white", width=DOCS_SIZE[0], height=DOCS_SIZE[1], title={"text": (
+        f"Held-out frontier against FLOPs saved net, {frontier['backbone']} ({frontier['limit']} texts per domain): "
+        "lower is better, 1 = dense; left of 0 a run costs more than dense")})
     return fig
