@@ -5,16 +5,15 @@ the server process starts.
 the model after their page had asked for it: 4-6 s of server time on a 2-core CPU, most of it importing the model's
 libraries (transformers' Llama modules alone 3.5 s), then reading the weights and one warm-up pass. Here a thread
 loads the sidebar's default model into the very cache the pages read while the server boots and waits for its first
-visitor: one who comes later finds it loaded, one who comes at once waits only for what is left (the cache lets one
-caller load and the others wait for it). ``streamlit run app/main.py`` serves the same app, loading on the first
-visit.
+visitor: one who comes later finds it loaded, one who comes at once waits only for what is left (it joins the load).
+The load is the first job of the server's background work (app/components/background.py), the one at normal
+priority. ``streamlit run app/main.py`` serves the same app, loading on the first visit.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -36,9 +35,10 @@ def _load_default_model() -> None:
 
 
 def main() -> int:
+    from components.background import BACKGROUND, LOAD  # this file's folder is on the path, as main.py's is
     from streamlit.web import cli
 
-    threading.Thread(target=_load_default_model, name="hero-lens-load-default", daemon=True).start()
+    BACKGROUND.submit(_load_default_model, name="the default model's load", priority=LOAD, lowest=False)
     sys.argv = ["streamlit", "run", str(MAIN), *sys.argv[1:]]
     return cli.main()
 

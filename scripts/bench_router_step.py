@@ -28,6 +28,7 @@ import time
 import torch
 
 from hero_core import load_hero
+from hero_core.backbones.threads import set_threads
 from hero_core.bench.sections import decode_step_seconds
 from hero_core.method.call_state import RoutingCall
 from hero_core.method.fused_router import ENV, warm_up
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="also write the numbers here")
     args = parser.parse_args(argv)
     if args.threads:
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
     print(f"fused step: {warm_up()} path available", flush=True)
     rows = []
     for dtype in args.dtypes.split(","):

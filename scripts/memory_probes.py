@@ -19,9 +19,9 @@ from pathlib import Path
 
 from hero_core.backbones.loading import load_backbone
 from hero_core.method.model import HeroModel, fresh_router, load_checkpoint
-from hero_core.words.ratio_text import ratio_text
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
+from hero_core.words.ratio_text import ratio_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,9 @@ def main() -> int:
         return report()
     import torch
 
-    torch.set_num_threads(args.threads)
+    from hero_core.backbones.threads import set_threads
+
+    set_threads(args.threads)
     backbone = load_backbone(device="auto")
     hero = HeroModel(backbone, fresh_router(backbone), "training")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -113,10 +115,10 @@ def report() -> int:
              "`python scripts/memory_probes.py --only NAME ... --steps N` (two lanes side by side, one thread each). "
              "Each probe trains a fresh hero router with hero-10-s1's recipe (10 % budget over the batch, lr 1e-4, "
              "the same cached training blocks in the same order) and changes one lever against `baseline`. Scored on "
-             "held-out text (the eval split of hero_core.data.texts) at tau = 0.5: perplexity ratio routed / dense with "
-             "a 95 % bootstrap interval over texts. Read entropy: mean normalised entropy of the memory-attention rows "
-             "with two or more entries (1 = uniform). Flips: share of (token, block) decisions that change when the "
-             "read is replaced by the uniform average of the same values. rho moved: max |rho_j - rho_init|.", "",
+             "held-out text (the eval split of hero_core.data.texts) at tau = 0.5: perplexity ratio routed / dense "
+             "with a 95 % bootstrap interval over texts. Read entropy: mean normalised entropy of the memory-attention "
+             "rows with two or more entries (1 = uniform). Flips: share of (token, block) decisions that change when "
+             "the read is replaced by the uniform average of the same values. rho moved: max |rho_j - rho_init|.", "",
              "| probe | changes | steps | param skip chat / code / reasoning % | ppl ratio chat | ppl ratio code | "
              "ppl ratio reasoning | top-1 % (mean) | read entropy (held-out, mean) | flips with uniform read % | "
              "ppl ratio with uniform read (chat / code / reasoning) | rho moved |",

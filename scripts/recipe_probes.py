@@ -18,9 +18,9 @@ from pathlib import Path
 
 from hero_core.backbones.loading import load_backbone
 from hero_core.method.model import HeroModel, fresh_router, load_checkpoint
-from hero_core.words.ratio_text import ratio_text
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
+from hero_core.words.ratio_text import ratio_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,9 @@ def main() -> int:
         return at_init(args.limit)
     import torch
 
-    torch.set_num_threads(args.threads)
+    from hero_core.backbones.threads import set_threads
+
+    set_threads(args.threads)
     backbone = load_backbone(device="auto")
     hero = HeroModel(backbone, fresh_router(backbone), "training")
     OUT.mkdir(parents=True, exist_ok=True)

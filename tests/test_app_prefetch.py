@@ -1,9 +1,8 @@
 """A τ step finds its trace already computed: the pages that route the sidebar's run have the run one slider step
-either side traced in the background once they are drawn (components.prefetch)."""
+either side traced in the background once they are drawn (components.prefetch, a job of components.background)."""
 
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,15 @@ sys.path.insert(0, str(APP))
 
 from apptest_helpers import assert_clean, starter  # noqa: E402
 from components import sidebar_keys as keys  # noqa: E402
-from components.prefetch import prefetcher_of, tau_neighbours  # noqa: E402
+from components.background import BACKGROUND  # noqa: E402
+from components.prefetch import tau_neighbours  # noqa: E402
 from components.runtime import RunSpec  # noqa: E402
 
-PREFETCH_THREAD = "hero-lens-prefetch"
+PREFETCH_THREAD = "hero-lens-background"
 
 
 def wait_until_idle(at) -> None:
-    prefetcher = prefetcher_of(at.session_state["sb_settings"].model.canonical())
-    deadline = time.monotonic() + 120
-    while not prefetcher.idle():
-        assert time.monotonic() < deadline, "the prefetch did not finish"
-        time.sleep(0.05)
+    assert BACKGROUND.wait_idle(120), "the prefetch did not finish"
 
 
 def page_passes(monkeypatch) -> list[str]:
@@ -70,8 +66,9 @@ def test_a_tau_step_routes_nothing_on_the_page_but_a_jump_does(monkeypatch, page
 
 def test_nothing_is_prefetched_when_the_suite_turns_background_work_off(monkeypatch):
     monkeypatch.setenv("HERO_LENS_WARMUP", "0")
-    passes = page_passes(monkeypatch)
+    assert BACKGROUND.wait_idle(120)
+    submitted = []
+    monkeypatch.setattr(BACKGROUND, "submit", lambda *a, **k: submitted.append(k.get("name")))
     at = starter(monkeypatch, 180)()
-    time.sleep(0.5)
-    assert at.session_state["sb_settings"].tau
-    assert PREFETCH_THREAD not in passes
+    assert at.session_state["sb_settings"].tau == 0.5  # the page routed its run (and would have asked for its steps)
+    assert submitted == []  # a job is queued while the page runs, so an absence here is final

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import hero_core.method.model as model_module
+from hero_core.backbones import threads as thread_policy
 from hero_core.method.side_by_side import each_side_by_side, passes_at_once, side_by_side, spare_core
 
 PROMPT = "Two passes over the same tokens: one routed, one dense."
@@ -17,6 +18,7 @@ def test_quality_is_the_same_with_the_passes_together_or_in_turn(tiny, monkeypat
     monkeypatch.setattr(model_module, "spare_core", lambda device: False)
     reference = tiny.trace(PROMPT, quality=True)
     monkeypatch.setattr(model_module, "spare_core", lambda device: together)
+    monkeypatch.setattr(thread_policy, "usable_cores", lambda: 2 * torch.get_num_threads())  # a core for the second
     trace, dense_threads = traced_afresh(tiny, together, monkeypatch)
     assert tiny.backbone.dense_reference.computed == 1  # the dense pass ran, not read from the reference's cache
     assert (dense_threads[0] is not threading.current_thread()) == together, dense_threads  # on a thread of its own
@@ -77,12 +79,12 @@ def test_both_passes_run_without_grad_and_an_error_in_the_second_is_raised():
 
 def test_a_spare_core_needs_a_cpu_half_free_and_no_autocast(monkeypatch):
     cpu = torch.device("cpu")
-    monkeypatch.setattr("os.cpu_count", lambda: 2 * torch.get_num_threads())
+    monkeypatch.setattr(thread_policy, "usable_cores", lambda: 2 * torch.get_num_threads())
     assert spare_core(cpu)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert not spare_core(cpu)
     assert not spare_core(torch.device("meta"))
-    monkeypatch.setattr("os.cpu_count", lambda: 2 * torch.get_num_threads() - 1)
+    monkeypatch.setattr(thread_policy, "usable_cores", lambda: 2 * torch.get_num_threads() - 1)
     assert not spare_core(cpu)
 
 
@@ -109,17 +111,19 @@ def test_token_quality_equals_the_separate_measures():
 
 def test_passes_at_once_are_the_cores_over_the_threads(monkeypatch):
     cpu = torch.device("cpu")
-    monkeypatch.setattr("os.cpu_count", lambda: 3 * torch.get_num_threads())
+    monkeypatch.setattr(thread_policy, "usable_cores", lambda: 3 * torch.get_num_threads())
     assert passes_at_once(cpu) == 3
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert passes_at_once(cpu) == 1
-    monkeypatch.setattr("os.cpu_count", lambda: None)
+    monkeypatch.setattr(thread_policy, "usable_cores", lambda: 1)
     assert passes_at_once(cpu) == 1
 
 
 @pytest.mark.parametrize("at_once", [1, 2, 3])
-def test_each_side_by_side_keeps_the_order_runs_on_threads_without_grad_and_raises(at_once):
+def test_each_side_by_side_keeps_the_order_runs_on_threads_without_grad_and_raises(monkeypatch, at_once):
     import threading
+
+    monkeypatch.setattr(thread_policy, "usable_cores", lambda: 4 * torch.get_num_threads())  # the budget allows at_once
 
     threads, grads = set(), []
 
@@ -130,7 +134,7 @@ def test_each_side_by_side_keeps_the_order_runs_on_threads_without_grad_and_rais
 
     assert each_side_by_side(square, list(range(7)), at_once=at_once) == [x * x for x in range(7)]
     assert grads == [False] * 7
-    assert (threading.get_ident() in threads) == (at_once == 1)  # together: on threads of their own
+    assert len(threads) <= at_once  # this thread and at most at_once - 1 others (tests/test_threads.py: overlap)
 
     def fails(x: int) -> int:
         if x == 2:

@@ -23,14 +23,15 @@ import torch
 from hero_core import RoutingTrace, load_hero
 from hero_core.analysis.attribution import Attribution, explain
 from hero_core.backbones.pool import SHARED_BACKBONES
+from hero_core.backbones.threads import THREADS_ENV, serving_threads, set_threads
 from hero_core.measures.metrics import compare_to_dense, quality_dict
 from hero_core.method.model import HeroModel
 
+from .background import BACKGROUND, on_worker
 from .settings import DEFAULT_CHOICE, DEFAULT_TAU, ModelSpec, Settings, tiny_mode
 
 log = logging.getLogger(__name__)
 WARMUP_PROMPT = "Warm up the kernels."
-THREADS_ENV = "HERO_LENS_THREADS"
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,14 @@ def _tiny_model(precision: str, device: str) -> HeroModel:
 
 
 # Routers are ~7 MB each and share their backbone (hero_core.backbones.pool holds one per backbone, precision
-# and device), so many can stay loaded: Compare with six runs loads the backbone once.
+# and device), so many can stay loaded: Compare with six runs loads the backbone once. Every cached computation
+# here takes what a background job computed for it outside the cache's lock (components.background).
 @st.cache_resource(show_spinner=False, max_entries=24)
 def _load(spec: ModelSpec) -> HeroModel:
+    return BACKGROUND.value(_loaded, spec, admit=False)
+
+
+def _loaded(spec: ModelSpec) -> HeroModel:
     loads = SHARED_BACKBONES.loads
     if spec.tiny:
         hero = _tiny_model(spec.precision, spec.device)
@@ -100,34 +106,11 @@ def _load(spec: ModelSpec) -> HeroModel:
     return hero
 
 
-def cpu_threads() -> int:
-    """Intra-op threads for torch: ``$HERO_LENS_THREADS``, else half the CPUs (at least 1).
-
-    On a small shared machine, fewer threads than cores is much faster: with 2 threads on 2 busy cores
-    the threads wait on each other (a 130-token page measured 6 s with 2 threads, 0.7 s with 1)."""
-    raw = os.environ.get(THREADS_ENV)
-    if raw is None:
-        return max(1, (os.cpu_count() or 2) // 2)
-    try:
-        threads = int(raw)
-    except ValueError:
-        threads = 0
-    if threads < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}")
-    return threads
-
-
-@st.cache_resource(show_spinner=False)
-def _set_threads(threads: int) -> int:
-    torch.set_num_threads(threads)  # process-wide, set once per value
-    log.info("torch intra-op threads: %d", threads)
-    return threads
-
-
 def load_model(spec: ModelSpec) -> HeroModel:
     """The model for ``spec`` (cached); raises ValueError subclasses with a readable message.
 
-    The real models also fix torch's thread count (see :func:`cpu_threads`); the tiny test model leaves
+    The real models also fix torch's thread count (hero_core.backbones.threads.serving_threads); the tiny test
+    model leaves
     it alone unless ``$HERO_LENS_THREADS`` is set, so headless tests do not change their process."""
     _threads_for(spec)
     with st.spinner(f"Loading {spec.describe()} …"):
@@ -139,23 +122,27 @@ def load_default_model() -> HeroModel:
     starts), with the threads a page would set."""
     spec = ModelSpec(tiny=tiny_mode())
     _threads_for(spec)
-    return _load(spec.canonical())
+    return cached_model(spec)
 
 
 def _threads_for(spec: ModelSpec) -> None:
     """Torch's threads for a load of ``spec`` (see :func:`load_model`)."""
     if not spec.tiny or THREADS_ENV in os.environ:
-        _set_threads(cpu_threads())
+        set_threads(serving_threads())
 
 
 def cached_model(spec: ModelSpec) -> HeroModel:
-    """The cached model for ``spec``, loaded without a spinner (callable off a page, e.g. by the warm-up)."""
-    return _load(spec.canonical())
+    """The cached model for ``spec``, loaded without a spinner (callable off a page, e.g. by a background job)."""
+    return _cached_call(spec, "", False, _load, spec.canonical())
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _trace_dict(settings: Settings, prompt: str, chat_template: bool) -> dict:
-    hero = _load(settings.model)
+    return BACKGROUND.value(_traced, settings, prompt, chat_template)
+
+
+def _traced(settings: Settings, prompt: str, chat_template: bool) -> dict:
+    hero = cached_model(settings.model)
     # quality=True: the dense model runs on the same tokens, so every route is shown with what it cost
     return hero.trace(prompt, variant=settings.variant, tau=settings.tau, chat_template=chat_template,
                       max_tokens=settings.max_tokens, quality=settings.variant != "dense").to_dict()
@@ -164,7 +151,11 @@ def _trace_dict(settings: Settings, prompt: str, chat_template: bool) -> dict:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _equal_compute_tau(settings: Settings, prompt: str, chat_template: bool, param_skip: float) -> float:
     """(The search sets its own tau: the caller passes :func:`_tau_free` settings.)"""
-    hero = _load(settings.model)
+    return BACKGROUND.value(_tau_searched, settings, prompt, chat_template, param_skip)
+
+
+def _tau_searched(settings: Settings, prompt: str, chat_template: bool, param_skip: float) -> float:
+    hero = cached_model(settings.model)
     enc = hero.encode([prompt], chat_template=chat_template, max_tokens=settings.max_tokens)
     return hero.tau_for_param_skip(enc.input_ids, enc.attention_mask, settings.variant, param_skip)[0]
 
@@ -184,7 +175,15 @@ def _tau_free(settings: Settings) -> Settings:
 
 def _cached_call(model: ModelSpec, message: str, page: bool, call, *args):
     """``call(*args)`` (a cached computation): on a page after loading ``model`` under its spinner and with
-    ``message``'s spinner; off a page (the warm-up thread) plainly."""
+    ``message``'s spinner; off a page plainly; on a background job computed first outside the cache's lock, then
+    handed to the cache (a visitor asking for the same key meanwhile never waits for the job)."""
+    if on_worker() is not None:
+        compute = _BEHIND[call]
+        BACKGROUND.prepare(compute, *args)
+        try:
+            return call(*args)
+        finally:
+            BACKGROUND.stored(compute, *args)
     if not page:
         return call(*args)
     load_model(model)
@@ -199,7 +198,11 @@ def get_trace(run: RunSpec, *, page: bool = True) -> RoutingTrace:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _sweep_dicts(settings: Settings, prompt: str, chat_template: bool, taus: tuple[float, ...]) -> list[dict]:
-    hero = _load(settings.model)
+    return BACKGROUND.value(_swept, settings, prompt, chat_template, taus)
+
+
+def _swept(settings: Settings, prompt: str, chat_template: bool, taus: tuple[float, ...]) -> list[dict]:
+    hero = cached_model(settings.model)
     return [t.to_dict() for t in hero.traces_at_taus(prompt, taus, settings.variant, chat_template=chat_template,
                                                      max_tokens=settings.max_tokens,
                                                      quality=settings.variant != "dense")]
@@ -211,6 +214,10 @@ def get_sweep(run: RunSpec, taus: tuple[float, ...], *, page: bool = True) -> li
     dicts = _cached_call(run.model, "Sweeping τ …", page, _sweep_dicts, _tau_free(run.settings), run.prompt,
                          run.chat_template, tuple(taus))
     return [RoutingTrace.from_dict(d) for d in dicts]
+
+
+# the computation behind each cached function that a background job may fill
+_BEHIND = {_load: _loaded, _trace_dict: _traced, _equal_compute_tau: _tau_searched, _sweep_dicts: _swept}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from hero_core.backbones.threads import set_threads
 from hero_core.bench.sections import PROBE_MARKER
 from hero_core.bench.timing import proc_lines, start_timer
 
@@ -54,7 +55,7 @@ def memory_probe(backbone: str | None, quantization: str | None, batch: int, len
 
     Everything loading needs is imported first (the model class, bitsandbytes), and the peak mark is
     reset, so the deltas are the backbone's weights and the forward's activations, not import costs."""
-    torch.set_num_threads(threads)
+    set_threads(threads)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     from hero_core.backbones.loading import embedded_model_dir, load_backbone

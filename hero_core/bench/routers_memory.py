@@ -32,12 +32,11 @@ def _rss_bytes() -> int:
 
 def measure(way: str, checkpoints: tuple[str, ...]) -> dict:
     """In this (fresh) process: load ``checkpoints`` the given way, trace the prompt with each, report memory."""
-    import torch
-
     from hero_core.backbones.pool import SHARED_BACKBONES
+    from hero_core.backbones.threads import set_threads
     from hero_core.method.model import load_hero, load_routers
 
-    torch.set_num_threads(1)
+    set_threads(1)
     before = _rss_bytes()
     if way == "one":
         heroes = load_routers(checkpoints[:1], device="cpu")

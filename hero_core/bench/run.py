@@ -52,11 +52,26 @@ from typing import Any
 
 import torch
 
-from hero_core.method.inject import prefill_decides_in_bf16
-from hero_core.bench.inputs import DEFAULT_BENCH_CHECKPOINTS, BenchConfig, batch_of, load_routed_configs, parse_shape, token_pool
-from hero_core.bench.sections import bench_decode, bench_memory, bench_overhead, bench_prefill, bench_recording, bench_training
+from hero_core.backbones.threads import threads_for_a_while
+from hero_core.bench.inputs import (
+    DEFAULT_BENCH_CHECKPOINTS,
+    BenchConfig,
+    batch_of,
+    load_routed_configs,
+    parse_shape,
+    token_pool,
+)
+from hero_core.bench.sections import (
+    bench_decode,
+    bench_memory,
+    bench_overhead,
+    bench_prefill,
+    bench_recording,
+    bench_training,
+)
 from hero_core.bench.targets import SCHEMA, evaluate_targets
 from hero_core.bench.timing import available_cores, load_average, machine_info, resolve_threads
+from hero_core.method.inject import prefill_decides_in_bf16
 
 PRECISION_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16"}
 
@@ -138,12 +153,8 @@ def run_benchmark(cfg: BenchConfig, hero=None, *, backbone: str | None = None, q
     SmolLM2-135M) is loaded in each precision with a fresh router."""
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     threads = resolve_threads(cfg.threads)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with threads_for_a_while(threads):
         return _run(cfg, hero, threads, backbone=backbone, quantization=quantization, device=device, say=say)
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 def _run(cfg: BenchConfig, given_hero, threads: int, *, backbone, quantization, device, say) -> dict[str, Any]:

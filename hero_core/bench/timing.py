@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from hero_core.backbones.threads import usable_cores
+
 
 # -- statistics --------------------------------------------------------------------------------------
 def stats(values: list[float]) -> dict[str, Any]:
@@ -68,10 +70,8 @@ def _version(package: str) -> str | None:
 
 
 def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """The cores this process can use: affinity mask and cgroup quota (hero_core.backbones.threads)."""
+    return usable_cores()
 
 
 def load_average() -> list[float] | None:

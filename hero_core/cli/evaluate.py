@@ -20,13 +20,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from hero_core.method.config import INFERENCE_VARIANTS
+from hero_core.backbones.threads import set_threads
 from hero_core.eval.benchmarks import bigbench, humaneval
 from hero_core.eval.suites import registry
 from hero_core.eval.suites.harness import run_lm_eval
 from hero_core.eval.suites.runner import evaluate, select_bigbench_tasks
+from hero_core.method.config import INFERENCE_VARIANTS
 
 DESCRIPTION = ("Evaluation: BIG-bench multiple choice with Retain, HumanEval, generated reasoning, per-domain quality; "
                "--answers: the share of dense's correct chat answers each checkpoint keeps.")
@@ -102,7 +101,7 @@ def run_cli(args) -> int:
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
     if args.fetch_bigbench:
         paths = bigbench.ensure_tasks(bigbench.all_candidates())
         print(f"BIG-bench {bigbench.BIGBENCH_VERSION}: {len(paths)} candidate tasks under {bigbench.tasks_dir()}")
@@ -288,9 +287,9 @@ def _print_answers(report: dict) -> None:
 def _references(first, matched: dict, *, random: bool, oracle: bool) -> list[tuple[Any, dict[str, Any]]]:
     """``--random`` / ``--oracle``: the reference policies at the first checkpoint's param skip on calibration
     text (the skip its twin was matched to, when --twins measured it), each with what the report says of it."""
-    from hero_core.method.tau_search import realised_skip
     from hero_core.eval.answers.references import oracle_reference, random_reference
     from hero_core.eval.calibration import calibration_blocks
+    from hero_core.method.tau_search import realised_skip
 
     if not (random or oracle):
         return []
@@ -322,10 +321,10 @@ class _Twin:
 def _matched_twins(hero, models: list, args) -> dict[str, _Twin]:
     """``--twins``: each checkpoint's local twin at matched param skip on calibration text (loaded onto the same
     backbone when it is not among ``models``). Refused with --tau: the match is to each checkpoint's own tau."""
-    from hero_core.method.checkpoint import bundled_names
     from hero_core.eval import twins
     from hero_core.eval.calibration import calibration_blocks
     from hero_core.eval.sweep.run import with_checkpoint
+    from hero_core.method.checkpoint import bundled_names
 
     if args.tau is not None:
         raise ValueError("--twins matches each twin to its checkpoint's own tau; leave out --tau")

@@ -6,27 +6,28 @@ the second core sits idle while the passes run one after the other; running the 
 thread (torch releases the GIL inside its operators) takes the two passes in about the time of one and a half
 (bf16, 130 tokens, 1 thread each: 0.37 s against 0.63 s). Compare's runs after its first (each one's tau search
 and trace) are independent the same way: :func:`each_side_by_side` spreads them over the cores.
+
+The extra threads come from one process-wide budget (``hero_core.backbones.threads.PASSES``, sized to the usable
+cores: affinity and cgroup quota, not the machine's count): Compare's runs side by side, each one's trace asking
+for a second thread of its own, still run at most as many passes as there are cores. Each thread runs in a copy
+of its caller's context (context variables, e.g. ``one_pass_at_a_time``, reach it).
 """
 
 from __future__ import annotations
 
-import os
+import contextvars
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
 
+from hero_core.backbones.threads import PASSES, passes_at_once
+
 A = TypeVar("A")
 B = TypeVar("B")
-
-
-def passes_at_once(device: torch.device) -> int:
-    """How many passes can run at once without oversubscribing the CPU: the cores over torch's intra-op threads on a
-    CPU device outside an autocast region (a new thread would not inherit it); 1 elsewhere."""
-    if device.type != "cpu" or torch.is_autocast_enabled("cpu"):
-        return 1
-    return max(1, (os.cpu_count() or 1) // torch.get_num_threads())
+__all__ = ["each_side_by_side", "passes_at_once", "side_by_side", "spare_core"]
+CPU = torch.device("cpu")
 
 
 def spare_core(device: torch.device) -> bool:
@@ -34,23 +35,79 @@ def spare_core(device: torch.device) -> bool:
     return passes_at_once(device) >= 2
 
 
-def side_by_side(first: Callable[[], A], second: Callable[[], B], *, together: bool) -> tuple[A, B]:
+def side_by_side(first: Callable[[], A], second: Callable[[], B], *, together: bool,
+                 device: torch.device = CPU) -> tuple[A, B]:
     """``(first(), second())``, both under ``torch.no_grad``; with ``together`` the second runs on its own thread
-    meanwhile (grad mode is per thread, so it is set there too). An exception in either is raised here."""
-    if not together:
-        return _without_grad(first), _without_grad(second)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hero-lens-second-pass") as pool:
-        pending = pool.submit(_without_grad, second)
-        return _without_grad(first), pending.result()
+    meanwhile where the budget has a core free (grad mode is per thread, so it is set there too). An exception in
+    either is raised here."""
+    with PASSES.extra(1 if together else 0, device) as extra:
+        if not extra:
+            return _without_grad(first), _without_grad(second)
+        box = _Box(second)
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(box.run,),
+                                  name="hero-second-pass", daemon=True)
+        thread.start()
+        try:
+            head = _without_grad(first)
+        finally:
+            thread.join()
+        return head, box.result()
 
 
-def each_side_by_side(fn: Callable[[A], B], items: Sequence[A], *, at_once: int) -> list[B]:
-    """``[fn(x) for x in items]`` in order, up to ``at_once`` of them running together on threads of their own
-    (each under ``torch.no_grad``). An exception in any is raised here."""
-    if at_once <= 1 or len(items) <= 1:
-        return [_without_grad(lambda x=x: fn(x)) for x in items]
-    with ThreadPoolExecutor(max_workers=min(at_once, len(items)), thread_name_prefix="hero-lens-pass") as pool:
-        return list(pool.map(lambda x: _without_grad(lambda: fn(x)), items))
+def each_side_by_side(fn: Callable[[A], B], items: Sequence[A], *, at_once: int,
+                      device: torch.device = CPU) -> list[B]:
+    """``[fn(x) for x in items]`` in order, up to ``at_once`` of them running together (this thread and extra
+    threads the budget grants, each under ``torch.no_grad``). An exception in any is raised here."""
+    items = list(items)
+    with PASSES.extra(min(at_once, len(items)) - 1, device) as extra:
+        if not extra:
+            return [_without_grad(lambda x=x: fn(x)) for x in items]
+        results: list = [None] * len(items)
+        errors: list[BaseException] = []
+        cursor = iter(range(len(items)))
+        lock = threading.Lock()
+
+        def work() -> None:
+            while not errors:
+                with lock:
+                    i = next(cursor, None)
+                if i is None:
+                    return
+                try:
+                    results[i] = _without_grad(lambda i=i: fn(items[i]))
+                except BaseException as err:  # noqa: BLE001 - raised on the caller's thread below
+                    errors.append(err)
+
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(work,), name="hero-pass",
+                                    daemon=True) for _ in range(extra)]
+        for thread in threads:
+            thread.start()
+        try:
+            work()
+        finally:
+            for thread in threads:
+                thread.join()
+        if errors:
+            raise errors[0]
+        return results
+
+
+class _Box:
+    """A call's result or exception, run on another thread."""
+
+    def __init__(self, fn: Callable[[], B]) -> None:
+        self.fn, self.value, self.error = fn, None, None
+
+    def run(self) -> None:
+        try:
+            self.value = _without_grad(self.fn)
+        except BaseException as err:  # noqa: BLE001 - raised by result()
+            self.error = err
+
+    def result(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 def _without_grad(fn: Callable[[], B]) -> B:

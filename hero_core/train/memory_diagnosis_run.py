@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.files import say_wrote
 from hero_core.data.results_json import command_line, measured_or_saved
+from hero_core.files import say_wrote
 from hero_core.train.memory_diagnosis_page import render
 
 # This module measures and is the command line (its docstring is --help); the page is memory_diagnosis_page.
@@ -30,15 +30,14 @@ DOMAINS = ("chat", "code", "reasoning")
 RANDOM_SCALES = (1.0, 3.0, 10.0)  # std of the random q, k entries of the by-construction reference
 RANDOM_ROWS = 300
 def measure(args: argparse.Namespace, command: str) -> dict:
-    import torch
-
+    from hero_core.backbones.threads import set_threads
     from hero_core.data.texts import domain_texts
     from hero_core.method.model import load_routers
     from hero_core.train.memory_diagnosis import diagnose, random_elu1_read
     from hero_core.train.recipes import RUNS  # the recipe: the learning rate of stages that are not bundled
 
     if args.threads:
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
     started = time.perf_counter()
     # every checkpoint checked against one backbone from the shared pool, loaded once
     models = dict(zip(args.checkpoints, load_routers(args.checkpoints, device=args.device), strict=True))

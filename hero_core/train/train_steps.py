@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from hero_core.method import checkpoint as ckpt
+from hero_core.backbones.precision import resolve_dtype
+from hero_core.backbones.threads import set_threads
 from hero_core.files import atomic_write, atomic_write_text
+from hero_core.method import checkpoint as ckpt
 from hero_core.method.inject import wrapped_layers
 from hero_core.method.model import HeroModel, fresh_router, load_checkpoint
-from hero_core.backbones.precision import resolve_dtype
 from hero_core.train.train_data import adapter_cache_path, loss_weights, teacher_dtype, teacher_targets, training_set
 from hero_core.train.train_memory import param_groups
 
@@ -132,7 +133,7 @@ class TrainingRun:
 def set_threads_and_seeds(cfg: TrainConfig) -> None:
     """Before anything draws from the RNGs: the same seed gives the same router, warm start and run."""
     if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
 
@@ -165,7 +166,8 @@ def _start_from_checkpoint(cfg: TrainConfig, hero: HeroModel, router: HeroRouter
                          f"this run asks for {cfg.branch_scaling!r}: start fresh or match it")
     start_widths = (start_from.config.head_hidden, start_from.config.d_encoder)
     if start_widths != (router.config.head_hidden, router.config.d_encoder):
-        raise ValueError(f"{cfg.init_from} has router widths head_hidden={start_widths[0]}, d_encoder={start_widths[1]}; "
+        raise ValueError(f"{cfg.init_from} has router widths head_hidden={start_widths[0]}, "
+                         f"d_encoder={start_widths[1]}; "
                          f"this run asks for {router.config.head_hidden}, {router.config.d_encoder}: set head_hidden "
                          "and d_encoder to the start checkpoint's")
     router.load_state_dict({k: v.float() for k, v in start_from.router.state_dict().items()})

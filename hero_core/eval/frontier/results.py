@@ -21,8 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hero_core.files import say_wrote
-from hero_core.method.model import DEFAULT_CHECKPOINT
+from hero_core.backbones.threads import set_threads
 from hero_core.eval.frontier.results_sections import (
     DOMAINS,
     MAX_TOKENS,
@@ -31,6 +30,8 @@ from hero_core.eval.frontier.results_sections import (
     memory_entropy,
     read_matters,
 )
+from hero_core.files import say_wrote
+from hero_core.method.model import DEFAULT_CHECKPOINT
 
 # This module is scripts/make_frontier.py's command line (its docstring is --help): the frontier in one process
 # per domain (each runs this module with --part), merged, then the sections beside it (results_sections).
@@ -57,8 +58,8 @@ READ_TEXTS = 20  # held-out texts per domain for the read-matters ablation
 
 
 def load_models(names):
-    from hero_core.method import checkpoint as ckpt
     from hero_core.backbones.loading import load_backbone
+    from hero_core.method import checkpoint as ckpt
     from hero_core.method.model import load_checkpoints
 
     bundled = ckpt.bundled_names()
@@ -75,7 +76,7 @@ def frontier_part(domain: str, limit: int, out: Path, only: list[str] | None = N
 
     from hero_core.eval.frontier.curves import frontier
 
-    torch.set_num_threads(1)
+    set_threads(1)
     models = load_models(only or [*CURVES, *ABLATIONS, *STAGE_ONE])
     def taus_of(name: str) -> tuple[float, ...]:
         if name in CURVES:
@@ -139,7 +140,7 @@ def add_read_matters(names: list[str], out: Path) -> int:
     """The read-matters ablation of checkpoints already in ``out`` (their frontier stays as it is)."""
     import torch
 
-    torch.set_num_threads(1)
+    set_threads(1)
     with torch.no_grad():
         measured = read_matters(load_models(names), limit=READ_TEXTS)
     return merge_measure(out, "read_matters", measured)
@@ -149,7 +150,7 @@ def add_bf16_check(limit: int, out: Path) -> int:
     """Only the bf16 check (the default checkpoint on a bf16 backbone against fp32), merged into ``out``."""
     import torch
 
-    torch.set_num_threads(1)
+    set_threads(1)
     with torch.no_grad():
         measured = bf16_check(load_models([DEFAULT_CHECKPOINT]), limit=limit // 2)
     return merge_measure(out, "bf16", measured)
@@ -162,7 +163,7 @@ def add_baselines(limit: int, out: Path) -> int:
 
     from hero_core.eval.frontier.curves import frontier
 
-    torch.set_num_threads(1)
+    set_threads(1)
     models = load_models([CURVES[0]])
     with torch.no_grad():
         part = frontier(models, static=True, expert=True, taus={CURVES[0]: ()}, limit=limit, max_tokens=MAX_TOKENS,
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"frontier": run_parts(args.limit, args.jobs, None)}
     import torch
 
-    torch.set_num_threads(max(1, args.jobs))
+    set_threads(max(1, args.jobs))
     models = load_models([*CURVES, *ABLATIONS, *STAGE_ONE])
     with torch.no_grad():
         result["generations"] = generations(models, args.generation_prompts, STAGE_ONE)

@@ -75,9 +75,9 @@ def train_missing(spec: StudySpec, jobs: list[RunJob], train_run: Callable[[dict
 
 
 def _one_thread() -> None:
-    import torch
+    from hero_core.backbones.threads import set_threads
 
-    torch.set_num_threads(1)
+    set_threads(1)
 
 
 def _train_named(item: tuple[Callable[[dict], None], dict]) -> str:

@@ -167,12 +167,11 @@ def measure_step_seconds(hero, spec: StudySpec, repeats: int = 3) -> float:
     import torch
 
     from hero_core.backbones.precision import resolve_dtype
+    from hero_core.backbones.threads import threads_for_a_while
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    # training's own precision: bf16 autocast where a probe shows it faster (TrainConfig.dtype "auto")
-    bf16 = resolve_dtype("auto", hero.device) == torch.bfloat16
-    try:
+    with threads_for_a_while(1):
+        # training's own precision: bf16 autocast where a probe shows it faster (TrainConfig.dtype "auto")
+        bf16 = resolve_dtype("auto", hero.device) == torch.bfloat16
         vocab = hero.model.config.vocab_size
         ids = torch.randint(0, vocab, (spec.batch_size, spec.seq_len), generator=torch.Generator().manual_seed(0))
         times = []
@@ -185,8 +184,6 @@ def measure_step_seconds(hero, spec: StudySpec, repeats: int = 3) -> float:
             hero.router.zero_grad(set_to_none=True)
             times.append(time.perf_counter() - start)
         return float(sorted(times[1:])[len(times[1:]) // 2])
-    finally:
-        torch.set_num_threads(threads)
 
 
 def plan(spec: StudySpec, jobs: list[RunJob], finished: set[str], step_seconds: float | None,
