@@ -1,5 +1,7 @@
 """The frontier against FLOPs saved net: a point's param skip becomes what its run saves with its router charged."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,18 @@ def test_net_curves_move_each_router_and_reference_by_what_it_is_charged():
     hero_x, static_x = net["hero"]["chat"][0][0], net["static"]["chat"][0][0]
     assert static_x > hero_x  # the same skip saves more without a router to pay
     assert net["hero"]["chat"][0][1:] == [1.1, 1.0, 1.2] and net["static"]["adapters_of"] == "hero"
+
+
+def test_the_bundled_runs_are_charged_what_their_loaded_models_are():
+    from hero_core.eval.frontier import measured
+    from hero_core.eval.frontier.net_axis import run_profiles
+    from hero_core.method.model import load_hero
+
+    hero = load_hero("hero-10-r4", shared=True)
+    curves = measured.load()["frontier"]
+    profiles = run_profiles(curves, base=hero.profile)
+    assert profiles["hero-10-r4"] == (hero.profile, hero.config.n_routed)
+    static, _ = profiles["static"]  # a fixed policy: the adapters it borrowed, no router, no memory reads
+    assert static.router_params == 0 and static.d_memory == 0 and static.adapter_params == hero.profile.adapter_params
+    other_backbone = replace(hero.profile, total_params=hero.profile.total_params + 1)
+    assert run_profiles(curves, base=other_backbone) == {}  # never charged a backbone it was not measured on

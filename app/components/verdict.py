@@ -11,15 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hero_core.words.ratio_text import ratio_text
-from hero_core.words.reference_labels import REFERENCE_LABELS, REFERENCE_NOTES
 from hero_core.eval.frontier import measured as measured_results
+from hero_core.eval.frontier.net_axis import net_curves, run_profiles
 from hero_core.eval.study.bundled import load_shipped as load_seeds
 from hero_core.eval.twins import bundled_control_caveat, counterpart, counterparts
+from hero_core.measures.accounting import ComputeProfile, net_saving_for_param_skip
 from hero_core.viz.frontier_figure import frontier_chart
+from hero_core.words.ratio_text import ratio_text
+from hero_core.words.reference_labels import REFERENCE_LABELS, REFERENCE_NOTES
 
 from .charts import show_chart
 
@@ -120,6 +123,24 @@ def render_seeds_answer(where) -> None:
                        "**Does history help on this backbone?** ", ""))
 
 
+def _frontier_figure(curves: dict, domains: list[str], mark: dict[str, float], router: str,
+                     base: ComputeProfile | None) -> None:
+    """The frontier at param skip (the paper's axis), or against FLOPs saved net where every run's cost is known: a
+    router then pays its router and adapters, a fixed reference its adapters only."""
+    profiles = _net_profiles(tuple((n, c.get("adapters_of")) for n, c in curves.items()), base) if base else {}
+    axes = ["param skip (paper)", NET_AXIS] if router in profiles else ["param skip (paper)"]
+    axis = st.radio("x axis", axes, horizontal=True, key="baselines_axis",
+                    help="FLOPs saved net charges each run what it computes besides the FFNs it keeps: the router "
+                         "at every routed block and the adapters of the FFNs it skips.") if len(axes) > 1 else axes[0]
+    if axis == NET_AXIS:
+        profile, n_routed = profiles[router]
+        positions = np.arange(MEASURED_TOKENS)
+        mark = {d: net_saving_for_param_skip(skip, profile, n_routed, positions) for d, skip in mark.items()}
+        curves = net_curves(curves, domains, MEASURED_TOKENS, profiles)
+    show_chart(st, frontier_chart(curves, domains, mark=mark, axis="net" if axis == NET_AXIS else "param"),
+               key="baselines_frontier")
+
+
 def baseline_table(rows: list[dict]) -> pd.DataFrame:
     """One row per domain: the router's perplexity ratio and each reference's at the router's own param skip."""
     table: dict[str, dict] = {}
@@ -130,9 +151,20 @@ def baseline_table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(list(table.values()))
 
 
-def render_baselines(measured: dict | None) -> None:
+NET_AXIS = "FLOPs saved net"  # the frontier's second x axis: what each run saves with its router charged
+MEASURED_TOKENS = 192  # tokens per held-out text of the measured frontier (docs/results.json's max_tokens)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _net_profiles(runs: tuple[tuple[str, str | None], ...], base: ComputeProfile) -> dict:
+    """What each run of the measured frontier is charged (``runs``: name and whose adapters it borrowed)."""
+    return run_profiles({name: {"adapters_of": adapters} for name, adapters in runs}, base)
+
+
+def render_baselines(measured: dict | None, base: ComputeProfile | None = None) -> None:
     """The held-out frontier of the default router among the fixed references (static pruning, random, MoD top-k,
-    oracle), at matched param skip, with what each reference is and why two of them are not deployable."""
+    oracle), at matched param skip, with what each reference is and why two of them are not deployable; with
+    ``base`` (the loaded model's compute profile) the same frontier can be read against FLOPs saved net."""
     st.subheader("On held-out text: the trained router against fixed baselines")
     rows = (measured or {}).get("baselines") or []
     st.markdown(measured_results.baseline_words(measured))
@@ -141,8 +173,7 @@ def render_baselines(measured: dict | None) -> None:
     curves = measured.get("frontier") or {}
     domains = list(dict.fromkeys(r["domain"] for r in rows))
     if curves:
-        mark = {r["domain"]: r["param_skip"] for r in rows}
-        show_chart(st, frontier_chart(curves, domains, mark=mark), key="baselines_frontier")
+        _frontier_figure(curves, domains, {r["domain"]: r["param_skip"] for r in rows}, rows[0]["router"], base)
     st.dataframe(baseline_table(rows), hide_index=True, key="baselines_table")
     adapters = sorted({r["adapters_of"] for r in rows if r.get("adapters_of")})
     st.caption(f"Perplexity ratio to the dense model with its 95 % bootstrap interval, on "

@@ -81,7 +81,7 @@ show_chart(st, figures["threshold sweep"], key=f"{P}_sweep")
 st.markdown(f"At τ = {tau:g}: **{at_tau.summary()['ffn_executed_per_token']:.1f}** FFNs per token. "
             f"{tau_sweep_words(TAU_GRID, ffn_swept, base.n_routed, ratio_swept)} Training (with a penalty on FFN "
             "use) moves the gates so that the skipped FFNs are the ones that matter least.")
-render_baselines(measured)
+render_baselines(measured, hero.profile)
 
 st.header("3 · The depth memory fills up")
 st.markdown("HeRo's history head reads a **memory over depth**. At every routed block the token writes a key and a "

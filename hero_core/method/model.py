@@ -6,7 +6,7 @@ import copy
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -61,12 +61,19 @@ def compute_profile(model: nn.Module, router: HeroRouter, variant: str | None = 
     is charged only what that variant computes (HeroRouter.parameter_counts)."""
     cfg = model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    backbone = ComputeProfile(total_params=count_parameters(model), ffn_params=ffn_parameter_count(model),
+                              adapter_params=0, router_params=0, linear_params=matmul_parameter_count(model),
+                              n_layers=cfg.num_hidden_layers, attention_width=cfg.num_attention_heads * head_dim,
+                              d_memory=0)
+    return with_router_costs(backbone, router, variant)
+
+
+def with_router_costs(profile: ComputeProfile, router: HeroRouter, variant: str | None = None) -> ComputeProfile:
+    """``profile`` (any run's on the same backbone: what the backbone costs is the same for all) with ``router``'s
+    costs in place of its own: its adapters, and what ``variant`` computes of it (HeroRouter.parameter_counts)."""
     counts = router.parameter_counts(variant)
-    return ComputeProfile(total_params=count_parameters(model), ffn_params=ffn_parameter_count(model),
-                          adapter_params=counts["adapter_per_block"], router_params=counts["router_per_block"],
-                          linear_params=matmul_parameter_count(model), n_layers=cfg.num_hidden_layers,
-                          attention_width=cfg.num_attention_heads * head_dim,
-                          d_memory=router.config.d_memory if counts["reads_memory"] else 0)
+    return replace(profile, adapter_params=counts["adapter_per_block"], router_params=counts["router_per_block"],
+                   d_memory=router.config.d_memory if counts["reads_memory"] else 0)
 
 
 class HeroModel:

@@ -53,7 +53,8 @@ def frontier_chart(curves: dict[str, dict], domains: list[str], *, mark: dict[st
                                      axis=AXIS_WORDS[axis]), row=1, col=col)
         _panel_lines(fig, col, None if not mark else mark.get(domain), budgets, AXIS_WORDS[axis])
     if mark:
-        _open_near(fig, 2 * max(mark.values()))
+        # twice the compared skip, and at least 5 points: a run saving little (or nothing, net) still shows its trade
+        _open_near(fig, max(2 * max(mark.values()), 0.05), left=min(0.0, *mark.values()))
     elif ratio_top is not None:
         _cut_at(fig, ratio_top)
     fig.update_yaxes(type="log")  # every panel: a shared range is in log10 units, meaningless on a linear axis
@@ -93,11 +94,11 @@ def _panel_lines(fig: go.Figure, col: int, mark: float | None, budgets: Sequence
     fig.update_xaxes(title_text=f"{axis} %", row=1, col=col)
 
 
-def _open_near(fig: go.Figure, right: float) -> None:
-    """Open on the neighbourhood of the comparison, up to param skip ``right``: at high skip the ratios run to 10^4
-    and would flatten it."""
-    near = [y for trace in fig.data for x, y in zip(trace.x, trace.y, strict=True) if x <= 100 * right]
-    fig.update_xaxes(range=[0, 100 * right])
+def _open_near(fig: go.Figure, right: float, left: float = 0.0) -> None:
+    """Open on the neighbourhood of the comparison, from ``left`` (below 0 only on the net axis, where a run can cost
+    more than dense) up to ``right``: at high skip the ratios run to 10^4 and would flatten it."""
+    near = [y for trace in fig.data for x, y in zip(trace.x, trace.y, strict=True) if 100 * left <= x <= 100 * right]
+    fig.update_xaxes(range=[100 * left - (1 if left < 0 else 0), 100 * right])
     if near:
         top = min(max(near), VIEW_TOP)
         fig.update_yaxes(range=[math.log10(min(near)) - 0.03, math.log10(top) + 0.03])

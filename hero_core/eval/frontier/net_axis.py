@@ -19,23 +19,26 @@ from hero_core.measures.accounting import ComputeProfile, net_saving_for_param_s
 from hero_core.words.reference_labels import REFERENCE_LABELS
 
 
-def run_profiles(curves: dict[str, dict]) -> dict[str, tuple[ComputeProfile, int]]:
+def run_profiles(curves: dict[str, dict], base: ComputeProfile | None = None) -> dict[str, tuple[ComputeProfile, int]]:
     """Per run of ``curves`` (:func:`hero_core.eval.frontier.measured.frontier_curves`' form), the profile it is
-    charged and its routed block count: a router its own (built from its checkpoint's config on the embedded backbone;
-    weights unread), a reference none, with the adapters of the checkpoint it borrowed them from. Runs whose
-    checkpoint is not bundled here are left out."""
-    from hero_core.backbones.loading import load_backbone
+    charged and its routed block count: a router its own, built from its checkpoint's config (weights unchecked), a
+    reference none, with the adapters of the checkpoint it borrowed them from. ``base`` is any run's profile on the
+    backbone the frontier was measured on (what a backbone costs is the same for every run on it; the app passes its
+    loaded model's); without it the embedded backbone is loaded. Runs whose checkpoint is not bundled, or was trained
+    for a backbone of another size, are left out."""
     from hero_core.method import checkpoint as ckpt
-    from hero_core.method.model import compute_profile
+    from hero_core.method.model import with_router_costs
     from hero_core.method.router import HeroRouter
 
+    if base is None:
+        base = _embedded_profile()
     bundled = set(ckpt.bundled_names())
     wanted = {curves[name].get("adapters_of") if name in REFERENCE_LABELS else name for name in curves}
-    model = load_backbone(device="cpu").model
     own = {}
     for name in sorted(n for n in wanted if n in bundled):
-        config = ckpt.read_checkpoint(name).config
-        own[name] = (compute_profile(model, HeroRouter(config)), len(config.routed_layers))
+        checkpoint = ckpt.read_checkpoint(name)
+        if checkpoint.fingerprint.n_params == base.total_params:
+            own[name] = (with_router_costs(base, HeroRouter(checkpoint.config)), len(checkpoint.config.routed_layers))
     profiles = {}
     for name, curve in curves.items():
         if name in REFERENCE_LABELS and curve.get("adapters_of") in own:
@@ -44,6 +47,14 @@ def run_profiles(curves: dict[str, dict]) -> dict[str, tuple[ComputeProfile, int
         elif name in own:
             profiles[name] = own[name]
     return profiles
+
+
+def _embedded_profile() -> ComputeProfile:
+    from hero_core.backbones.loading import load_backbone
+    from hero_core.method.checkpoint import build_router, read_checkpoint
+    from hero_core.method.model import DEFAULT_CHECKPOINT, compute_profile
+
+    return compute_profile(load_backbone(device="cpu").model, build_router(read_checkpoint(DEFAULT_CHECKPOINT)))
 
 
 def net_curves(curves: dict[str, dict], domains: list[str], max_tokens: int,
