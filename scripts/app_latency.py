@@ -16,7 +16,7 @@ to the page drawn and idle, the server's own time (its reruns, timed by app/comp
 seconds of the server and of Chromium, Chromium's script / layout / style seconds, and the SVG nodes on the page.
 ``--repeats`` runs the whole sequence on a fresh server each time (every repeat is a first user); the table gives
 the median and the range. ``--profile`` also profiles every rerun of the server and keeps, per action, the functions
-that took the most time. Writes docs/app_latency.json, the table in docs/performance.md and the README's sentence.
+that took the most time. Writes docs/app_latency.json, the table in docs/performance.md and its summary sentence.
 Run it on a quiet machine: it takes about 6 minutes a repeat.
 """
 
@@ -34,16 +34,15 @@ import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
-from hero_core.reports.app_latency_report import latency_lines, latency_table, readme_words
+from hero_core.reports.app_latency_report import latency_lines, latency_table, summary_words
 from hero_core.reports.page_clock import CONTENT_JS, instrument, measure
-from hero_core.reports.readme_block import refresh_block, replace_block
+from hero_core.reports.readme_block import replace_block
 from hero_core.reports.served_app import embedded_env, served_app
 from hero_lens_tools.app_browser import ATTRIBUTE_BUTTON_JS, FIND_SKIP_MAP_JS, SKIP_MAP_JS, browser_tab
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "app_latency.json"
 PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
-README = ROOT / "README.md"
 PAGES = {"memory": "Memory view", "why": "Why this decision?", "compare": "Compare runs", "learn": "Learn",
          "dataset": "Data set", "generate": "Generate", "explorer": "Route explorer"}
 PROMPT_PAGES = ("explorer", "memory", "why", "compare")
@@ -272,7 +271,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--no-page", action="store_true", help="do not rewrite docs/performance.md's table")
     parser.add_argument("--render", action="store_true",
-                        help="measure nothing: draw the page's table and the README's sentence from --out")
+                        help="measure nothing: draw the page's table and its summary sentence from --out")
     args = parser.parse_args()
     if args.render:
         return render(json.loads(args.out.read_text()))
@@ -298,10 +297,10 @@ def main() -> int:
 
 
 def render(result: dict) -> int:
-    """docs/performance.md's table and the README's sentence, from a run's results."""
+    """docs/performance.md's table and its summary sentence, from a run's results."""
     replace_block(PERFORMANCE_PAGE, "app-latency", latency_lines(result))
     print(f"updated {PERFORMANCE_PAGE.relative_to(ROOT)}")
-    refresh_block(README, "app-latency-words", readme_words(result))
+    replace_block(PERFORMANCE_PAGE, "app-latency-words", summary_words(result))
     return 0
 
 

@@ -1,7 +1,7 @@
-"""The app-latency table and the README's sentence are drawn from the benchmark's summary, and the performance
-page's renderer keeps the table between its markers."""
+"""The app-latency table and its summary sentence are drawn from the benchmark's summary, and the performance
+page's renderer keeps the table and the sentence between their markers (the README links the page)."""
 
-from hero_core.reports.app_latency_report import latency_lines, latency_table, readme_words
+from hero_core.reports.app_latency_report import latency_lines, latency_table, summary_words
 
 
 def row(action, kind, content, idle, met=True, target=(None, None)):
@@ -31,8 +31,8 @@ def test_the_table_says_each_target_and_whether_it_was_met():
     assert latency_lines(RESULT)[0].startswith("Measured 2026-12-06 by `python scripts/app_latency.py --repeats 2`")
 
 
-def test_the_readme_sentence_reads_its_figures_from_the_summary():
-    words = readme_words(RESULT)[0]
+def test_the_summary_sentence_reads_its_figures_from_the_summary():
+    words = summary_words(RESULT)[0]
     assert "first content in 0.2–0.4 s and is idle in 1.7–3.5 s" in words
     assert "a new 200-token prompt's skip map appears in 1.8 s (the page idle in 5.0 s)" in words
     assert "first chart after 7.9 s" in words and "a reload is idle in 4.1 s" in words
@@ -50,4 +50,7 @@ def test_the_performance_page_keeps_the_table(tmp_path):
     page = render(bench, RESULT)
     start, end = page.index("<!-- app-latency:start -->"), page.index("<!-- app-latency:end -->")
     assert "| reload of Route explorer | 1.20 | 4.10 |" in page[start:end]
-    assert "Not measured yet" in render(bench, None)
+    start, end = page.index("<!-- app-latency-words:start -->"), page.index("<!-- app-latency-words:end -->")
+    assert "a new 200-token prompt's skip map appears in 1.8 s" in page[start:end]
+    assert "](experiments/app-latency/README.md)" in page[start:end]  # the page's own relative link
+    assert "Not measured yet" in render(bench, None) and "app-latency-words" not in render(bench, None)

@@ -11,11 +11,11 @@ import streamlit as st
 
 from hero_core import RoutingTrace
 from hero_core.analysis.spans import first_token_lift
+from hero_core.eval.twins import twin_name
 from hero_core.method.checkpoint import bundled_names, seed_names
 from hero_core.method.config import INFERENCE_VARIANTS
 from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 from hero_core.method.side_by_side import each_side_by_side, passes_at_once
-from hero_core.eval.twins import twin_name
 
 from .columns import PERCENT_1, number_columns
 from .runtime import RunSpec, cached_model, equal_compute_tau, get_trace, load_model
@@ -107,64 +107,83 @@ def build_runs(settings: Settings, prompt: str, chat: bool, *, prefix: str) -> l
     pairable = not settings.model.tiny and len(bundled_names()) >= 2
     preset = st.radio("Compare", PRESETS, format_func=PRESET_LABELS.get, horizontal=True, key=f"{prefix}_preset",
                       index=PRESETS.index("checkpoints" if pairable else "variants"), bind=BIND, help=PRESET_HELP)
-    runs: list[RunSpec] = []
-    if preset == "variants":
-        variants = st.multiselect("Variants", INFERENCE_VARIANTS, default=list(DEFAULT_VARIANTS),
-                                  key=f"{prefix}_variants", max_selections=MAX_RUNS, bind=BIND)
-        checkpoint, trained = _trained(settings.model)
-        runs = [_described(RunSpec.from_settings(settings, prompt, chat, variant=v, label=_variant_label(v, trained)),
-                           checkpoint, trained) for v in variants]
-        ablations = [v for v in variants if v not in (trained, "dense")]
-        if ablations:
-            many = len(ablations) > 1
-            st.caption(f"**{', '.join(ablations)}** here {'are' if many else 'is'} **inference-time "
-                       f"ablation{'s' if many else ''}** of {checkpoint} (trained as {trained}): the same trained "
-                       "router with a part switched off, not a router trained without it. The trained local router "
-                       "(local-10 …) is under **Checkpoints**.")
-    elif preset == "checkpoints":
-        if settings.model.tiny:
-            st.info("The tiny test model has a single random router: comparing checkpoints needs the real "
-                    "backbone (unset HERO_LENS_TINY).")
-            return []
-        options = comparable_checkpoints()
-        if len(options) < 2:
-            st.info("Comparing checkpoints needs at least two bundled checkpoints (hero-10, local-10, …); "
-                    f"available: {', '.join(options) or 'none yet'}. Run `make checkpoints` to train them.")
-            return []
-        chosen = st.multiselect("Checkpoints", options, default=default_checkpoints(), key=f"{prefix}_checkpoints",
-                                max_selections=MAX_RUNS, bind=BIND)
-        st.caption("Each checkpoint runs as the variant it was trained as (hero-* with history, local-* as the "
-                   "trained local router, no_history), at its own τ.")
-        for name in chosen:
-            load_model(settings.with_model(checkpoint=name).model)  # with its spinner and a readable error
-        runs = checkpoint_runs(settings, prompt, chat, chosen)
-    elif preset == "precision":
-        checkpoint, trained = _trained(settings.model)
-        for precision in PRECISIONS:
-            model = settings.with_model(precision=precision).model
-            runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model,
-                                                         label=f"{settings.variant} · {precision}"),
-                                   checkpoint, trained))
-        st.caption("Every run uses the sidebar's checkpoint and variant; quality is against the full-precision "
-                   "dense model. Gates near τ may flip under bf16 or 4-bit rounding: the margins tell.")
-    else:
-        n = st.number_input("Runs", 1, MAX_RUNS, 2, key=f"{prefix}_n_runs", bind=BIND)
-        options = custom_checkpoints(settings.model.tiny)
-        for i in range(int(n)):
-            cols = st.columns(3)
-            checkpoint = cols[0].selectbox(f"Run {i + 1} checkpoint", options, key=f"{prefix}_ckpt_{i}", bind=BIND)
-            precision = cols[1].selectbox(f"Run {i + 1} precision", list(PRECISIONS), key=f"{prefix}_prec_{i}",
-                                          bind=BIND)
-            variant = cols[2].selectbox(f"Run {i + 1} variant", INFERENCE_VARIANTS, key=f"{prefix}_var_{i}",
-                                        index=INFERENCE_VARIANTS.index(DEFAULT_VARIANTS[i % 3]), bind=BIND)
-            model = settings.with_model(checkpoint=checkpoint, precision=precision).model
-            name, trained = _trained(model)
-            suffix = "" if variant in (trained, "dense") else " (ablation)"
-            runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model, variant=variant,
-                                                         label=f"{checkpoint} · {precision} · {variant}{suffix}"),
-                                   name, trained))
+    chooser = {"variants": _variant_runs, "checkpoints": _chosen_checkpoint_runs,
+               "precision": _precision_runs}.get(preset, _custom_runs)
+    runs = chooser(settings, prompt, chat, prefix)
     labels = _unique([r.label for r in runs])
     return [replace(r, label=label) for r, label in zip(runs, labels, strict=True)]
+
+
+def _variant_runs(settings: Settings, prompt: str, chat: bool, prefix: str) -> list[RunSpec]:
+    """The Variants preset: the sidebar's checkpoint run as each chosen variant; the ablations said to be such."""
+    variants = st.multiselect("Variants", INFERENCE_VARIANTS, default=list(DEFAULT_VARIANTS),
+                              key=f"{prefix}_variants", max_selections=MAX_RUNS, bind=BIND)
+    checkpoint, trained = _trained(settings.model)
+    runs = [_described(RunSpec.from_settings(settings, prompt, chat, variant=v, label=_variant_label(v, trained)),
+                       checkpoint, trained) for v in variants]
+    ablations = [v for v in variants if v not in (trained, "dense")]
+    if ablations:
+        many = len(ablations) > 1
+        st.caption(f"**{', '.join(ablations)}** here {'are' if many else 'is'} **inference-time "
+                   f"ablation{'s' if many else ''}** of {checkpoint} (trained as {trained}): the same trained "
+                   "router with a part switched off, not a router trained without it. The trained local router "
+                   "(local-10 …) is under **Checkpoints**.")
+    return runs
+
+
+def _chosen_checkpoint_runs(settings: Settings, prompt: str, chat: bool, prefix: str) -> list[RunSpec]:
+    """The Checkpoints preset: trained routers side by side, each as trained; none where there are not two."""
+    if settings.model.tiny:
+        st.info("The tiny test model has a single random router: comparing checkpoints needs the real "
+                "backbone (unset HERO_LENS_TINY).")
+        return []
+    options = comparable_checkpoints()
+    if len(options) < 2:
+        st.info("Comparing checkpoints needs at least two bundled checkpoints (hero-10, local-10, …); "
+                f"available: {', '.join(options) or 'none yet'}. Run `make checkpoints` to train them.")
+        return []
+    chosen = st.multiselect("Checkpoints", options, default=default_checkpoints(), key=f"{prefix}_checkpoints",
+                            max_selections=MAX_RUNS, bind=BIND)
+    st.caption("Each checkpoint runs as the variant it was trained as (hero-* with history, local-* as the "
+               "trained local router, no_history), at its own τ.")
+    for name in chosen:
+        load_model(settings.with_model(checkpoint=name).model)  # with its spinner and a readable error
+    return checkpoint_runs(settings, prompt, chat, chosen)
+
+
+def _precision_runs(settings: Settings, prompt: str, chat: bool, prefix: str) -> list[RunSpec]:
+    """The Precision preset: the sidebar's checkpoint and variant at every precision."""
+    checkpoint, trained = _trained(settings.model)
+    runs = []
+    for precision in PRECISIONS:
+        model = settings.with_model(precision=precision).model
+        runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model,
+                                                     label=f"{settings.variant} · {precision}"),
+                               checkpoint, trained))
+    st.caption("Every run uses the sidebar's checkpoint and variant; quality is against the full-precision "
+               "dense model. Gates near τ may flip under bf16 or 4-bit rounding: the margins tell.")
+    return runs
+
+
+def _custom_runs(settings: Settings, prompt: str, chat: bool, prefix: str) -> list[RunSpec]:
+    """The Custom preset: N runs, each its own checkpoint, precision and variant."""
+    n = st.number_input("Runs", 1, MAX_RUNS, 2, key=f"{prefix}_n_runs", bind=BIND)
+    options = custom_checkpoints(settings.model.tiny)
+    runs = []
+    for i in range(int(n)):
+        cols = st.columns(3)
+        checkpoint = cols[0].selectbox(f"Run {i + 1} checkpoint", options, key=f"{prefix}_ckpt_{i}", bind=BIND)
+        precision = cols[1].selectbox(f"Run {i + 1} precision", list(PRECISIONS), key=f"{prefix}_prec_{i}",
+                                      bind=BIND)
+        variant = cols[2].selectbox(f"Run {i + 1} variant", INFERENCE_VARIANTS, key=f"{prefix}_var_{i}",
+                                    index=INFERENCE_VARIANTS.index(DEFAULT_VARIANTS[i % 3]), bind=BIND)
+        model = settings.with_model(checkpoint=checkpoint, precision=precision).model
+        name, trained = _trained(model)
+        suffix = "" if variant in (trained, "dense") else " (ablation)"
+        runs.append(_described(RunSpec.from_settings(settings, prompt, chat, model=model, variant=variant,
+                                                     label=f"{checkpoint} · {precision} · {variant}{suffix}"),
+                               name, trained))
+    return runs
 
 
 def checkpoint_runs(settings: Settings, prompt: str, chat: bool, names: list[str]) -> list[RunSpec]:
@@ -226,5 +245,6 @@ def run_table(traces: list[RoutingTrace], qualities: list[dict], labels: list[st
     if kinds is not None:
         table["what it is"] = kinds
     # compute and quality first, so the comparison fits a 1,400 px window; the details after
-    first = ["run", "FLOPs saved net %", "param skip %", "ΔNLL vs dense", "KL vs dense", "top-1 agreement %", "flips vs run 1 %", "τ"]
+    first = ["run", "FLOPs saved net %", "param skip %", "ΔNLL vs dense", "KL vs dense", "top-1 agreement %",
+             "flips vs run 1 %", "τ"]
     return table[first + [c for c in table.columns if c not in first]]

@@ -62,6 +62,21 @@ def restore_from_url() -> list[str]:
         return []
     st.session_state[RESTORED] = True
     params, problems = st.query_params, []
+    _restore_prompt(params, problems)
+    problems.extend(link_problems())
+    if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block", "precision")):
+        return problems
+    _choose("precision", PRECISIONS, sidebar_keys.PRECISION, problems)
+    _restore_checkpoint(params, problems)
+    _choose("variant", INFERENCE_VARIANTS, sidebar_keys.VARIANT, problems)
+    if "tau" in params:
+        _restore_tau(params.get("tau"), problems)
+    _restore_cell(params, problems)
+    return problems
+
+
+def _restore_prompt(params, problems: list[str]) -> None:
+    """The pages' shared prompt (as text or by id) and chat toggle."""
     prompt, problem = prompt_from_link(params)
     if prompt is not None:
         st.session_state[SHARED_PROMPT] = prompt
@@ -69,10 +84,11 @@ def restore_from_url() -> list[str]:
         problems.append(problem)
     if params.get(URL_CHAT) == "1":
         st.session_state[SHARED_CHAT] = True
-    problems.extend(link_problems())
-    if not any(k in params for k in ("checkpoint", "variant", "tau", "token", "block", "precision")):
-        return problems
-    _choose("precision", PRECISIONS, sidebar_keys.PRECISION, problems)
+
+
+def _restore_checkpoint(params, problems: list[str]) -> None:
+    """The sidebar's checkpoint (one not bundled here is reported and the default used), with its own tau and
+    variant, which the link's own then replace."""
     checkpoint = params.get("checkpoint") or DEFAULT_CHOICE
     if checkpoint == BUNDLED_DEFAULT:  # the default by its own name: the same model
         checkpoint = DEFAULT_CHOICE
@@ -84,28 +100,31 @@ def restore_from_url() -> list[str]:
     st.session_state[sidebar_keys.TAU_ORIGIN] = ("", checkpoint)
     tau, variant = checkpoint_defaults(checkpoint, "", tiny_mode())
     st.session_state[sidebar_keys.TAU], st.session_state[sidebar_keys.VARIANT] = tau, variant
-    _choose("variant", INFERENCE_VARIANTS, sidebar_keys.VARIANT, problems)
-    if "tau" in params:
-        tau = _number(params.get("tau"))
-        lo, hi = TAU_SLIDER
-        if tau is not None and lo <= tau <= hi:
-            st.session_state[sidebar_keys.TAU] = round(tau, 2)  # the slider's step, TAU_STEP
-        else:
-            problems.append(f"tau must be a number between {lo:g} and {hi:g}, got {params.get('tau')!r}")
+
+
+def _restore_tau(text: str | None, problems: list[str]) -> None:
+    tau = _number(text)
+    lo, hi = TAU_SLIDER
+    if tau is not None and lo <= tau <= hi:
+        st.session_state[sidebar_keys.TAU] = round(tau, 2)  # the slider's step, TAU_STEP
+    else:
+        problems.append(f"tau must be a number between {lo:g} and {hi:g}, got {text!r}")
+
+
+def _restore_cell(params, problems: list[str]) -> None:
+    """The selected cell, which needs both a token and a block from 0."""
     token, block = _number(params.get("token"), int), _number(params.get("block"), int)
     if token is not None and block is not None and token >= 0 and block >= 0:
         # clamped to the trace that first uses it (which says so when it had to)
         st.session_state[SHARED_CELL] = {"token": token, "block": block, "from_link": True}
-    else:
-        for name, value in (("token", token), ("block", block)):
-            if name not in params:
-                continue
-            if value is None or value < 0:
-                problems.append(f"{name} must be a whole number from 0, got {params.get(name)!r}")
-            else:  # a cell needs both: a good half without a good partner is dropped too, and said so
-                problems.append(f"{name} {value} is dropped: a selected cell needs both a token and a block")
-    return problems
-
+        return
+    for name, value in (("token", token), ("block", block)):
+        if name not in params:
+            continue
+        if value is None or value < 0:
+            problems.append(f"{name} must be a whole number from 0, got {params.get(name)!r}")
+        else:  # a cell needs both: a good half without a good partner is dropped too, and said so
+            problems.append(f"{name} {value} is dropped: a selected cell needs both a token and a block")
 
 
 def write_to_url(settings: Settings) -> None:

@@ -143,23 +143,42 @@ class HeroConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # free-form provenance (training recipe, notes)
 
     def __post_init__(self) -> None:
+        # Checked in this order, so a config wrong in several ways names the same fault first as it always has
         check_variant(self.variant, allow_dense=False)
+        self._size_widths()
+        self.tau = check_tau(self.tau)
+        check_choice("branch_scaling", self.branch_scaling, BRANCH_SCALINGS)
+        self._check_widths()
+        self._check_adapter_rank()
+        self._check_routed_layers()
+        if not 0.0 < self.t_hist:
+            raise ValueError(f"t_hist must be positive, got {self.t_hist!r}")
+        self._check_memory()
+
+    def _size_widths(self) -> None:
+        """Widths left at 0 are sized to the backbone (router_widths); a non-integer d_model is refused later."""
         scaled_head, scaled_encoder = router_widths(self.d_model) if isinstance(self.d_model, int) else (1, 1)
         if self.head_hidden == 0:
             self.head_hidden = scaled_head
         if self.d_encoder == 0:
             self.d_encoder = scaled_encoder
-        self.tau = check_tau(self.tau)
-        check_choice("branch_scaling", self.branch_scaling, BRANCH_SCALINGS)
+
+    def _check_widths(self) -> None:
         for name in ("d_model", "d_ffn", "d_hidden_state", "d_aux", "d_encoder", "d_path_hidden",
                      "d_memory", "head_hidden"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    def _check_adapter_rank(self) -> None:
+        """A non-negative rank; 0 becomes the paper's d_ffn // 16."""
         if not isinstance(self.adapter_rank, int) or self.adapter_rank < 0:
             raise ValueError(f"adapter_rank must be a non-negative integer, got {self.adapter_rank!r}")
         if self.adapter_rank == 0:
             self.adapter_rank = max(1, self.d_ffn // 16)
+
+    def _check_routed_layers(self) -> None:
+        """Block indices, strictly increasing, kept as a list (a tuple read from code is accepted)."""
         if not isinstance(self.routed_layers, (list, tuple)) or not self.routed_layers:
             raise ValueError("routed_layers must be a non-empty list of block indices")
         if any(not isinstance(i, int) or isinstance(i, bool) for i in self.routed_layers):
@@ -167,8 +186,8 @@ class HeroConfig:
         if list(self.routed_layers) != sorted(set(self.routed_layers)):
             raise ValueError(f"routed_layers must be strictly increasing, got {self.routed_layers!r}")
         self.routed_layers = list(self.routed_layers)
-        if not 0.0 < self.t_hist:
-            raise ValueError(f"t_hist must be positive, got {self.t_hist!r}")
+
+    def _check_memory(self) -> None:
         check_memory_kernel(self.memory_kernel)
         if not (isinstance(self.memory_scale_init, (int, float)) and self.memory_scale_init > 0):
             raise ValueError(f"memory_scale_init must be a positive number, got {self.memory_scale_init!r}")

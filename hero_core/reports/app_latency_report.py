@@ -1,4 +1,5 @@
-"""The app's latency table (docs/app_latency.json, written by scripts/app_latency.py) for docs/performance.md.
+"""The app's latency table and its summary sentence (docs/app_latency.json, written by scripts/app_latency.py) for
+docs/performance.md.
 
 Both scripts/app_latency.py (after a run) and the performance page's renderer (hero_core/reports/bench_report.py,
 which rewrites the whole page) draw it from here, so a rerun of either keeps the other's numbers.
@@ -45,8 +46,9 @@ def load_latency(path: Path) -> dict | None:
         return None
 
 
-def readme_words(result: dict) -> list[str]:
-    """The README's sentence on the app's speed, every figure read from the benchmark's summary."""
+def summary_words(result: dict) -> list[str]:
+    """The performance page's sentence on the app's speed, every figure read from the benchmark's summary (the
+    README links it: a list of missed targets is more than a newcomer's first page should carry)."""
     rows = {r["action"]: r for r in result["summary"]}
     switches = [r for r in result["summary"] if r["kind"] == "page switch"]
     missed = [r["action"] for r in result["summary"] if not r["met"]]
@@ -69,4 +71,4 @@ def readme_words(result: dict) -> list[str]:
             f"first visit shows its first chart after {rows['first visit (model load included)']['content_s']:.1f} s "
             f"(the model load included), a reload is idle in {idle('reload of Route explorer')}. "
             f"{len(missed)} of {len(rows)} targets are not met yet: "
-            + ", ".join(missed) + " ([what bounds each](docs/experiments/app-latency/README.md))."]
+            + ", ".join(missed) + " ([what bounds each](experiments/app-latency/README.md))."]

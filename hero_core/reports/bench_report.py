@@ -24,7 +24,7 @@ from hero_core.bench.targets import (
     target_unit,
 )
 from hero_core.files import say_wrote
-from hero_core.reports.app_latency_report import latency_lines, load_latency
+from hero_core.reports.app_latency_report import latency_lines, load_latency, summary_words
 from hero_core.reports.app_load_report import load_lines, load_result
 from hero_core.reports.pages import Label, Rows, grouped_table, markdown_table
 from hero_core.reports.readme_block import refresh_block
@@ -395,6 +395,8 @@ def render(result: dict, app_latency: dict | None = None, app_load: dict | None 
               "to other processes when torch runs one thread.",
               f"* Load average before each section: {json.dumps(result['load'].get('sections', {}))}.", "",
               "## The app in a browser, page by page", "",
+              *(["In short: <!-- app-latency-words:start -->", "", *summary_words(app_latency), "",
+                 "<!-- app-latency-words:end -->", ""] if app_latency else []),
               "<!-- app-latency:start -->", "",
               *(latency_lines(app_latency) if app_latency else ["Not measured yet: `python scripts/app_latency.py`."]),
               "", "<!-- app-latency:end -->", "",

@@ -47,39 +47,47 @@ def units_of(measured: dict, dense: dict) -> dict:
 def build_report(spec, plan: dict, jobs: list, measured: dict[str, dict], dense: dict, notes: dict[str, str], *,
                  n_boot: int | None = None) -> dict:
     """The report of the runs measured so far (``measured``: run name -> {"ppl", "refs", "mc", "health"})."""
-    from hero_core.method.checkpoint import health_line
-
     arms = {arm: [j.name for j in jobs if j.arm == arm and j.name in measured] for arm in spec.arms}
     arms = {arm: names for arm, names in arms.items() if names}
     units = {name: units_of(m, dense) for name, m in measured.items()}
     domains = list(next(iter(measured.values()))["ppl"]["domains"]) if measured else []
     measures = [f"ppl:{d}" for d in domains] + ["mc:accuracy", "mc:retained", "bigbench:retain", "answers:kept"]
-    runs = {}
-    for job in jobs:
-        m = measured.get(job.name)
-        runs[job.name] = {"arm": job.arm, "seed": job.seed, "checkpoint": job.checkpoint, "given": job.given,
-                          "measured": m is not None}
-        if m is not None:
-            ppl = m["ppl"]
-            runs[job.name] |= {"tau": ppl["tau"], "calibration_skip": ppl["calibration_skip"],
-                               "param_skip": float(np.mean([v["param_skip"] for v in ppl["domains"].values()])),
-                               # measurements stored before net savings were kept have none: NaN, said as "—"
-                               "net_saved": float(np.mean([v.get("net_saved", np.nan)
-                                                           for v in ppl["domains"].values()])),
-                               "health": m.get("health"), "health_line": health_line(m.get("health")),
-                               "measures": {k: float(u.point()) for k, u in units[job.name].items()}}
+    runs = {job.name: _run_row(job, measured.get(job.name), units.get(job.name)) for job in jobs}
     report = {"format_version": FORMAT_VERSION, "kind": "study", "title": spec.title,
               "date": datetime.date.today().isoformat(), "spec": spec.record(), "plan": plan,
               "target_skip": spec.skip, "limit": spec.limit, "max_tokens": spec.max_tokens, "domains": domains,
               "arms": arms, "runs": runs, "measurements": measured, "dense_grades": dense, "notes": notes,
               "missing": [j.name for j in jobs if j.name not in measured]}
     if len(arms) >= 2 and list(arms)[0] == spec.arms[0]:
-        kwargs = {} if n_boot is None else {"n_boot": n_boot}
-        report["summary"] = summarise(arms, units, measures, **kwargs)
-        report["references"] = reference_summary(arms, measured)
-        report["verdicts"] = {name: verdict_sentence(name, row, report["summary"])
-                              for name, row in report["summary"]["differences"].items()}
+        report |= _comparison(arms, units, measures, measured, n_boot)
     return report
+
+
+def _run_row(job, m: dict | None, units: dict | None) -> dict:
+    """One run of the plan in the report: who it is, and where measured, its tau, skips, health and every measure's
+    point value (``units``: its bootstrap units)."""
+    from hero_core.method.checkpoint import health_line
+
+    row = {"arm": job.arm, "seed": job.seed, "checkpoint": job.checkpoint, "given": job.given,
+           "measured": m is not None}
+    if m is None:
+        return row
+    domains = m["ppl"]["domains"].values()
+    return row | {"tau": m["ppl"]["tau"], "calibration_skip": m["ppl"]["calibration_skip"],
+                  "param_skip": float(np.mean([v["param_skip"] for v in domains])),
+                  # measurements stored before net savings were kept have none: NaN, said as "—"
+                  "net_saved": float(np.mean([v.get("net_saved", np.nan) for v in domains])),
+                  "health": m.get("health"), "health_line": health_line(m.get("health")),
+                  "measures": {k: float(u.point()) for k, u in units.items()}}
+
+
+def _comparison(arms: dict[str, list[str]], units: dict, measures: list[str], measured: dict,
+                n_boot: int | None) -> dict:
+    """The arms compared: the summary over seeds with its paired differences, the references, the verdicts."""
+    kwargs = {} if n_boot is None else {"n_boot": n_boot}
+    summary = summarise(arms, units, measures, **kwargs)
+    return {"summary": summary, "references": reference_summary(arms, measured),
+            "verdicts": {name: verdict_sentence(name, row, summary) for name, row in summary["differences"].items()}}
 
 
 def reference_summary(arms: dict[str, list[str]], measured: dict) -> dict:
@@ -129,55 +137,14 @@ def render_markdown(report: dict, *, folder: str = "") -> str:
     """study.md: the setup, every seed, each arm over its seeds, the differences and verdicts, the references at
     the same skip, each run's training health; the figures the report names (``report["figures"]``, paths relative
     to the study folder; ``folder``: that folder relative to where the page is written)."""
-    spec, lines = report["spec"], [f"# {report['title']}", ""]
-    lines += [f"Generated by `python -m hero_core study` ({report['date']}) on {report['plan']['backbone']} "
-              f"({report['plan']['data']}). Arms {', '.join(spec['arms'])}, {spec['seeds']} training seed(s) each, "
-              f"{spec['steps']} steps to {spec['skip']:.0%} param skip; every run measured at the tau that gives "
-              + (f"**{spec['skip']:.0%} param skip**" if spec.get("match", "param") == "param" else
-                 f"**{spec['net_saving']:.0%} of a dense token's FLOPs saved net** of its router and adapters "
-                 "(matched net compute; the references at the same net saving, charged their adapters only)")
-              + " on its calibration blocks (train split). Perplexity ratio "
-              f"(routed / dense, lower is better) on {spec['limit']} held-out texts per domain (at most "
-              f"{spec['max_tokens']} tokens each).", ""]
-    lines += [f"- {note}" for note in report["notes"].values()] + [""]
-    if report["missing"]:
-        lines += [f"Not measured yet: {', '.join(report['missing'])}.", ""]
+    lines = _setup_lines(report)
     summary = report.get("summary")
     if summary is None:
         return "\n".join(lines + ["Not enough measured runs for a comparison yet (the first arm and one other).", ""])
     measures = summary["measures"]
     heads = " | ".join(measure_name(m) for m in measures)
-    lines += ["## Every seed", "",
-              f"| arm | run | seed | tau | FLOPs saved net | param skip (held-out text) | {heads} |",
-              "|---|---|---|---|---|---|" + "---|" * len(measures)]
-    for arm, row in summary["arms"].items():
-        for i, name in enumerate(row["runs"]):
-            run = report["runs"][name]
-            cells = " | ".join(_value(m, row[m]["per_seed"][i]) for m in measures)
-            net = run.get("net_saved", float("nan"))
-            net_cell = "—" if net != net else f"{net:.1%}"
-            lines.append(f"| {arm} | {name} | {run['seed']} | {run['tau']:.3f} | {net_cell} | "
-                         f"{run['param_skip']:.1%} | {cells} |")
-    lines += ["", "## Each arm over its seeds (mean ± sd [min, max])", "", f"| arm | seeds | {heads} |",
-              "|---|---|" + "---|" * len(measures)]
-    for arm, row in summary["arms"].items():
-        cells = " | ".join(f"{_value(m, row[m]['mean'])} ± {_value(m, row[m]['sd'])} [{_value(m, row[m]['min'])}, "
-                           f"{_value(m, row[m]['max'])}]" for m in measures)
-        lines.append(f"| {arm} | {len(row['runs'])} | {cells} |")
-    lines += ["", "## Differences between arms", "",
-              "Mean over seeds of the first arm minus the second, with a 95 % interval from a paired hierarchical "
-              "bootstrap: per replicate each arm's seeds are drawn with replacement and one draw of the texts (or "
-              "items) is shared by every run, so both arms are read on the same texts. Beside it (t), a Welch "
-              "t-interval over the seed means, which keeps its coverage with 3 seeds where the bootstrap over seeds "
-              "reads narrower than the seed spread supports (coverage 0.97 against 0.83 in a simulation with a known "
-              "difference, stats.seed_interval_coverage); a verdict needs both clear of zero, and *n* is the seeds "
-              "per arm a difference of the size seen would need. Perplexity: negative = the first arm is better; "
-              "accuracy: positive = the first arm is better.", "",
-              f"| comparison | {heads} |", "|---|" + "---|" * len(measures)]
-    for name, row in summary["differences"].items():
-        cells = " | ".join(f"{interval(m, row[m])}{_t_words(row[m])} {row[m]['verdict']}" for m in measures)
-        lines.append(f"| {name} | {cells} |")
-    lines += ["", *[f"**{v}**" for v in report["verdicts"].values()], ""]
+    lines += _seed_lines(report, measures, heads) + _arm_lines(summary, measures, heads)
+    lines += _difference_lines(report, measures, heads)
     figures = report.get("figures") or {}
     if "differences" in figures:
         lines += [f"![The arm differences with their 95 % intervals]({folder}{figures['differences']})", ""]
@@ -191,6 +158,69 @@ def render_markdown(report: dict, *, folder: str = "") -> str:
     health = [f"- {name}: {run['health_line']}" for name, run in report["runs"].items() if run["measured"]]
     lines += ["## Training health of each run", "", *health, ""]
     return "\n".join(lines)
+
+
+def _setup_lines(report: dict) -> list[str]:
+    """The page's title, what was trained and measured how, the notes, and the runs not measured yet."""
+    spec, lines = report["spec"], [f"# {report['title']}", ""]
+    lines += [f"Generated by `python -m hero_core study` ({report['date']}) on {report['plan']['backbone']} "
+              f"({report['plan']['data']}). Arms {', '.join(spec['arms'])}, {spec['seeds']} training seed(s) each, "
+              f"{spec['steps']} steps to {spec['skip']:.0%} param skip; every run measured at the tau that gives "
+              + (f"**{spec['skip']:.0%} param skip**" if spec.get("match", "param") == "param" else
+                 f"**{spec['net_saving']:.0%} of a dense token's FLOPs saved net** of its router and adapters "
+                 "(matched net compute; the references at the same net saving, charged their adapters only)")
+              + " on its calibration blocks (train split). Perplexity ratio "
+              f"(routed / dense, lower is better) on {spec['limit']} held-out texts per domain (at most "
+              f"{spec['max_tokens']} tokens each).", ""]
+    lines += [f"- {note}" for note in report["notes"].values()] + [""]
+    if report["missing"]:
+        lines += [f"Not measured yet: {', '.join(report['missing'])}.", ""]
+    return lines
+
+
+def _seed_lines(report: dict, measures: list[str], heads: str) -> list[str]:
+    """The table of every seed: its tau, what it saves, and each measure."""
+    lines = ["## Every seed", "",
+             f"| arm | run | seed | tau | FLOPs saved net | param skip (held-out text) | {heads} |",
+             "|---|---|---|---|---|---|" + "---|" * len(measures)]
+    for arm, row in report["summary"]["arms"].items():
+        for i, name in enumerate(row["runs"]):
+            run = report["runs"][name]
+            cells = " | ".join(_value(m, row[m]["per_seed"][i]) for m in measures)
+            net = run.get("net_saved", float("nan"))
+            net_cell = "—" if net != net else f"{net:.1%}"
+            lines.append(f"| {arm} | {name} | {run['seed']} | {run['tau']:.3f} | {net_cell} | "
+                         f"{run['param_skip']:.1%} | {cells} |")
+    return lines
+
+
+def _arm_lines(summary: dict, measures: list[str], heads: str) -> list[str]:
+    """The table of each arm over its seeds: mean ± sd [min, max] per measure."""
+    lines = ["", "## Each arm over its seeds (mean ± sd [min, max])", "", f"| arm | seeds | {heads} |",
+             "|---|---|" + "---|" * len(measures)]
+    for arm, row in summary["arms"].items():
+        cells = " | ".join(f"{_value(m, row[m]['mean'])} ± {_value(m, row[m]['sd'])} [{_value(m, row[m]['min'])}, "
+                           f"{_value(m, row[m]['max'])}]" for m in measures)
+        lines.append(f"| {arm} | {len(row['runs'])} | {cells} |")
+    return lines
+
+
+def _difference_lines(report: dict, measures: list[str], heads: str) -> list[str]:
+    """The paired differences between arms, how they are read, and the verdicts."""
+    lines = ["", "## Differences between arms", "",
+             "Mean over seeds of the first arm minus the second, with a 95 % interval from a paired hierarchical "
+             "bootstrap: per replicate each arm's seeds are drawn with replacement and one draw of the texts (or "
+             "items) is shared by every run, so both arms are read on the same texts. Beside it (t), a Welch "
+             "t-interval over the seed means, which keeps its coverage with 3 seeds where the bootstrap over seeds "
+             "reads narrower than the seed spread supports (coverage 0.97 against 0.83 in a simulation with a known "
+             "difference, stats.seed_interval_coverage); a verdict needs both clear of zero, and *n* is the seeds "
+             "per arm a difference of the size seen would need. Perplexity: negative = the first arm is better; "
+             "accuracy: positive = the first arm is better.", "",
+             f"| comparison | {heads} |", "|---|" + "---|" * len(measures)]
+    for name, row in report["summary"]["differences"].items():
+        cells = " | ".join(f"{interval(m, row[m])}{_t_words(row[m])} {row[m]['verdict']}" for m in measures)
+        lines.append(f"| {name} | {cells} |")
+    return lines + ["", *[f"**{v}**" for v in report["verdicts"].values()], ""]
 
 
 def _t_words(cell: dict) -> str:
