@@ -47,9 +47,29 @@ def opener(monkeypatch, timeout: float):
 
 def private_cache(monkeypatch) -> None:
     """A cache dir of this test's own: a long prompt typed into a page is stored for its link (the prompt store),
-    and a test must not write into the user's cache. The tiny model needs nothing else from it."""
+    and a test must not write into the user's cache. The tiny model reads only the embedded model's tokenizer from
+    it, linked in from the user's cache (:func:`cache_with_embedded_model`)."""
     if "HERO_LENS_CACHE" not in os.environ or not os.environ["HERO_LENS_CACHE"].startswith(tempfile.gettempdir()):
-        monkeypatch.setenv("HERO_LENS_CACHE", tempfile.mkdtemp(prefix="hero-lens-test-cache-"))
+        monkeypatch.setenv("HERO_LENS_CACHE", str(cache_with_embedded_model(
+            Path(tempfile.mkdtemp(prefix="hero-lens-test-cache-")))))
+
+
+def cache_with_embedded_model(folder: Path) -> Path:
+    """``folder`` as a private cache dir holding the embedded model's safetensors copy, linked from the user's cache
+    (converted there first if need be, once per machine). Why: a fresh cache would convert the GGUF again for each
+    test that starts the app (a minute or more on a loaded 2-core machine), and the app's first page waits for it."""
+    from hero_core.backbones.loading import embedded_model_dir
+
+    given = os.environ.pop("HERO_LENS_CACHE", None)  # the user's cache, not a test's, holds the one conversion
+    try:
+        converted = embedded_model_dir()
+    finally:
+        if given is not None:
+            os.environ["HERO_LENS_CACHE"] = given
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / converted.name).exists():
+        (folder / converted.name).symlink_to(converted, target_is_directory=True)
+    return folder
 
 
 def assert_clean(at) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from apptest_helpers import cache_with_embedded_model
 
 from hero_core.reports.served_app import AppDidNotStart, served_app
 from hero_lens_tools.app_browser import (
@@ -50,7 +51,8 @@ def shots(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     # its own cache dir: the long prompts a link names are stored there, not in the user's cache
-    env = {**os.environ, "HERO_LENS_TINY": "1", "HERO_LENS_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    env = {**os.environ, "HERO_LENS_TINY": "1",
+           "HERO_LENS_CACHE": str(cache_with_embedded_model(tmp_path_factory.mktemp("cache")))}
     try:
         with served_app(env) as base:
             yield base

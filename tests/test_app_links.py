@@ -11,10 +11,10 @@ import pytest
 APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))
 
-from apptest_helpers import assert_clean, charts, opener, starter  # noqa: E402
+from apptest_helpers import assert_clean, cache_with_embedded_model, charts, opener, starter  # noqa: E402
 from components.widgets import EXAMPLES, QUESTION_EXAMPLE  # noqa: E402
 
-from hero_core.data import prompt_store # noqa: E402
+from hero_core.data import prompt_store  # noqa: E402
 
 TIMEOUT = 300
 DEFAULT_PROMPT = EXAMPLES["reasoning"]
@@ -23,13 +23,14 @@ LONG_PROMPT = " ".join(f"Sentence {i} of a pasted report, which is far too long 
 
 @pytest.fixture
 def app(monkeypatch, tmp_path):
-    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path))  # the prompt store of this test only
+    # the prompt store of this test only
+    monkeypatch.setenv("HERO_LENS_CACHE", str(cache_with_embedded_model(tmp_path)))
     return starter(monkeypatch, TIMEOUT)
 
 
 @pytest.fixture
 def open_page(monkeypatch, tmp_path):
-    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path))
+    monkeypatch.setenv("HERO_LENS_CACHE", str(cache_with_embedded_model(tmp_path)))
     return opener(monkeypatch, TIMEOUT)
 
 
@@ -123,7 +124,8 @@ def test_generate_answers_inside_the_chat_template_and_measures_the_answer(app, 
     expected.quality = tiny.score_tokens(expected.token_ids, "hero", tau=expected.tau)
     answer, prompt = answer_and_prompt(expected)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Param skip (paper)"] == f"{answer.param_skip:.1%}" and metrics["Answer tokens"] == str(answer.n_tokens)
+    assert metrics["Param skip (paper)"] == f"{answer.param_skip:.1%}"
+    assert metrics["Answer tokens"] == str(answer.n_tokens)
     assert answer.n_tokens == expected.n_tokens - expected.n_prompt_tokens
     table = at.dataframe[0].value
     assert table["span"].tolist() == ["answer (generated)", "prompt (chat template included)", "all tokens"]

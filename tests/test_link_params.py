@@ -13,7 +13,7 @@ from hero_core.method.checkpoint import bundled_names, seed_names
 APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))  # the app's own helpers (components.*), the very modules the app's run imports
 
-from apptest_helpers import assert_clean, opener  # noqa: E402
+from apptest_helpers import assert_clean, cache_with_embedded_model, opener  # noqa: E402
 from components.compare import MAX_RUNS, comparable_checkpoints, custom_checkpoints  # noqa: E402
 from components.link_params import FLAG, Number, OneOf, accepted, problems_in  # noqa: E402
 
@@ -25,7 +25,7 @@ PAGE_TITLES = {"explorer": "Route explorer", "compare": "Compare runs", "generat
 
 @pytest.fixture
 def open_page(monkeypatch, tmp_path):
-    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path))
+    monkeypatch.setenv("HERO_LENS_CACHE", str(cache_with_embedded_model(tmp_path)))
     return opener(monkeypatch, TIMEOUT)
 
 
@@ -156,7 +156,7 @@ def test_seed_runs_are_choices_in_compare_and_accepted_from_a_link():
 def test_a_seed_run_is_compared_from_a_link_on_the_embedded_model(monkeypatch, tmp_path):
     """The real backbone: Compare's checkpoints opened by link on a seeds/… run beside its first seed."""
     seed = next(n for n in seed_names() if n.startswith("seeds/local-10-s1"))
-    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path))
+    monkeypatch.setenv("HERO_LENS_CACHE", str(cache_with_embedded_model(tmp_path)))
     monkeypatch.setenv("HERO_LENS_THREADS", str(torch.get_num_threads()))  # keep this process's setting
     from streamlit.testing.v1 import AppTest
 
@@ -175,7 +175,7 @@ def test_the_root_link_forwards_every_value_of_a_repeated_parameter(monkeypatch,
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
-    monkeypatch.setenv("HERO_LENS_CACHE", str(tmp_path))
+    monkeypatch.setenv("HERO_LENS_CACHE", str(cache_with_embedded_model(tmp_path)))
     at = AppTest.from_file(str(APP / "main.py"), default_timeout=TIMEOUT)
     at.query_params.update({"compare_variants": ["no_memread", "hero"]})
     at.run()
