@@ -183,6 +183,12 @@ def tiny_app(monkeypatch):
 
     monkeypatch.setenv("HERO_LENS_TINY", "1")
     monkeypatch.setattr(background, "_lowest_priority", lambda: False)
+    # the app's one worker, as an earlier test file in this process may have left it: work still queued or running at
+    # nice 19 would run before this test's job, which then waits for it, not for the lock under test
+    for job in [*runtime.BACKGROUND.pending(), runtime.BACKGROUND.current]:
+        if job is not None:
+            job.cancel()
+    assert runtime.BACKGROUND.wait_idle(WAIT), "the app's background worker did not go idle"
     spec = ModelSpec(tiny=True).canonical()
     return spec, runtime.RunSpec(model=spec, variant="hero", tau=0.5, prompt="A background step of its own.")
 

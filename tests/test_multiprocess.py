@@ -50,7 +50,9 @@ def test_two_cpu_processes_train_like_one(tmp_path):
     from hero_core.method.model import fresh_router
     from hero_core.method.tiny import tiny_backbone
 
-    start = fresh_router(tiny_backbone(seed=0), gate_bias_init=1.0).state_dict()
+    # the untrained router at the widths training gave it (sized to the backbone), before its three steps
+    start = fresh_router(tiny_backbone(seed=0), gate_bias_init=1.0, head_hidden=one.config.head_hidden,
+                         d_encoder=one.config.d_encoder).state_dict()
     moved = 0.0
     for key, value in one.state_dict.items():
         # Each rank takes half of every batch; the averaged gradient equals the full batch's, so after three
