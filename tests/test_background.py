@@ -224,7 +224,9 @@ def test_a_tau_step_during_its_prefetch_does_not_wait_for_the_prefetch(monkeypat
 def test_compare_during_the_warm_up_does_not_wait_for_its_model_load(monkeypatch, tiny_app):
     """The warm-up loading a model Compare needs (the twin's router, held here): Compare loads it itself."""
     spec, _ = tiny_app
-    other = replace(spec, precision="bf16").canonical()  # a model no other test loaded
+    # a model no other test loads: the tiny model ignores the checkpoint's name, which makes the cache key unique
+    # (a bf16 tiny model alone is also loaded by test_app's precision comparison, and cached for this process)
+    other = replace(spec, precision="bf16", checkpoint="held by the background test").canonical()
     inside, release = threading.Event(), threading.Event()
     real = runtime._tiny_model
 
