@@ -23,7 +23,6 @@ Run it on a quiet machine: it takes about 6 minutes a repeat.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import pstats
 import statistics
@@ -39,6 +38,7 @@ from hero_core.reports.page_clock import CONTENT_JS, instrument, measure
 from hero_core.reports.readme_block import replace_block
 from hero_core.reports.served_app import embedded_env, served_app
 from hero_lens_tools.app_browser import ATTRIBUTE_BUTTON_JS, FIND_SKIP_MAP_JS, SKIP_MAP_JS, browser_tab
+from hero_lens_tools.app_load import held_out_prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "app_latency.json"
@@ -52,26 +52,6 @@ TARGETS = {"first visit": (8.0, None), "reload": (None, 2.0), "new prompt": (1.0
            "τ change": (None, 0.5), "page switch": (1.5, 3.0), "compare ×4": (None, 4.0), "compare ×6": (None, 6.0),
            "why, 40 tokens": (None, 5.0)}
 SKIP_MAP_DRAWN = f"(() => {{ const g = {FIND_SKIP_MAP_JS}; return !!(g && g.querySelector('.main-svg')); }})()"
-
-
-def held_out_prompts(n: int, tokens: int) -> list[str]:
-    """``n`` distinct held-out texts (code and reasoning), each cut to ``tokens`` tokens. (The chat domain's
-    texts are the dense model's own replies, generated on demand: too slow to make for a benchmark's prompts.)"""
-    from transformers import AutoTokenizer
-
-    from hero_core.backbones.loading import embedded_model_dir
-    from hero_core.data.texts import domain_texts
-
-    tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
-    by_domain = []
-    for domain in ("code", "reasoning"):
-        ids = (tokenizer(text, add_special_tokens=False)["input_ids"] for text in domain_texts(domain, "eval", 8 * n))
-        by_domain.append([tokenizer.decode(i[:tokens]) for i in ids if len(i) >= tokens])
-    # in turn where both domains have texts this long (reasoning texts are ~60-110 tokens: code alone at 200)
-    prompts = [p for group in itertools.zip_longest(*by_domain) for p in group if p is not None][:n]
-    if len(prompts) < n:
-        raise SystemExit(f"fewer than {n} held-out texts have {tokens} tokens")
-    return prompts
 
 
 class Session:
