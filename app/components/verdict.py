@@ -178,7 +178,8 @@ def render_baselines(measured: dict | None, base: ComputeProfile | None = None) 
     adapters = sorted({r["adapters_of"] for r in rows if r.get("adapters_of")})
     st.caption(f"Perplexity ratio to the dense model with its 95 % bootstrap interval, on "
                f"{measured.get('texts_per_domain') or '?'} held-out texts per domain; the dotted line is the "
-               "router's own param skip, where the table reads every curve. "
+               "router's own param skip, where the table reads every curve (on the net axis: what that point saves "
+               "net, where a reference of the same net saving is read off its own curve, not the table). "
                + " ".join(f"**{REFERENCE_LABELS[n]}**: {REFERENCE_NOTES[n]}." for n in REFERENCE_LABELS)
                + (f" Every reference runs on {', '.join(adapters)}'s adapters, so against that router only the "
                   "skip decisions differ; against another router the adapters differ too." if adapters else "")
