@@ -124,9 +124,10 @@ def render_seeds_answer(where) -> None:
 
 
 def _frontier_figure(curves: dict, domains: list[str], mark: dict[str, float], router: str,
-                     base: ComputeProfile | None) -> None:
+                     base: ComputeProfile | None, max_tokens: int | None) -> None:
     """The frontier at param skip (the paper's axis), or against FLOPs saved net where every run's cost is known: a
-    router then pays its router and adapters, a fixed reference its adapters only."""
+    router then pays its router and adapters, a fixed reference its adapters only (over texts of ``max_tokens``, the
+    frontier's)."""
     profiles = _net_profiles(tuple((n, c.get("adapters_of")) for n, c in curves.items()), base) if base else {}
     axes = ["param skip (paper)", NET_AXIS] if router in profiles else ["param skip (paper)"]
     axis = st.radio("x axis", axes, horizontal=True, key="baselines_axis",
@@ -134,9 +135,9 @@ def _frontier_figure(curves: dict, domains: list[str], mark: dict[str, float], r
                          "at every routed block and the adapters of the FFNs it skips.") if len(axes) > 1 else axes[0]
     if axis == NET_AXIS:
         profile, n_routed = profiles[router]
-        positions = np.arange(MEASURED_TOKENS)
+        positions = np.arange(max_tokens)
         mark = {d: net_saving_for_param_skip(skip, profile, n_routed, positions) for d, skip in mark.items()}
-        curves = net_curves(curves, domains, MEASURED_TOKENS, profiles)
+        curves = net_curves(curves, domains, max_tokens, profiles)
     show_chart(st, frontier_chart(curves, domains, mark=mark, axis="net" if axis == NET_AXIS else "param"),
                key="baselines_frontier")
 
@@ -152,7 +153,6 @@ def baseline_table(rows: list[dict]) -> pd.DataFrame:
 
 
 NET_AXIS = "FLOPs saved net"  # the frontier's second x axis: what each run saves with its router charged
-MEASURED_TOKENS = 192  # tokens per held-out text of the measured frontier (docs/results.json's max_tokens)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -173,7 +173,8 @@ def render_baselines(measured: dict | None, base: ComputeProfile | None = None) 
     curves = measured.get("frontier") or {}
     domains = list(dict.fromkeys(r["domain"] for r in rows))
     if curves:
-        _frontier_figure(curves, domains, {r["domain"]: r["param_skip"] for r in rows}, rows[0]["router"], base)
+        _frontier_figure(curves, domains, {r["domain"]: r["param_skip"] for r in rows}, rows[0]["router"],
+                         base if measured.get("max_tokens") else None, measured.get("max_tokens"))
     st.dataframe(baseline_table(rows), hide_index=True, key="baselines_table")
     adapters = sorted({r["adapters_of"] for r in rows if r.get("adapters_of")})
     st.caption(f"Perplexity ratio to the dense model with its 95 % bootstrap interval, on "

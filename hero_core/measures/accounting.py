@@ -168,9 +168,7 @@ def token_compute(executed: np.ndarray, profile: ComputeProfile, positions: np.n
     router_uses = R if routed else 0
     net = (skipped * (p.ffn_params - p.adapter_params) - router_uses * p.router_params) / p.total_params
     dense_flops = dense_token_flops(p, positions)
-    memory_read_flops = 4.0 * p.d_memory * np.arange(R).sum() if routed else 0.0
-    saved = (2.0 * skipped * (p.ffn_params - p.adapter_params) - 2.0 * router_uses * p.router_params
-             - memory_read_flops)
+    saved = 2.0 * skipped * (p.ffn_params - p.adapter_params) - (_router_flops(p, R) if routed else 0.0)
     return {"param_skip": param_skip, "net_param_skip": net, "flop_share_saved": saved / dense_flops}
 
 

@@ -214,6 +214,7 @@ def summarise(results: dict) -> dict[str, Any]:
                for name, by_domain in results.get("memory_entropy", {}).items()}
     return {"format_version": FORMAT_VERSION, "source": "docs/results.json (scripts/make_frontier.py)",
             "backbone": frontier.get("backbone"), "texts_per_domain": frontier.get("limit"),
+            "max_tokens": frontier.get("max_tokens"),
             "split": frontier.get("split"), "history_vs_local": history_rows(frontier),
             "matched": matched_rows(frontier), "baselines": baseline_rows(frontier),
             "frontier": frontier_curves(frontier), "memory_entropy": entropy}
