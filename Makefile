@@ -46,7 +46,7 @@ lint: $(STAMP)
 # Trains the bundled router checkpoints (scripts/make_checkpoints.py): shared data and dense-teacher cache first,
 # then two lanes side by side, one torch thread each (two 1-thread processes beat one 2-thread one here).
 # Each run resumes if interrupted and is skipped once finished; CPU times land in each hero_config.json.
-LANE_A ?= hero-10-s1 hero-10-seq hero-10 hero-25 hero-40 no_pos-10-s1 no_pos-10 no_aux-10-s1 no_aux-10 hero-10-r2-s1 hero-10-r2 hero-10-r3 hero-10-r4 hero-10-r5 hero-13-r5 hero-10-r6 hero-10-r6c hero-10-r2-s1-seed1 local-10-s1-seed1 no_memread-10-r2-s1-seed1 hero-10-r7-s1 hero-10-r7 hero-10-r8-s1 local-10-r7-s1 local-10-r7
+LANE_A ?= hero-10-s1 hero-10-seq hero-10 hero-25 hero-40 no_pos-10-s1 no_pos-10 no_aux-10-s1 no_aux-10 hero-10-r2-s1 hero-10-r2 hero-10-r3 hero-10-r4 hero-10-r5 hero-13-r5 hero-10-r6 hero-10-r6c hero-10-r2-s1-seed1 local-10-s1-seed1 no_memread-10-r2-s1-seed1 hero-10-r7-s1 hero-10-r7 hero-25-r7 hero-40-r7 hero-10-r8-s1 local-10-r7-s1 local-10-r7
 LANE_B ?= local-10-s1 local-10-seq local-10 local-25 local-40 no_memread-10-s1 no_memread-10 no_memread-10-r2-s1 no_memread-10-r2 no_memread-10-r3 no_memread-10-r4 hero-10-r2-s1-seed2 local-10-s1-seed2 no_memread-10-r2-s1-seed2 hero-10-r7-s1-seed1 hero-10-r7-s1-seed2 hero-10-r8-s1-seed1 hero-10-r8-s1-seed2
 checkpoints: $(STAMP)
 	$(PY) scripts/make_checkpoints.py --prepare-only

@@ -144,6 +144,14 @@ RUNS.update({
     "local-10-r7-s1": replace(RUNS["local-10-s1"], **SIZED),
     "local-10-r7": replace(RUNS["local-10"], start="local-10-r7-s1", **SIZED),
 })
+# The higher budgets at recipe 7's widths: hero-25's 300 steps at 25 % (every sequence held to it) and hero-40's 150 at
+# 40 %, continuing the sized hero-10-r7 with its memory levers. The paper-width hero-25 starts from hero-10-seq, a
+# 1,220-step stage that is not bundled; these skip that stage, so they differ from hero-25 / hero-40 in the widths,
+# the memory levers and that start.
+RUNS.update({
+    "hero-25-r7": replace(RUNS["hero-25"], start="hero-10-r7", levers=MEMORY_R2, **SIZED),
+    "hero-40-r7": replace(RUNS["hero-40"], start="hero-25-r7", levers=MEMORY_R2, **SIZED),
+})
 # The width study's extra seeds (hero_core.eval.study.widths), under checkpoints/seeds/ as the memory question's are.
 RUNS.update({f"{arm}-seed{seed}": replace(RUNS[arm], seed=seed, folder="seeds")
              for seed in EXTRA_SEEDS for arm in WIDTH_ARMS if f"{arm}-seed{seed}" not in RUNS})
