@@ -159,3 +159,14 @@ def test_baseline_rows_read_every_reference_at_the_routers_own_skip():
     assert two.layout.yaxis2.type == "log" and two.layout.yaxis2.range == two.layout.yaxis.range  # every panel
     far = frontier_chart({"static": {"d": [[0.05, 1.2, 1.1, 1.3], [0.1, 50.0, 40.0, 60.0]]}}, ["d"], mark={"d": 0.1})
     assert 10 ** far.layout.yaxis.range[1] < 5  # a ratio of 50 in view does not flatten the comparison
+
+
+def test_routers_past_the_palette_differ_in_line_style():
+    """Eight routers on one frontier: the eighth shares the first one's colour, so its line style must differ."""
+    from hero_core.viz.frontier_figure import frontier_chart
+    from hero_core.viz.palette import RUN_COLOURS
+
+    curves = {f"hero-{k}": {"d": [[0.01 * k, 1.0 + k / 10, 1.0, 2.0]]} for k in range(len(RUN_COLOURS) + 1)}
+    styles = [(t.line.color, t.line.dash) for t in frontier_chart(curves, ["d"]).data]
+    assert styles[0][0] == styles[-1][0]  # the colour came back ...
+    assert len(set(styles)) == len(styles)  # ... and no two routers are drawn alike

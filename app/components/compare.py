@@ -63,7 +63,7 @@ def custom_checkpoints(tiny: bool) -> list[str]:
 
 
 def default_checkpoints() -> list[str]:
-    """The default checkpoint beside its local twin (hero-10-r4 / local-10), else the first hero-N / local-N pair."""
+    """The default checkpoint beside its local twin (hero-10-r7 / local-10), else the first hero-N / local-N pair."""
     names = bundled_names()
     pair = [BUNDLED_DEFAULT, twin_name(BUNDLED_DEFAULT)]
     if all(n in names for n in pair):

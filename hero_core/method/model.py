@@ -30,7 +30,7 @@ from hero_core.words.labels import piece_texts
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHECKPOINT = "hero-10-r4"  # the quality-first default: 10 % param skip, a selective depth memory
+DEFAULT_CHECKPOINT = "hero-10-r7"  # 10 % param skip, a selective depth memory, the router sized to its backbone
 UNTRAINED = "untrained"
 DEFAULT_MAX_TOKENS = 2048  # prompts are cut here (with a notice) so memory stays bounded
 _CHARS_PER_TOKEN_CAP = 32  # pre-cut absurdly long strings before tokenising them
@@ -448,7 +448,7 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
               dtype: str = "fp32", shared: bool = False) -> HeroModel:
     """Load a backbone (embedded SmolLM2-135M-Instruct by default) with a router checkpoint.
 
-    ``checkpoint`` is a bundled name (``hero-10-r4`` (the default), ``hero-10``, ``local-10``, ``hero-25``,
+    ``checkpoint`` is a bundled name (``hero-10-r7`` (the default), ``hero-10-r4``, ``hero-10``, ``local-10``, ``hero-25``,
     ``local-25``, ``hero-40``, ``local-40``, ``no_memread-10``, ``no_aux-10``, ``no_pos-10``, …), a checkpoint
     directory, or None for the bundled default; when no trained checkpoint fits, fresh (untrained) routers are used
     and a warning says so.

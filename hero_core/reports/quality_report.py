@@ -218,6 +218,8 @@ ABLATION_STAGES = (("hero-10", "local-10", "no_memread-10", "no_aux-10", "no_pos
                    ("hero-10-r3", "no_memread-10-r3", "hero-10-r2", "local-10", "hero-10"),
                    # recipe 4, the default (recipe 2's memory, hero-10's tokens) against its twin, local and recipe 1
                    ("hero-10-r4", "no_memread-10-r4", "local-10", "hero-10", "no_memread-10"),
+                   # recipe 7, the default: recipe 4 with the router sized to the backbone, against recipe 4 and local
+                   ("hero-10-r7", "hero-10-r4", "local-10", "hero-10"),
                    ("hero-10-r2-s1", "no_memread-10-r2-s1", "local-10-s1", "hero-10-s1", "no_memread-10-s1"))
 
 
@@ -417,9 +419,10 @@ def read_summary_lines(read: dict) -> list[str]:
     return lines
 
 
-# the default first, its recipe-5 continuations, then the paper-kernel checkpoint it replaced and the other budgets
-README_CHECKPOINTS = ("hero-10-r4", "hero-10-r5", "hero-13-r5", "hero-10", "local-10", "hero-10-r2", "hero-25",
-                     "local-25", "hero-40", "local-40")
+# the default first, the paper-width recipe it resizes and its recipe-5 continuations, then the paper-kernel checkpoint
+# and the other budgets
+README_CHECKPOINTS = ("hero-10-r7", "hero-10-r4", "hero-10-r5", "hero-13-r5", "hero-10", "local-10", "hero-10-r2",
+                     "hero-25", "local-25", "hero-40", "local-40")
 
 
 def readme_lines(result: dict) -> list[str]:

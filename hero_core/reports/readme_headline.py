@@ -13,7 +13,7 @@ from typing import Any
 
 from hero_core.method.checkpoint import BUNDLED_DIR, CONFIG_FILE
 from hero_core.method.model import DEFAULT_CHECKPOINT
-from hero_core.eval.suites.headline import kept_figures, retain_figures
+from hero_core.eval.suites.headline import NOT_MEASURED, kept_figures, retain_figures
 from hero_core.eval.twins import twin_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,12 +76,14 @@ def _retain_cell(fig: Mapping[str, Any] | None) -> str | None:
 
 
 def pair_rows(measured: Mapping[str, Any], retain: Mapping[str, Any], hero: str) -> list[list[str]] | None:
-    """The two rows of ``hero`` and its local twin (at hero's param skip), or None when a number is missing."""
+    """The two rows of ``hero`` and its local twin (at hero's param skip), or None when the perplexity rows are
+    missing. A Retain the BIG-bench grades do not hold reads "not measured" (grading needs the task data)."""
     twin = twin_name(hero)
     rows = _matched_rows(measured, hero, twin) if twin else None
-    hero_retain, twin_retain = _retain_cell(retain.get(hero)), _retain_cell(retain.get(f"{twin}@{hero}"))
-    if rows is None or hero_retain is None or twin_retain is None:
+    if rows is None:
         return None
+    hero_retain = _retain_cell(retain.get(hero)) or NOT_MEASURED
+    twin_retain = _retain_cell(retain.get(f"{twin}@{hero}")) or NOT_MEASURED
     skips = " / ".join(f"{100 * rows[d]['param_skip']:.1f}" for d in DOMAINS)
     label = "default: HeRo, with history" if hero == DEFAULT_CHECKPOINT else "HeRo, with history"
     return [[f"**{hero}**", f"{label}, trained to {hero.split('-')[1]} % param skip", skips,
@@ -177,6 +179,10 @@ def headline_block(measured: Mapping[str, Any] | None, bigbench: Mapping[str, An
              "All checkpoints and measures: [docs/results.md](docs/results.md), [docs/bigbench.md](docs/bigbench.md)."]
     if left_out:
         notes.append(f"Not in the table (a result file lacks their numbers): {', '.join(left_out)}.")
+    if any(NOT_MEASURED in cell for row in rows for cell in row):
+        notes.append(f"Retain \"{NOT_MEASURED}\": the stored BIG-bench grades hold no run of that checkpoint, and "
+                     "grading one needs the task data on the machine (`python -m hero_core eval --fetch-bigbench`, "
+                     "then `make results-headline`).")
     if seeds is not None:
         from hero_core.eval.study.bundled import answer_sentence
 

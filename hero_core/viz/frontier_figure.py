@@ -16,14 +16,16 @@ from plotly.subplots import make_subplots
 
 from hero_core.eval.frontier.measured import frontier_curves
 from hero_core.eval.frontier.net_axis import net_curves
-from hero_core.viz.palette import DENSE_COLOUR, run_colour
+from hero_core.viz.palette import DENSE_COLOUR, RUN_COLOURS, run_colour
 from hero_core.words.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS
 
 # references in fixed, muted styles so the routers (coloured by run) stand out; dashes tell them apart in grey print
 REFERENCE_STYLE = {"static": ("#B2182B", "dot"), "random": (DENSE_COLOUR, "dashdot"),
                    "expert_choice": ("#8C6D31", "dash"), "oracle": ("#666666", "longdash")}
+ROUTER_DASHES = ("solid", "dash", "dashdot")  # routers' line styles, one per pass through the run colours
 VIEW_TOP = 4.0  # the opening view's highest ratio: a reference 4x worse than dense is out of the comparison's range
-DOCS_ROUTERS = ("hero-10-r4", "hero-25", "hero-40")  # the docs' figure: the default and the larger budgets, with twins
+DOCS_ROUTERS = ("hero-10-r7", "hero-10-r4", "hero-25-r7", "hero-25", "hero-40-r7", "hero-40")  # the docs' figure: the default,
+# the paper-width recipe it resizes and the larger budgets at both widths, with twins (a router not measured is left out)
 DOCS_TOP = 100.0  # the docs' figure's highest ratio: above it only the far end of random skipping (its numbers are in
 # the tables); the log axis would otherwise spend half its height on ratios of 10^2 to 10^4
 AXIS_WORDS = {"param": "param skip", "net": "FLOPs saved net"}  # the x axis: the paper's metric, or net of the router
@@ -72,7 +74,9 @@ def _curve(name: str, domain: str, points: list, routers: list[str], *, first: b
         colour, dash = REFERENCE_STYLE[name]
         label = REFERENCE_LABELS[name]
     else:
-        colour, dash, label = run_colour(routers.index(name)), "solid", name
+        index = routers.index(name)
+        # past the palette's seven colours a colour comes back: its line style then tells the two runs apart
+        colour, dash, label = run_colour(index), ROUTER_DASHES[index // len(RUN_COLOURS) % len(ROUTER_DASHES)], name
     skip, ratio, low, high = (list(v) for v in zip(*points, strict=True))
     return go.Scatter(
         x=[100 * s for s in skip], y=ratio, mode="lines+markers", name=label, legendgroup=name, showlegend=legend,

@@ -44,7 +44,8 @@ ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",
              "hero-10-r2", "no_memread-10-r2",  # recipe 2 (selective memory) and its twin: read like ablations
              "hero-10-r3", "no_memread-10-r3",  # recipe 3 (answer-weighted) and its twin
              "hero-10-r4", "no_memread-10-r4",  # recipe 4, the default, and its twin
-             "hero-10-r5", "hero-13-r5")  # recipe 5: the default continued on mixed-length blocks
+             "hero-10-r5", "hero-13-r5",  # recipe 5: hero-10-r4 continued on mixed-length blocks
+             "hero-10-r7")  # recipe 7, the default: recipe 4 with the router sized to the backbone
 # First stages, measured beside the finished checkpoints (the ablations at equal training tokens).
 STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1", "hero-10-r2-s1",
              "no_memread-10-r2-s1")
@@ -52,7 +53,7 @@ TAUS = (0.35, 0.5, 0.65, 0.8)  # the -10 curves; the -25 and -40 checkpoints get
 # Checkpoints a full run also sweeps over TAUS, so the equal-skip tables can read them at another one's skip (the
 # rest are read at their own tau only); what `--add NAME --sweep` does for one checkpoint.
 SWEPT = ("no_memread-10", "no_aux-10", "no_pos-10", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1",
-         "no_pos-10-s1", "hero-10-r2-s1", "no_memread-10-r2-s1", "hero-10-r4", "no_memread-10-r4")
+         "no_pos-10-s1", "hero-10-r2-s1", "no_memread-10-r2-s1", "hero-10-r4", "no_memread-10-r4", "hero-10-r7")
 FOLLOW_TAUS = (0.35, 0.5, 0.65)  # around the -25 / -40 checkpoints' own tau, enough to read them at equal skip
 READ_TEXTS = 20  # held-out texts per domain for the read-matters ablation
 
