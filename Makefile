@@ -93,7 +93,7 @@ results: $(STAMP)
 # What each headline checkpoint saves counted net (router and adapters charged), beside static pruning at the same net
 # saving, on both held-out sets (the training mix's eval split and text outside it): docs/net_saving.md / .json
 # (~15 min of one core per checkpoint here).
-NET_CHECKPOINTS ?= hero-10-r7 hero-10-r7-s1 hero-10-r4 local-10 hero-25 hero-40
+NET_CHECKPOINTS ?= hero-10-r7 hero-10-r7-s1 hero-10-r4 local-10 hero-25-r7 hero-25 hero-40-r7 hero-40
 net-saving: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PY) -m hero_core.eval.frontier.net_table \
 		$(foreach c,$(NET_CHECKPOINTS),--checkpoint $(c)) --out docs/net_saving.json

@@ -50,22 +50,27 @@ def readme_lines(report: dict) -> list[str]:
 
 
 def merged(paths: list[Path]) -> dict:
-    """One report from several measured apart (e.g. one process per core), checked to share their settings."""
+    """One report from several measured apart (e.g. one process per core), checked to share their settings; a
+    checkpoint measured twice keeps its later measurement, in the place of its first."""
     reports = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
     settings = {json.dumps({k: v for k, v in r.items() if k != "checkpoints"}, sort_keys=True) for r in reports}
     if len(settings) != 1:
         raise ValueError(f"{[str(p) for p in paths]} were measured with different settings: measure them together")
-    return reports[0] | {"checkpoints": [c for r in reports for c in r["checkpoints"]]}
+    by_name = {c["checkpoint"]: c for r in reports for c in r["checkpoints"]}
+    return reports[0] | {"checkpoints": list(by_name.values())}
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("parts", nargs="*", type=Path, help="reports to merge into docs/net_saving.json first")
+    parser.add_argument("parts", nargs="*", type=Path,
+                        help="reports to merge into docs/net_saving.json first (it keeps its other checkpoints)")
     args = parser.parse_args(argv)
-    if args.parts:
-        REPORT.write_text(json.dumps(merged(args.parts), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if args.parts:  # into what is there: a checkpoint measured later must not drop the others
+        into = [REPORT] if REPORT.is_file() and REPORT.resolve() not in {p.resolve() for p in args.parts} else []
+        REPORT.write_text(json.dumps(merged([*into, *args.parts]), indent=1, sort_keys=True) + "\n",
+                          encoding="utf-8")
     report = json.loads(REPORT.read_text(encoding="utf-8"))
     REPORT.with_suffix(".md").write_text(
         "# What each checkpoint saves, counted net\n\n" + net_table.__doc__.split("\n\n", 1)[1]
