@@ -14,7 +14,8 @@ returns ``(executed, gate)``, and the block computes ``g * FFN(u)`` for executed
 * :func:`random_skipping`: every (token, block) skips with the same probability, taking the trained
   adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs.
 * :func:`oracle_skipping` (not deployable): runs both branches and skips where the adapter's relative error on
-  the block output is below a threshold (see :mod:`hero_core.eval.frontier.curves`).
+  the block output is below a threshold (see :mod:`hero_core.eval.frontier.curves`);
+  :func:`oracle_threshold_for_skip` is the threshold that meets a param skip.
 * :func:`expert_choice` (MoD-style): at every block, the top ``capacity`` share of each sequence's tokens
   by router gate run the FFN (scaled by g), the rest take the adapter. Note it looks at the whole
   sequence, so it is not causal: a decode-time version would need MoD's auxiliary predictor.
@@ -27,9 +28,15 @@ import math
 
 import torch
 
-from hero_core.measures.accounting import ffns_for_param_skip
+from hero_core.measures.accounting import bisect_increasing, ffns_for_param_skip
 from hero_core.method.inject import ffn_modules
 from hero_core.method.model import HeroModel
+
+# The oracle's threshold on the relative error is searched in log space between these (1e-3 skips almost nothing, 4
+# almost everything on the bundled backbone): the skip follows the threshold's order of magnitude, so equal steps in
+# log space resolve a threshold near 0.1 as finely as one near 1.
+ORACLE_THRESHOLD_RANGE = (1e-3, 4.0)
+ORACLE_BISECTION_STEPS = 12
 
 
 def static_pruning(dropped_blocks: set[int]):
@@ -104,6 +111,24 @@ def oracle_skipping(hero, threshold: float):
         executed = error / (hbar.float() + ffn).norm(dim=-1).clamp_min(1e-6) >= threshold
         return executed, executed.to(gate.dtype)
     return policy
+
+
+def oracle_threshold_for_skip(hero, blocks: torch.Tensor, param_skip: float) -> tuple[float, float]:
+    """The oracle's threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest ``param_skip``, by
+    bisection in log space: (threshold, the skip it realises there)."""
+    from hero_core.method.tau_search import realised_skip
+
+    if not 0.0 < param_skip < 1.0:
+        raise ValueError(f"param skip must be in (0, 1), got {param_skip}")
+
+    def skip_at(threshold: float) -> float:  # the policy decides every skip: the tau passed is never read
+        return realised_skip(hero, blocks, "hero", hero.config.tau, policy=oracle_skipping(hero, threshold))
+
+    # a higher threshold accepts a larger error, so it skips more
+    log_low, log_high = (math.log(t) for t in ORACLE_THRESHOLD_RANGE)
+    log_threshold, skip = bisect_increasing(lambda x: skip_at(math.exp(x)), param_skip, log_low, log_high,
+                                            ORACLE_BISECTION_STEPS)
+    return math.exp(log_threshold), skip
 
 
 def expert_choice(capacity: float):

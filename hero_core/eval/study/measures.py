@@ -145,29 +145,18 @@ def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     return {"tau": tau, "calibration_skip": realised, "domains": domains}
 
 
-def oracle_at_skip(hero, blocks, skip: float):
-    """The oracle's adapter-error threshold meeting ``skip`` on ``blocks``: (policy, threshold, realised skip)."""
-    from hero_core.eval.baselines import oracle_skipping
-    from hero_core.measures.accounting import bisect_increasing
-    from hero_core.method.tau_search import realised_skip
-
-    # skip grows with the threshold: a higher bar on the adapter's error lets more tokens take the adapter
-    threshold, realised = bisect_increasing(
-        lambda e: realised_skip(hero, blocks, "hero", 0.5, policy=oracle_skipping(hero, e)), skip, 0.0, 2.0, 10)
-    return oracle_skipping(hero, threshold), threshold, realised
-
-
 def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """Static pruning, random skipping and the oracle at the study's skip, each with the run's adapters."""
-    from hero_core.eval.baselines import matched_policies
+    from hero_core.eval.baselines import matched_policies, oracle_skipping, oracle_threshold_for_skip
     from hero_core.eval.methods import HeroMethod
     from hero_core.method.tau_search import realised_skip
 
     texts_of_blocks = [hero.tokenizer.decode(b) for b in blocks.tolist()]
     skip = skip_to_measure_at(hero, blocks, spec, routed=False)  # a reference computes no router
     fixed = matched_policies(hero, skip, texts_of_blocks)
-    oracle, threshold, oracle_skip = oracle_at_skip(hero, blocks, skip)
-    policies = {"static_pruning": fixed["static_pruning"], "random_skip": fixed["random_skip"], "oracle": oracle}
+    threshold, oracle_skip = oracle_threshold_for_skip(hero, blocks, skip)
+    policies = {"static_pruning": fixed["static_pruning"], "random_skip": fixed["random_skip"],
+                "oracle": oracle_skipping(hero, threshold)}
     methods = [HeroMethod(hero, "hero", name=name, policy=policy) for name, policy in policies.items()]
     calibration_skip = {name: realised_skip(hero, blocks, "hero", 0.5, policy=policies[name])
                         for name in ("static_pruning",)} | {"oracle": oracle_skip}
