@@ -12,7 +12,8 @@ returns ``(executed, gate)``, and the block computes ``g * FFN(u)`` for executed
   branches, as every bundled checkpoint is trained, the trained adapter runs at full weight in its place. Kept
   FFNs run unscaled.
 * :func:`random_skipping`: every (token, block) skips with the same probability, taking the trained
-  adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs.
+  adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs;
+  :func:`random_skip_probability` is the probability that meets a param skip.
 * :func:`oracle_skipping` (not deployable): runs both branches and skips where the adapter's relative error on
   the block output is below a threshold (see :mod:`hero_core.eval.frontier.curves`);
   :func:`oracle_threshold_for_skip` is the threshold that meets a param skip.
@@ -28,7 +29,7 @@ import math
 
 import torch
 
-from hero_core.measures.accounting import bisect_increasing, ffns_for_param_skip
+from hero_core.measures.accounting import bisect_increasing, ffn_share_for_param_skip, ffns_for_param_skip
 from hero_core.method.inject import ffn_modules
 from hero_core.method.model import HeroModel
 
@@ -97,6 +98,16 @@ def random_skipping(skip_probability: float, seed: int = 0):
     return policy
 
 
+def random_skip_probability(hero, param_skip: float) -> float:
+    """The probability with which random skipping skips each (token, routed block) FFN to meet ``param_skip`` (the
+    paper's definition: the share of the model's parameters a token does not run)."""
+    share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
+                         f"{share:.0%} of the routed FFNs")
+    return share
+
+
 def oracle_skipping(hero, threshold: float):
     """Reference policy: skip where the adapter's relative error on this token's block output is below
     ``threshold``. Executed FFNs run unscaled (g = 1), skipped blocks take the adapter unscaled (g = 0)."""
@@ -154,11 +165,10 @@ def expert_choice(capacity: float):
 
 def matched_policies(hero: HeroModel, param_skip: float, calibration_texts: list[str], seed: int = 0) -> dict:
     """Every policy baseline at the given param skip (paper definition), keyed by name."""
-    R = hero.config.n_routed
-    n_skip = ffns_for_param_skip(param_skip, hero.profile)
-    influence = block_influence(hero, calibration_texts)
+    share = random_skip_probability(hero, param_skip)  # of each token's routed FFNs, skipped
+    n_dropped = round(ffns_for_param_skip(param_skip, hero.profile))
     return {
-        "static_pruning": static_pruning(least_influential(influence, round(n_skip))),
-        "random_skip": random_skipping(n_skip / R, seed=seed),
-        "expert_choice": expert_choice(1.0 - n_skip / R),
+        "static_pruning": static_pruning(least_influential(block_influence(hero, calibration_texts), n_dropped)),
+        "random_skip": random_skipping(share, seed=seed),
+        "expert_choice": expert_choice(1.0 - share),  # runs as many FFNs as random skipping, chosen by gate
     }

@@ -22,7 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hero_core.eval.baselines import oracle_skipping, oracle_threshold_for_skip, random_skipping
+from hero_core.eval.baselines import (
+    oracle_skipping,
+    oracle_threshold_for_skip,
+    random_skip_probability,
+    random_skipping,
+)
 
 
 @dataclass(frozen=True)
@@ -52,14 +57,8 @@ def oracle_at(hero, threshold: float, name: str) -> ReferencePolicy:
 
 
 def random_reference(hero, param_skip: float, name: str) -> ReferencePolicy:
-    """Random skip at ``param_skip`` (the paper's definition: the share of routed FFN parameters not run)."""
-    from hero_core.measures.accounting import ffn_share_for_param_skip
-
-    share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
-                         f"{share:.0%} of the routed FFNs")
-    return random_skip_at(hero, share, name)
+    """Random skip at ``param_skip`` (the paper's definition: the share of the model's parameters not run)."""
+    return random_skip_at(hero, random_skip_probability(hero, param_skip), name)
 
 
 def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[ReferencePolicy, float]:
