@@ -110,7 +110,7 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
     FFNs dropped for every token, ShortGPT's block influence measured on train-split text) and MoD-style top-k
     (expert choice: each block runs its FFN on the top share of a sequence's tokens by gate, which needs the whole
     sequence, so it is not causal: a reference, not a deployable router)."""
-    from hero_core.data.texts import domain_texts
+    from hero_core.data.texts import domain_texts, held_out_texts
     from hero_core.eval.methods import HeroMethod
 
     first = next(iter(models.values()))
@@ -147,7 +147,7 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
         policy_curve("expert", random_skips,
                      lambda s: expert_choice(1 - random_skip_probability(first, s)),
                      curve="expert_choice", kind="reference (not causal)", knob="target param skip")
-    texts = {d: domain_texts(d, "eval", limit, hero=first) for d in domains}
+    texts = held_out_texts(limit, first, domains)
     results = evaluate_points(first, methods, texts, max_tokens=max_tokens, progress=progress)
     for curve in curves.values():
         curve["points"] = [{"knob": knob, **{d: results[name][d] for d in domains}} for knob, name in curve["points"]]

@@ -18,7 +18,6 @@ import numpy as np
 
 from hero_core.eval.study.stats import TextSums
 
-DOMAINS = ("chat", "code", "reasoning")
 REFERENCES = ("static_pruning", "random_skip", "oracle")
 # each study reference as the frontier names it, so its words come from the one table (core.reference_labels)
 REFERENCE_KEYS = {"static_pruning": "static", "random_skip": "random", "oracle": "oracle"}
@@ -89,9 +88,9 @@ def held_out_texts(hero, spec) -> dict[str, list[str]]:
         if not texts:
             raise ValueError(f"--data {spec.data!r} has no held-out items (one in five by hash): add text")
         return {"data": texts}
-    from hero_core.data.texts import domain_texts
+    from hero_core.data.texts import held_out_texts as built_in_held_out
 
-    return {d: domain_texts(d, "eval", spec.limit, hero=hero) for d in DOMAINS}
+    return built_in_held_out(spec.limit, hero)
 
 
 def calibration(hero, spec):
