@@ -164,11 +164,12 @@ def expert_choice(capacity: float):
 
 
 def matched_policies(hero: HeroModel, param_skip: float, calibration_texts: list[str], seed: int = 0) -> dict:
-    """Every policy baseline at the given param skip (paper definition), keyed by name."""
+    """Every policy baseline at the given param skip (paper definition), keyed by its name on the frontier
+    (hero_core.words.reference_labels)."""
     share = random_skip_probability(hero, param_skip)  # of each token's routed FFNs, skipped
     n_dropped = round(ffns_for_param_skip(param_skip, hero.profile))
     return {
-        "static_pruning": static_pruning(least_influential(block_influence(hero, calibration_texts), n_dropped)),
-        "random_skip": random_skipping(share, seed=seed),
+        "static": static_pruning(least_influential(block_influence(hero, calibration_texts), n_dropped)),
+        "random": random_skipping(share, seed=seed),
         "expert_choice": expert_choice(1.0 - share),  # runs as many FFNs as random skipping, chosen by gate
     }

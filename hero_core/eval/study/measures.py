@@ -18,9 +18,9 @@ import numpy as np
 
 from hero_core.eval.study.stats import TextSums
 
-REFERENCES = ("static_pruning", "random_skip", "oracle")
-# each study reference as the frontier names it, so its words come from the one table (core.reference_labels)
-REFERENCE_KEYS = {"static_pruning": "static", "random_skip": "random", "oracle": "oracle"}
+REFERENCES = ("static", "random", "oracle")  # named as the frontier names them (hero_core.words.reference_labels)
+# What a study stored two of them as before it used the frontier's names (docs/seeds/): read, never written.
+OLD_REFERENCE_NAMES = {"static_pruning": "static", "random_skip": "random"}
 CALIBRATION_BLOCKS, CALIBRATION_LEN = 8, 128
 
 
@@ -34,6 +34,31 @@ def stored(path: Path, settings: dict) -> dict | None:
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     return data if data.get("settings") == settings else None
+
+
+def stored_references(path: Path, settings: dict) -> dict | None:
+    """:func:`stored` for a run's references, one stored under the old names read under today's (its settings
+    too), so a measurement taken before the rename is reused, not taken again."""
+    if not path.is_file():
+        return None
+    data = with_reference_names(json.loads(path.read_text(encoding="utf-8")))
+    return data if data.get("settings") == settings else None
+
+
+def with_reference_names(data: dict) -> dict:
+    """``data`` (a run's stored references, or a study report's reference summary) with every reference stored
+    under an :data:`OLD_REFERENCE_NAMES` name renamed: the keys of its ``references`` and ``calibration_skip`` and
+    the list in its ``settings``."""
+    def today(name: str) -> str:
+        return OLD_REFERENCE_NAMES.get(name, name)
+
+    out = dict(data)
+    for key in ("references", "calibration_skip"):
+        if isinstance(out.get(key), dict):
+            out[key] = {today(name): value for name, value in out[key].items()}
+    if isinstance(out.get("settings"), dict) and isinstance(out["settings"].get("references"), list):
+        out["settings"] = out["settings"] | {"references": [today(name) for name in out["settings"]["references"]]}
+    return out
 
 
 def write(path: Path, data: dict) -> None:
@@ -154,11 +179,10 @@ def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     skip = skip_to_measure_at(hero, blocks, spec, routed=False)  # a reference computes no router
     fixed = matched_policies(hero, skip, texts_of_blocks)
     threshold, oracle_skip = oracle_threshold_for_skip(hero, blocks, skip)
-    policies = {"static_pruning": fixed["static_pruning"], "random_skip": fixed["random_skip"],
-                "oracle": oracle_skipping(hero, threshold)}
+    policies = {"static": fixed["static"], "random": fixed["random"], "oracle": oracle_skipping(hero, threshold)}
     methods = [HeroMethod(hero, "hero", name=name, policy=policy) for name, policy in policies.items()]
-    calibration_skip = {name: realised_skip(hero, blocks, "hero", 0.5, policy=policies[name])
-                        for name in ("static_pruning",)} | {"oracle": oracle_skip}
+    calibration_skip = {"static": realised_skip(hero, blocks, "hero", 0.5, policy=policies["static"]),
+                        "oracle": oracle_skip}
     per_domain = {d: _sums(hero, methods, t, spec.max_tokens, f"{hero.checkpoint_name} references {d}")
                   for d, t in texts.items()}
     return {"oracle_threshold": threshold, "calibration_skip": calibration_skip,
