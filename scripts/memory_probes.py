@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from hero_core.backbones.loading import load_backbone
+from hero_core.data.texts import DOMAINS
 from hero_core.method.model import HeroModel, fresh_router, load_checkpoint
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig
@@ -44,16 +45,15 @@ PROBES = {  # name: (what it changes, TrainConfig overrides)
 }
 STEPS = 200
 DATA_BLOCKS = 3000  # the same data and teacher cache as scripts/make_checkpoints.py
-DOMAINS = ("chat", "code", "reasoning")
 
 
 def score(hero: HeroModel, limit: int) -> dict:
     from hero_core.analysis.read_ablation import read_effect
-    from hero_core.data.texts import domain_texts
+    from hero_core.data.texts import held_out_texts
     from hero_core.eval.frontier.curves import evaluate_points
     from hero_core.eval.methods import HeroMethod
 
-    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
+    texts = held_out_texts(limit, hero)
     variant = hero.config.variant
     methods = [HeroMethod(hero, variant, name="learned"), HeroMethod(hero, variant, name="uniform",
                                                                       memory_read="uniform")]

@@ -42,11 +42,11 @@ DATA_BLOCKS = 3000  # the same data and teacher cache as scripts/make_checkpoint
 
 
 def score(hero: HeroModel, limit: int) -> dict:
-    from hero_core.data.texts import domain_texts
+    from hero_core.data.texts import held_out_texts
     from hero_core.eval.frontier.curves import evaluate_points
     from hero_core.eval.methods import HeroMethod
 
-    texts = {d: domain_texts(d, "eval", limit, hero=hero) for d in ("chat", "code", "reasoning")}
+    texts = held_out_texts(limit, hero)
     method = HeroMethod(hero, hero.config.variant, name="probe")
     return evaluate_points(hero, [method], texts, max_tokens=256)["probe"]
 

@@ -1,9 +1,12 @@
-"""The shared functions behind three concepts that each exist once: a finished checkpoint put onto a backbone
+"""The shared functions behind four concepts that each exist once: a finished checkpoint put onto a backbone
 (hero_core.method.model.load_checkpoint), a run's realised param skip (hero_core.measures.accounting.mean_param_skip and
-hero_core.method.tau_search.realised_skip) and the tau search that meets a skip target (matched_tau)."""
+hero_core.method.tau_search.realised_skip), the tau search that meets a skip target (matched_tau) and "this run is
+already trained" (hero_core.method.trained_settings, behind a recipe's stages and a study's runs)."""
 
 import dataclasses
+import json
 import logging
+from pathlib import Path
 
 import pytest
 import torch
@@ -82,3 +85,46 @@ def test_the_tau_search_lands_on_a_reachable_skip_and_reports_what_it_realises(t
     # skip's range over the taus, as the twins' match is held.
     span = realised_skip(tiny, blocks, "hero", TAU_RANGE[1]) - realised_skip(tiny, blocks, "hero", TAU_RANGE[0])
     assert abs(realised - target) <= 0.02 * span
+
+
+# -- a run already trained ---------------------------------------------------------------------------------
+def _trained(folder, train_config: dict, router: dict | None = None):
+    """A finished run's config as training writes it last (only what the settings are read from)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"router": router or {}, "training": {"train_config": train_config}}
+    (folder / ckpt.CONFIG_FILE).write_text(json.dumps(meta))
+    return folder
+
+
+def test_a_recipe_stage_and_a_study_run_are_found_trained_by_the_same_settings(tmp_path):
+    from hero_core.eval.study.lanes import finished, run_settings
+    from hero_core.eval.study.spec import StudyError, StudySpec, plan_runs
+    from hero_core.method.config import router_widths
+    from hero_core.method.trained_settings import trained_settings
+    from hero_core.train.recipes import RUNS, already_trained, stage_settings
+
+    assert trained_settings(tmp_path / "nothing") is None
+    assert not already_trained(tmp_path / "nothing", RUNS["hero-10"], 1220)
+    # a stage: every setting of its recipe, its router's widths and branch scaling read off the checkpoint
+    run, d_model = RUNS["hero-10-r7"], 576  # widths sized to the backbone (0 in the recipe)
+    asked = stage_settings(run, run.steps, None, d_model)
+    head_hidden, d_encoder = router_widths(d_model)
+    router = {"d_model": d_model, "head_hidden": head_hidden, "d_encoder": d_encoder, "branch_scaling": "unscaled"}
+    recorded = {k: v for k, v in asked.items() if k not in ("router_widths", "branch_scaling", "init_from")}
+    stage = _trained(tmp_path / "stage", recorded | {"init_from": f"/elsewhere/{run.start}"}, router)
+    assert already_trained(stage, run, run.steps)
+    assert not already_trained(stage, run, run.steps + 1)
+    assert not already_trained(stage, dataclasses.replace(run, variant="no_history"), run.steps)  # another arm's
+    assert not already_trained(_trained(tmp_path / "paper", recorded | {"init_from": run.start},
+                                        router | {"branch_scaling": "paper"}), run, run.steps)
+    # a study's run: checked against the settings it trains with; a config recorded before seeds were kept was
+    # trained at seed 0
+    spec = StudySpec(out=str(tmp_path / "study"), arms=("hero", "no_history"), seeds=1, batch_size=2,
+                     train_overrides={"eval_every": 2})
+    job = plan_runs(spec)[0]
+    as_asked = {k: v for k, v in run_settings(job, spec).items() if k != "seed"}
+    _trained(Path(job.folder), as_asked)
+    assert finished(job, spec)
+    _trained(Path(job.folder), as_asked | {"batch_size": 4})  # another study's run in the same folder
+    with pytest.raises(StudyError, match="batch_size"):
+        finished(job, spec)

@@ -39,3 +39,20 @@ def test_the_bundled_report_comes_from_the_stored_measurements(tmp_path):
     shipped = shipped_summary(report)
     assert shipped["answer"] == answer and set(shipped["arms"]) == {"hero", "local", "no_memread"}
     assert (tmp_path / "study.md").is_file() and said[-1].startswith("hero vs no_memread: ")
+    # the references were stored under their old names (static_pruning, random_skip): read back under the frontier's,
+    # not measured again
+    assert set(report["references"]) == {"static", "random", "oracle"} and "references" not in report["notes"]
+    stored = json.loads((STORE / "hero-10-r2-s1.refs.json").read_text())["references"]["random_skip"]["code"]
+    assert report["measurements"]["hero-10-r2-s1"]["refs"]["references"]["random"]["code"] == stored
+
+
+def test_a_report_written_under_the_old_reference_names_reads_under_the_frontiers():
+    from hero_core.eval.study.report import read_report
+
+    if not (STORE / "study.json").is_file():
+        pytest.skip("the bundled report is not in this checkout")
+    report = read_report(STORE)
+    assert set(report["references"]) == {"static", "random", "oracle"}
+    for run in report["measurements"].values():
+        assert set(run["refs"]["references"]) == set(run["refs"]["calibration_skip"]) | {"random"}
+        assert run["refs"]["settings"]["references"] == ["static", "random", "oracle"]

@@ -26,7 +26,7 @@ from hero_core.viz.memory_figures import MEMORY_MODE_LABELS
 from . import sidebar_keys
 from .compare import MAX_RUNS, PRESET_LABELS, comparable_checkpoints, custom_checkpoints
 from .dataset import MAX_DATASET_RUNS, run_options
-from .settings import PRECISIONS, tiny_mode
+from .settings import LEARN_TAU_SLIDER, PRECISIONS, tiny_mode
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def accepted() -> dict[str, OneOf | Number]:
         "generate_chat": FLAG,
         "generate_dense": FLAG,
         "learn_source": OneOf(LEARN_SOURCES),
-        "learn_tau": Number(0.05, 0.95, whole=False),
+        "learn_tau": Number(*LEARN_TAU_SLIDER, whole=False),
         "learn_depth": Number(1, None),  # its top is the model's routed blocks: Streamlit keeps it within them
         "learn_history": FLAG,
         "set": OneOf(BUNDLED_SETS),

@@ -35,6 +35,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_TAU = 0.5
 TAU_STEP = 0.01  # the sidebar slider's step (components.prefetch traces one step either side)
 TAU_SLIDER = (0.01, 0.99)  # the sidebar slider's range
+LEARN_TAU_SLIDER, LEARN_TAU_STEP = (0.05, 0.95), 0.05  # Learn's what-if τ: coarser, each step re-runs the model
 APP_MAX_TOKENS = 512  # interactive prompt cap (the library cuts at model.DEFAULT_MAX_TOKENS), with a notice
 FAMILY_NAMES = ", ".join(family.name for family in FAMILIES)
 VARIANT_HELP = MappingProxyType({**{v: spec.description for v, spec in VARIANTS.items()},

@@ -65,7 +65,8 @@ if sink:
     st.markdown(sink)
 
 st.header("2 · The threshold trades compute for quality")
-tau = st.slider("τ", 0.05, 0.95, float(settings.tau), 0.05, key=f"{P}_tau", bind=BIND,
+tau = st.slider("τ", *app_settings.LEARN_TAU_SLIDER, float(settings.tau), app_settings.LEARN_TAU_STEP, key=f"{P}_tau",
+                bind=BIND,
                 help="Each value re-runs the model: a decision at one block changes the hidden state the next "
                      "block sees.")
 sweep = get_sweep(tour_run(settings, prompt, variant), TAU_GRID)

@@ -37,16 +37,17 @@ def train_study_run(payload: dict) -> None:
     """Train one run of a study (a lane calls it with the job's JSON): the arm's first-stage recipe with the
     study's seed, skip and steps, under the degradation guard; resumes from the run's saved state."""
     from hero_core.backbones.loading import load_backbone
+    from hero_core.eval.study.lanes import run_settings
+    from hero_core.eval.study.spec import RunJob
     from hero_core.method.model import HeroModel, fresh_router
     from hero_core.train.recipes import RUNS, stage_config
     from hero_core.train.train import train
 
-    job, spec = payload["job"], StudySpec.from_json(payload["spec"])
-    base = RUNS[ARM_RECIPES.get(job["arm"], GENERIC_RECIPE)]
-    run = replace(base, variant=job["arm"], seed=job["seed"], target_skip=spec.skip)
-    overrides = {"batch_size": spec.batch_size, "seq_len": spec.seq_len, **spec.train_overrides}
-    cfg = stage_config(run, job["folder"], steps=spec.steps, start_dir=None, data=spec.data, threads=1)
-    cfg = replace(cfg, **overrides)
+    job, spec = RunJob(**payload["job"]), StudySpec.from_json(payload["spec"])
+    cfg = stage_config(RUNS[ARM_RECIPES.get(job.arm, GENERIC_RECIPE)], job.folder, steps=spec.steps, start_dir=None,
+                       data=spec.data, threads=1)
+    # the study's own settings over the recipe's, the same ones a finished run is checked against
+    cfg = replace(cfg, **run_settings(job, spec))
     backbone = load_backbone(spec.backbone, device="auto")
     train(cfg, HeroModel(backbone, fresh_router(backbone), "training"), progress=True)
 

@@ -24,6 +24,7 @@ import argparse
 import json
 import random
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 
 from hero_core.data.reasoning import reasoning_problems
@@ -211,6 +212,12 @@ def domain_texts(domain: str, split: str, n: int, hero=None, seed: int = 0) -> l
             raise ValueError(f"{domain} texts are the dense model's own replies to their prompts: pass the HeroModel")
         return (chat_texts if domain == "chat" else qa_texts)(hero, split, limit=n, progress=True)
     raise ValueError(f"unknown domain {domain!r}; choose one of {DOMAINS + TRAINING_ONLY_DOMAINS}")
+
+
+def held_out_texts(n: int, hero=None, domains: Sequence[str] = DOMAINS) -> dict[str, list[str]]:
+    """``n`` texts of each evaluation domain from the held-out (eval) split, in one fixed order: what every held-out
+    measure reads (the frontier, the study, the net-saving table), so they all read the same texts."""
+    return {d: domain_texts(d, "eval", n, hero=hero) for d in domains}
 
 
 def describe(tokenizer=None) -> dict:

@@ -12,9 +12,11 @@ returns ``(executed, gate)``, and the block computes ``g * FFN(u)`` for executed
   branches, as every bundled checkpoint is trained, the trained adapter runs at full weight in its place. Kept
   FFNs run unscaled.
 * :func:`random_skipping`: every (token, block) skips with the same probability, taking the trained
-  adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs.
+  adapter at full weight (g = 0) when it skips and the FFN unscaled (g = 1) when it runs;
+  :func:`random_skip_probability` is the probability that meets a param skip.
 * :func:`oracle_skipping` (not deployable): runs both branches and skips where the adapter's relative error on
-  the block output is below a threshold (see :mod:`hero_core.eval.frontier.curves`).
+  the block output is below a threshold (see :mod:`hero_core.eval.frontier.curves`);
+  :func:`oracle_threshold_for_skip` is the threshold that meets a param skip.
 * :func:`expert_choice` (MoD-style): at every block, the top ``capacity`` share of each sequence's tokens
   by router gate run the FFN (scaled by g), the rest take the adapter. Note it looks at the whole
   sequence, so it is not causal: a decode-time version would need MoD's auxiliary predictor.
@@ -27,9 +29,15 @@ import math
 
 import torch
 
-from hero_core.measures.accounting import ffns_for_param_skip
+from hero_core.measures.accounting import bisect_increasing, ffn_share_for_param_skip, ffns_for_param_skip
 from hero_core.method.inject import ffn_modules
 from hero_core.method.model import HeroModel
+
+# The oracle's threshold on the relative error is searched in log space between these (1e-3 skips almost nothing, 4
+# almost everything on the bundled backbone): the skip follows the threshold's order of magnitude, so equal steps in
+# log space resolve a threshold near 0.1 as finely as one near 1.
+ORACLE_THRESHOLD_RANGE = (1e-3, 4.0)
+ORACLE_BISECTION_STEPS = 12
 
 
 def static_pruning(dropped_blocks: set[int]):
@@ -90,6 +98,16 @@ def random_skipping(skip_probability: float, seed: int = 0):
     return policy
 
 
+def random_skip_probability(hero, param_skip: float) -> float:
+    """The probability with which random skipping skips each (token, routed block) FFN to meet ``param_skip`` (the
+    paper's definition: the share of the model's parameters a token does not run)."""
+    share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
+                         f"{share:.0%} of the routed FFNs")
+    return share
+
+
 def oracle_skipping(hero, threshold: float):
     """Reference policy: skip where the adapter's relative error on this token's block output is below
     ``threshold``. Executed FFNs run unscaled (g = 1), skipped blocks take the adapter unscaled (g = 0)."""
@@ -104,6 +122,24 @@ def oracle_skipping(hero, threshold: float):
         executed = error / (hbar.float() + ffn).norm(dim=-1).clamp_min(1e-6) >= threshold
         return executed, executed.to(gate.dtype)
     return policy
+
+
+def oracle_threshold_for_skip(hero, blocks: torch.Tensor, param_skip: float) -> tuple[float, float]:
+    """The oracle's threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest ``param_skip``, by
+    bisection in log space: (threshold, the skip it realises there)."""
+    from hero_core.method.tau_search import realised_skip
+
+    if not 0.0 < param_skip < 1.0:
+        raise ValueError(f"param skip must be in (0, 1), got {param_skip}")
+
+    def skip_at(threshold: float) -> float:  # the policy decides every skip: the tau passed is never read
+        return realised_skip(hero, blocks, "hero", hero.config.tau, policy=oracle_skipping(hero, threshold))
+
+    # a higher threshold accepts a larger error, so it skips more
+    log_low, log_high = (math.log(t) for t in ORACLE_THRESHOLD_RANGE)
+    log_threshold, skip = bisect_increasing(lambda x: skip_at(math.exp(x)), param_skip, log_low, log_high,
+                                            ORACLE_BISECTION_STEPS)
+    return math.exp(log_threshold), skip
 
 
 def expert_choice(capacity: float):
@@ -128,12 +164,12 @@ def expert_choice(capacity: float):
 
 
 def matched_policies(hero: HeroModel, param_skip: float, calibration_texts: list[str], seed: int = 0) -> dict:
-    """Every policy baseline at the given param skip (paper definition), keyed by name."""
-    R = hero.config.n_routed
-    n_skip = ffns_for_param_skip(param_skip, hero.profile)
-    influence = block_influence(hero, calibration_texts)
+    """Every policy baseline at the given param skip (paper definition), keyed by its name on the frontier
+    (hero_core.words.reference_labels)."""
+    share = random_skip_probability(hero, param_skip)  # of each token's routed FFNs, skipped
+    n_dropped = round(ffns_for_param_skip(param_skip, hero.profile))
     return {
-        "static_pruning": static_pruning(least_influential(influence, round(n_skip))),
-        "random_skip": random_skipping(n_skip / R, seed=seed),
-        "expert_choice": expert_choice(1.0 - n_skip / R),
+        "static": static_pruning(least_influential(block_influence(hero, calibration_texts), n_dropped)),
+        "random": random_skipping(share, seed=seed),
+        "expert_choice": expert_choice(1.0 - share),  # runs as many FFNs as random skipping, chosen by gate
     }

@@ -1,6 +1,6 @@
 """The measures of a routed run against a reference, one name per quantity: per-token NLL, KL(dense || routed) and
-top-1 agreement (tensor functions), the perplexity ratio of one text and pooled over texts, and the item bootstrap
-behind every interval.
+top-1 agreement (tensor functions), the perplexity ratio of one text and pooled over texts, Retain on resampled
+examples, and the item bootstrap behind every interval.
 
 It imports neither torch nor a model (the tensor functions use the tensors' own methods), so a trace loaded without
 a model (:mod:`hero_core.method.trace`) computes its ratio here too.
@@ -123,6 +123,26 @@ def pooled_ratio_replicates(nll, nll_dense, n_pred, picks: np.ndarray) -> np.nda
     diff = np.asarray(nll, dtype=float) - np.asarray(nll_dense, dtype=float)
     counts = np.asarray(n_pred, dtype=float)
     return np.exp(diff[picks].sum(-1) / np.maximum(counts[picks].sum(-1), 1))
+
+
+def retain_replicates(routed: Sequence, dense: Sequence, picks: Sequence[np.ndarray]) -> np.ndarray:
+    """Retain (%) on each resample: per task the routed and the dense mean over the same resampled examples
+    (``picks[i]``: (n_boot, n_i) indices into task i's per-example scores ``routed[i]`` and ``dense[i]``), their ratio
+    averaged over the tasks whose resampled dense mean is above 0 (Retain leaves the others out, as
+    :func:`hero_core.eval.scoring.retain` does); NaN where every task dropped out. One task alone is the share of
+    dense's score a run keeps on the same items. The one resampled Retain of the project: the suites' intervals
+    (:mod:`hero_core.eval.suites.retain`) and the study's paired bootstrap (:mod:`hero_core.eval.study.stats`)."""
+    ratios, defined = [], []
+    for task_routed, task_dense, idx in zip(routed, dense, picks, strict=True):
+        num = np.asarray(task_routed, dtype=np.float64)[idx].mean(axis=-1)
+        den = np.asarray(task_dense, dtype=np.float64)[idx].mean(axis=-1)
+        ok = den > 0
+        ratios.append(np.where(ok, num / np.where(ok, den, 1.0), 0.0))
+        defined.append(ok)
+    if not ratios:
+        return np.full(1, np.nan)
+    total, count = np.sum(ratios, axis=0), np.sum(defined, axis=0)
+    return np.where(count > 0, 100.0 * total / np.maximum(count, 1), np.nan)
 
 
 # -- the item bootstrap -----------------------------------------------------------------------------------------

@@ -26,12 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 OUT = ROOT / "docs" / "experiments" / "memory-diagnosis"
 DEFAULT_CHECKPOINTS = ("hero-10", "hero-10-s1", "no_aux-10", "hero-25")
-DOMAINS = ("chat", "code", "reasoning")
 RANDOM_SCALES = (1.0, 3.0, 10.0)  # std of the random q, k entries of the by-construction reference
 RANDOM_ROWS = 300
 def measure(args: argparse.Namespace, command: str) -> dict:
     from hero_core.backbones.threads import set_threads
-    from hero_core.data.texts import domain_texts
+    from hero_core.data.texts import DOMAINS, held_out_texts
     from hero_core.method.model import load_routers
     from hero_core.train.memory_diagnosis import diagnose, random_elu1_read
     from hero_core.train.recipes import RUNS  # the recipe: the learning rate of stages that are not bundled
@@ -42,7 +41,7 @@ def measure(args: argparse.Namespace, command: str) -> dict:
     # every checkpoint checked against one backbone from the shared pool, loaded once
     models = dict(zip(args.checkpoints, load_routers(args.checkpoints, device=args.device), strict=True))
     first = models[args.checkpoints[0]]
-    texts = {d: [t for t in domain_texts(d, "eval", args.limit, hero=first)] for d in DOMAINS}
+    texts = held_out_texts(args.limit, first)
     flat = [t for d in DOMAINS for t in texts[d]]
 
     def stage_lr(name: str) -> float | None:

@@ -17,13 +17,12 @@ distillation, the hard budget with a curriculum, bf16 autocast where the CPU run
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hero_core.method.checkpoint import CONFIG_FILE
 from hero_core.method.checkpoint_info import EXTRA_SEEDS, SEED_ARMS, WIDTH_ARMS
 from hero_core.method.config import PAPER_ENCODER, PAPER_HEAD_HIDDEN, router_widths
+from hero_core.method.trained_settings import trained_otherwise, trained_settings
 from hero_core.train.train_config import TrainConfig
 
 
@@ -188,25 +187,16 @@ def stage_config(run: Run, out: Path | str, *, steps: int, start_dir: Path | str
 
 def already_trained(out: Path, run: Run, steps: int, data: str | None = None) -> bool:
     """A finished checkpoint of this exact stage, trained on ``data`` (None: the built-in mix), is at ``out``."""
-    if not (out / CONFIG_FILE).is_file():
-        return False
-    meta = json.loads((out / CONFIG_FILE).read_text())
-    done = meta.get("training", {}).get("train_config", {})
-    return (done.get("target_skip") == run.target_skip and done.get("steps") == steps
-            and done.get("budget_scope", "batch") == run.budget_scope and done.get("lr") == run.lr
-            and done.get("order_seed") == run.order_seed and done.get("data") == data
-            and done.get("seed", 0) == run.seed
-            and all(done.get(name) == value for name, value in run.levers)
-            and Path(done.get("init_from") or "").name == (run.start or "")
-            and meta.get("router", {}).get("branch_scaling") == TrainConfig.branch_scaling
-            and _router_widths(meta.get("router", {})) == _asked_widths(run, meta.get("router", {})))
+    done = trained_settings(out)
+    return done is not None and not trained_otherwise(done, stage_settings(run, steps, data, done["d_model"]))
 
 
-def _router_widths(router: dict) -> tuple:
-    return router.get("head_hidden"), router.get("d_encoder")
-
-
-def _asked_widths(run: Run, router: dict) -> tuple:
-    """The widths ``run`` asks for on the backbone the checkpoint was trained on (0: sized to its width)."""
-    scaled = router_widths(int(router.get("d_model", 0) or 1))
-    return run.head_hidden or scaled[0], run.d_encoder or scaled[1]
+def stage_settings(run: Run, steps: int, data: str | None, d_model: int | None) -> dict:
+    """What a finished checkpoint of ``run``'s stage was trained with (the keys of
+    :func:`hero_core.method.trained_settings.trained_settings`), its router widths as sized on a backbone of width
+    ``d_model`` (a width of 0 is sized to it)."""
+    scaled = router_widths(int(d_model or 1))
+    return {"variant": run.variant, "target_skip": run.target_skip, "steps": steps, "budget_scope": run.budget_scope,
+            "lr": run.lr, "order_seed": run.order_seed, "data": data, "seed": run.seed, **dict(run.levers),
+            "init_from": run.start or "", "branch_scaling": TrainConfig.branch_scaling,
+            "router_widths": (run.head_hidden or scaled[0], run.d_encoder or scaled[1])}

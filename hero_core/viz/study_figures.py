@@ -11,7 +11,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from hero_core.words.reference_labels import REFERENCE_LABELS
-from hero_core.eval.study.measures import REFERENCE_KEYS
 from hero_core.eval.study.report import interval, measure_name
 from hero_core.viz.frontier_figure import REFERENCE_STYLE
 from hero_core.viz.palette import DENSE_COLOUR, run_colour
@@ -57,15 +56,14 @@ def study_frontier_chart(report: dict) -> go.Figure:
                 text=row["runs"], hovertemplate="%{text}<br>param skip %{x:.1f} %<br>ppl ratio %{y:.3f}"
                                                 f"<extra>{domain}</extra>"), row=1, col=col)
         for ref, per_arm in (report.get("references") or {}).items():
-            key = REFERENCE_KEYS[ref]
             for index, (arm, cells) in enumerate(per_arm.items()):
                 cell = cells[domain]
-                label = f"{REFERENCE_LABELS[key]}, {arm}'s adapters"
+                label = f"{REFERENCE_LABELS[ref]}, {arm}'s adapters"
                 fig.add_trace(go.Scatter(
                     x=[100 * cell["param_skip"]], y=[cell["ppl_ratio"]], mode="markers", name=label,
                     legendgroup=label, showlegend=col == 1,
-                    marker={"symbol": REFERENCE_SYMBOLS[key], "size": 10, "color": run_colour(index),
-                            "line": {"color": REFERENCE_STYLE[key][0], "width": 2}},
+                    marker={"symbol": REFERENCE_SYMBOLS[ref], "size": 10, "color": run_colour(index),
+                            "line": {"color": REFERENCE_STYLE[ref][0], "width": 2}},
                     hovertemplate=f"{label} (mean of {cell['seeds']} seed(s))<br>param skip %{{x:.1f}} %<br>"
                                   f"ppl ratio %{{y:.3f}}<extra>{domain}</extra>"), row=1, col=col)
         fig.add_hline(y=1.0, line={"color": DENSE_COLOUR, "width": 1}, row=1, col=col)

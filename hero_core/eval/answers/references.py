@@ -6,7 +6,8 @@ the calibration blocks, the skip the checkpoint's local twin is matched to:
 * random skip (:func:`random_skip_at`): each (token, routed block) skips its FFN with one probability. The draws
   are seeded by the prompt's id, so an answer read back from a resume folder is the one a fresh run would write.
 * the oracle (:func:`oracle_at`, not deployable): runs both branches at every block and skips where the adapter's
-  relative error on the block output is below a threshold (:func:`hero_core.eval.baselines.oracle_skipping`).
+  relative error on the block output is below a threshold (:func:`hero_core.eval.baselines.oracle_skipping`),
+  matched to a skip by :func:`hero_core.eval.baselines.oracle_threshold_for_skip`.
   It needs the FFN's output to decide whether to skip the FFN, so it saves nothing; it is a greedy,
   block-local reference, not an upper bound.
 
@@ -16,19 +17,17 @@ another rate are not read back.
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hero_core.measures.accounting import bisect_increasing
-from hero_core.eval.baselines import oracle_skipping, random_skipping
-
-ORACLE_BISECTION_STEPS = 12
-# the oracle's threshold on the relative error is searched in log space between these (a threshold of 1e-3
-# skips almost nothing; 4 skips almost everything on the bundled backbone)
-ORACLE_THRESHOLD_RANGE = (1e-3, 4.0)
+from hero_core.eval.baselines import (
+    oracle_skipping,
+    oracle_threshold_for_skip,
+    random_skip_probability,
+    random_skipping,
+)
 
 
 @dataclass(frozen=True)
@@ -58,30 +57,12 @@ def oracle_at(hero, threshold: float, name: str) -> ReferencePolicy:
 
 
 def random_reference(hero, param_skip: float, name: str) -> ReferencePolicy:
-    """Random skip at ``param_skip`` (the paper's definition: the share of routed FFN parameters not run)."""
-    from hero_core.measures.accounting import ffn_share_for_param_skip
-
-    share = ffn_share_for_param_skip(param_skip, hero.profile, hero.config.n_routed)
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"param skip {param_skip:.3f} is out of reach on this backbone: it would skip "
-                         f"{share:.0%} of the routed FFNs")
-    return random_skip_at(hero, share, name)
+    """Random skip at ``param_skip`` (the paper's definition: the share of the model's parameters not run)."""
+    return random_skip_at(hero, random_skip_probability(hero, param_skip), name)
 
 
 def oracle_reference(hero, param_skip: float, name: str, blocks) -> tuple[ReferencePolicy, float]:
-    """The oracle at the threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest
-    ``param_skip``, by bisection in log space; returns the reference and the skip it realises there."""
-    from hero_core.method.tau_search import realised_skip
-
-    if not 0.0 < param_skip < 1.0:
-        raise ValueError(f"param skip must be in (0, 1), got {param_skip}")
-
-    def skip_at(threshold: float) -> float:
-        return realised_skip(hero, blocks, "hero", hero.config.tau, policy=oracle_skipping(hero, threshold))
-
-    # a higher threshold accepts a larger error, so it skips more
-    log_low, log_high = (math.log(t) for t in ORACLE_THRESHOLD_RANGE)
-    log_threshold, skip = bisect_increasing(lambda x: skip_at(math.exp(x)), param_skip, log_low, log_high,
-                                            ORACLE_BISECTION_STEPS)
-    threshold = math.exp(log_threshold)
+    """The oracle at the threshold whose param skip on ``blocks`` (token ids, (B, T)) is nearest ``param_skip``;
+    returns the reference and the skip it realises there."""
+    threshold, skip = oracle_threshold_for_skip(hero, blocks, param_skip)
     return oracle_at(hero, threshold, name), skip

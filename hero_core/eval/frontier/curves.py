@@ -37,6 +37,7 @@ from hero_core.eval.baselines import (
     expert_choice,
     least_influential,
     oracle_skipping,
+    random_skip_probability,
     random_skipping,
     static_pruning,
 )
@@ -109,8 +110,7 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
     FFNs dropped for every token, ShortGPT's block influence measured on train-split text) and MoD-style top-k
     (expert choice: each block runs its FFN on the top share of a sequence's tokens by gate, which needs the whole
     sequence, so it is not causal: a reference, not a deployable router)."""
-    from hero_core.measures.accounting import ffns_for_param_skip
-    from hero_core.data.texts import domain_texts
+    from hero_core.data.texts import domain_texts, held_out_texts
     from hero_core.eval.methods import HeroMethod
 
     first = next(iter(models.values()))
@@ -130,13 +130,12 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
                                            "points": [(k, p.name) for k, p in zip(knobs, points)]}
         methods.extend(points)
 
-    R = first.config.n_routed
     if oracle:
         policy_curve("oracle", oracle_thresholds, lambda e: oracle_skipping(first, e),
                      kind="reference (not deployable)", knob="relative adapter error")
     if random:
         policy_curve("random", random_skips,
-                     lambda s: random_skipping(ffns_for_param_skip(s, first.profile) / R, seed=0),
+                     lambda s: random_skipping(random_skip_probability(first, s), seed=0),
                      kind="baseline", knob="target param skip")
     if static:
         calibration = [t for d in domains for t in domain_texts(d, "train", CALIBRATION_TEXTS, hero=first)]
@@ -144,11 +143,11 @@ def frontier(models: dict, *, oracle: bool = False, random: bool = False, static
         policy_curve("static", static_drops, lambda n: static_pruning(least_influential(influence, n)),
                      kind="baseline", knob="FFNs dropped for every token", influence=influence,
                      influence_from=f"{CALIBRATION_TEXTS} train-split texts per domain")
-    if expert:
+    if expert:  # as many FFNs run as under random skipping, chosen by gate
         policy_curve("expert", random_skips,
-                     lambda s: expert_choice(1 - ffns_for_param_skip(s, first.profile) / R),
+                     lambda s: expert_choice(1 - random_skip_probability(first, s)),
                      curve="expert_choice", kind="reference (not causal)", knob="target param skip")
-    texts = {d: domain_texts(d, "eval", limit, hero=first) for d in domains}
+    texts = held_out_texts(limit, first, domains)
     results = evaluate_points(first, methods, texts, max_tokens=max_tokens, progress=progress)
     for curve in curves.values():
         curve["points"] = [{"knob": knob, **{d: results[name][d] for d in domains}} for knob, name in curve["points"]]

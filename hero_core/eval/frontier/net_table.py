@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from hero_core.data.outside import OUTSIDE_DOMAINS, outside_texts
-from hero_core.data.texts import DOMAINS, domain_texts
+from hero_core.data.texts import DOMAINS, held_out_texts
 from hero_core.measures.accounting import dense_token_flops, token_compute
 from hero_core.measures.metrics import ratio_interval
 
@@ -39,7 +39,7 @@ MAX_TOKENS = 192
 
 def held_out_sets(hero, n: int = TEXTS_PER_DOMAIN) -> dict[str, dict[str, list[str]]]:
     """Both held-out sets, per domain ``n`` texts."""
-    return {"eval split": {d: domain_texts(d, "eval", n, hero=hero) for d in DOMAINS},
+    return {"eval split": held_out_texts(n, hero),
             "outside": {d: outside_texts(d, n) for d in OUTSIDE_DOMAINS}}
 
 

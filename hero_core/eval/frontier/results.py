@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from hero_core.backbones.threads import set_threads
+from hero_core.data.texts import DOMAINS
 from hero_core.eval.frontier.results_sections import (
-    DOMAINS,
     MAX_TOKENS,
     bf16_check,
     generations,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import statistics
 
+from hero_core.data.texts import DOMAINS, held_out_texts
 from hero_core.method.model import DEFAULT_CHECKPOINT
 
-DOMAINS = ("chat", "code", "reasoning")
 SHOWN_PROMPTS = ("What is the capital of France?", "Give me three tips for staying focused while studying.",
                  "Explain why the sky is blue in two sentences.", "Write a Python function that reverses a string.",
                  "If I have 3 apples and buy 5 more, how many apples do I have?")
@@ -62,14 +62,6 @@ def generations(models: dict, n_prompts: int, stage_one: tuple[str, ...]) -> dic
             "shown": shown}
 
 
-def held_out_texts(models: dict, limit: int) -> dict[str, list[str]]:
-    """``limit`` held-out texts per domain, in the backbone's token space (every model shares one backbone)."""
-    from hero_core.data.texts import domain_texts
-
-    hero = next(iter(models.values()))
-    return {d: domain_texts(d, "eval", limit, hero=hero) for d in DOMAINS}
-
-
 def memory_readers(models: dict):
     """(name, model) of the checkpoints whose variant reads its memory (no_memread and local have no map)."""
     from hero_core.method.config import VARIANTS
@@ -80,7 +72,7 @@ def memory_readers(models: dict):
 def memory_entropy(models: dict, limit: int) -> dict:
     from hero_core.analysis.memory_stats import memory_stats
 
-    texts = held_out_texts(models, limit)
+    texts = held_out_texts(limit, next(iter(models.values())))  # every model shares one backbone
     out = {}
     for name, model in memory_readers(models):
         traces = {d: [model.trace(t, variant=model.config.variant, max_tokens=256) for t in ts]
@@ -111,7 +103,7 @@ def read_matters(models: dict, limit: int) -> dict:
     to dense with the learned and with the uniform read (95 % bootstrap intervals over texts)."""
     from hero_core.analysis.read_ablation import read_effect
 
-    texts = held_out_texts(models, limit)
+    texts = held_out_texts(limit, next(iter(models.values())))
     out = {}
     for name, model in memory_readers(models):
         quality = learned_and_uniform_read(model, texts, MAX_TOKENS)
@@ -127,7 +119,6 @@ def bf16_check(models: dict, limit: int, name: str = DEFAULT_CHECKPOINT) -> dict
     """Checkpoint ``name`` (the default one unless told) on a bf16 backbone against the same router on fp32: decision
     flips and perplexity ratios, both against the fp32 dense model, on held-out text; each domain's entry names the
     checkpoint. Empty when ``name`` is not among ``models``."""
-    from hero_core.data.texts import domain_texts
     from hero_core.measures.metrics import pooled_perplexity_ratio
     from hero_core.method.model import load_hero
     from hero_core.eval.engine import run_texts
@@ -140,11 +131,10 @@ def bf16_check(models: dict, limit: int, name: str = DEFAULT_CHECKPOINT) -> dict
     bf16 = load_hero(name, device="cpu", dtype="bf16", shared=True)
     methods = [HeroMethod(fp32, "hero", name="fp32"), HeroMethod(bf16, "hero", name="bf16")]
     out = {}
-    for domain in DOMAINS:
+    for domain, texts in held_out_texts(limit, fp32).items():
         flips = cells = near = 0
         sums = {"fp32": 0.0, "bf16": 0.0, "dense": 0.0}
         n = 0
-        texts = domain_texts(domain, "eval", limit, hero=fp32)
         for text in run_texts(fp32, methods, texts, HeroMethod(fp32, "dense"), max_tokens=MAX_TOKENS,
                               traced=["fp32", "bf16"]):
             a, b = text.runs["fp32"].trace, text.runs["bf16"].trace

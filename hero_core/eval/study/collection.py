@@ -106,7 +106,7 @@ class _Measuring:
     def stored(self, job: RunJob) -> _Run:
         store, spec = self.spec.store, self.spec
         return _Run(ppl=m.stored(m.store_file(store, job.name, "ppl"), self.ppl_settings),
-                    refs=(m.stored(m.store_file(store, job.name, "refs"), self.refs_settings)
+                    refs=(m.stored_references(m.store_file(store, job.name, "refs"), self.refs_settings)
                           if spec.references else None),
                     graded={k: m.stored(m.store_file(store, job.name, k), st) for k, st in self.kinds.items()})
 

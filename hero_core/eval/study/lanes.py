@@ -9,29 +9,31 @@ its saved state and a finished one is never trained again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 
 from hero_core.eval.study.spec import RunJob, StudyError, StudySpec
+from hero_core.method.trained_settings import trained_otherwise, trained_settings
 
-CONFIG_FILE = "hero_config.json"
+
+def run_settings(job: RunJob, spec: StudySpec) -> dict:
+    """The training settings the study sets on ``job`` over its arm's recipe: what the trainer applies and what a
+    finished run in the job's folder is checked against (``train_overrides`` last, as the trainer applies them)."""
+    return {"variant": job.arm, "seed": job.seed, "steps": spec.steps, "target_skip": spec.skip,
+            "batch_size": spec.batch_size, "seq_len": spec.seq_len, **spec.train_overrides}
 
 
 def finished(job: RunJob, spec: StudySpec) -> bool:
     """Whether ``job``'s checkpoint is complete. A run the spec names is taken as finished when its folder holds a
     checkpoint; a run this study trained must also have been trained as this study asks (else it is refused: the
     folder belongs to another study)."""
-    path = Path(job.folder) / CONFIG_FILE
-    if not path.is_file():
+    done = trained_settings(job.folder)
+    if done is None:
         if job.given:
             raise StudyError(f"{job.name}: the study names {job.folder}, which holds no finished checkpoint")
         return False
     if job.given:
         return True
-    done = json.loads(path.read_text(encoding="utf-8")).get("training", {}).get("train_config", {})
-    asked = {"variant": job.arm, "seed": job.seed, "steps": spec.steps, "target_skip": spec.skip}
-    clash = {k: (done.get(k), v) for k, v in asked.items() if done.get(k) != v}
+    clash = trained_otherwise(done, run_settings(job, spec))
     if clash:
         raise StudyError(f"{job.folder} holds a run trained with other settings ({clash}): use another --out")
     return True

@@ -18,10 +18,9 @@ import numpy as np
 
 from hero_core.eval.study.stats import TextSums
 
-DOMAINS = ("chat", "code", "reasoning")
-REFERENCES = ("static_pruning", "random_skip", "oracle")
-# each study reference as the frontier names it, so its words come from the one table (core.reference_labels)
-REFERENCE_KEYS = {"static_pruning": "static", "random_skip": "random", "oracle": "oracle"}
+REFERENCES = ("static", "random", "oracle")  # named as the frontier names them (hero_core.words.reference_labels)
+# What a study stored two of them as before it used the frontier's names (docs/seeds/): read, never written.
+OLD_REFERENCE_NAMES = {"static_pruning": "static", "random_skip": "random"}
 CALIBRATION_BLOCKS, CALIBRATION_LEN = 8, 128
 
 
@@ -35,6 +34,31 @@ def stored(path: Path, settings: dict) -> dict | None:
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     return data if data.get("settings") == settings else None
+
+
+def stored_references(path: Path, settings: dict) -> dict | None:
+    """:func:`stored` for a run's references, one stored under the old names read under today's (its settings
+    too), so a measurement taken before the rename is reused, not taken again."""
+    if not path.is_file():
+        return None
+    data = with_reference_names(json.loads(path.read_text(encoding="utf-8")))
+    return data if data.get("settings") == settings else None
+
+
+def with_reference_names(data: dict) -> dict:
+    """``data`` (a run's stored references, or a study report's reference summary) with every reference stored
+    under an :data:`OLD_REFERENCE_NAMES` name renamed: the keys of its ``references`` and ``calibration_skip`` and
+    the list in its ``settings``."""
+    def today(name: str) -> str:
+        return OLD_REFERENCE_NAMES.get(name, name)
+
+    out = dict(data)
+    for key in ("references", "calibration_skip"):
+        if isinstance(out.get(key), dict):
+            out[key] = {today(name): value for name, value in out[key].items()}
+    if isinstance(out.get("settings"), dict) and isinstance(out["settings"].get("references"), list):
+        out["settings"] = out["settings"] | {"references": [today(name) for name in out["settings"]["references"]]}
+    return out
 
 
 def write(path: Path, data: dict) -> None:
@@ -89,9 +113,9 @@ def held_out_texts(hero, spec) -> dict[str, list[str]]:
         if not texts:
             raise ValueError(f"--data {spec.data!r} has no held-out items (one in five by hash): add text")
         return {"data": texts}
-    from hero_core.data.texts import domain_texts
+    from hero_core.data.texts import held_out_texts as built_in_held_out
 
-    return {d: domain_texts(d, "eval", spec.limit, hero=hero) for d in DOMAINS}
+    return built_in_held_out(spec.limit, hero)
 
 
 def calibration(hero, spec):
@@ -145,32 +169,20 @@ def measure_ppl(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     return {"tau": tau, "calibration_skip": realised, "domains": domains}
 
 
-def oracle_at_skip(hero, blocks, skip: float):
-    """The oracle's adapter-error threshold meeting ``skip`` on ``blocks``: (policy, threshold, realised skip)."""
-    from hero_core.eval.baselines import oracle_skipping
-    from hero_core.measures.accounting import bisect_increasing
-    from hero_core.method.tau_search import realised_skip
-
-    # skip grows with the threshold: a higher bar on the adapter's error lets more tokens take the adapter
-    threshold, realised = bisect_increasing(
-        lambda e: realised_skip(hero, blocks, "hero", 0.5, policy=oracle_skipping(hero, e)), skip, 0.0, 2.0, 10)
-    return oracle_skipping(hero, threshold), threshold, realised
-
-
 def measure_references(hero, texts: dict[str, list[str]], blocks, spec) -> dict:
     """Static pruning, random skipping and the oracle at the study's skip, each with the run's adapters."""
-    from hero_core.eval.baselines import matched_policies
+    from hero_core.eval.baselines import matched_policies, oracle_skipping, oracle_threshold_for_skip
     from hero_core.eval.methods import HeroMethod
     from hero_core.method.tau_search import realised_skip
 
     texts_of_blocks = [hero.tokenizer.decode(b) for b in blocks.tolist()]
     skip = skip_to_measure_at(hero, blocks, spec, routed=False)  # a reference computes no router
     fixed = matched_policies(hero, skip, texts_of_blocks)
-    oracle, threshold, oracle_skip = oracle_at_skip(hero, blocks, skip)
-    policies = {"static_pruning": fixed["static_pruning"], "random_skip": fixed["random_skip"], "oracle": oracle}
+    threshold, oracle_skip = oracle_threshold_for_skip(hero, blocks, skip)
+    policies = {"static": fixed["static"], "random": fixed["random"], "oracle": oracle_skipping(hero, threshold)}
     methods = [HeroMethod(hero, "hero", name=name, policy=policy) for name, policy in policies.items()]
-    calibration_skip = {name: realised_skip(hero, blocks, "hero", 0.5, policy=policies[name])
-                        for name in ("static_pruning",)} | {"oracle": oracle_skip}
+    calibration_skip = {"static": realised_skip(hero, blocks, "hero", 0.5, policy=policies["static"]),
+                        "oracle": oracle_skip}
     per_domain = {d: _sums(hero, methods, t, spec.max_tokens, f"{hero.checkpoint_name} references {d}")
                   for d, t in texts.items()}
     return {"oracle_threshold": threshold, "calibration_skip": calibration_skip,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hero_core.eval.study.measures import REFERENCE_KEYS
+from hero_core.eval.study.measures import with_reference_names
 from hero_core.eval.study.stats import ItemMeans, Retained, TaskRetain, TextSums, summarise
 from hero_core.words.reference_labels import REFERENCE_LABELS
 
@@ -243,7 +243,7 @@ def _reference_lines(report: dict) -> list[str]:
              "|---|---|" + "---|" * len(report["domains"])]
     for ref, per_arm in refs.items():
         for arm, cells in per_arm.items():
-            lines.append(f"| {REFERENCE_LABELS[REFERENCE_KEYS[ref]]} | {arm} | " + " | ".join(
+            lines.append(f"| {REFERENCE_LABELS[ref]} | {arm} | " + " | ".join(
                 f"{cells[d]['ppl_ratio']:.3f} ({cells[d]['param_skip']:.1%})" for d in report["domains"]) + " |")
     return lines + [""]
 
@@ -274,4 +274,9 @@ def read_report(folder: str | Path) -> dict:
         missing = ", ".join(report.get("missing", [])) or "most runs"
         raise StudyError(f"{folder}: the study is half-finished; not measured yet: {missing}. Run the same command "
                          "again to continue it")
+    # a report written before the references took the frontier's names (docs/seeds/study.json) reads under today's
+    report = with_reference_names(report)
+    if "measurements" in report:
+        report["measurements"] = {name: run | {"refs": with_reference_names(run["refs"])} if run.get("refs") else run
+                                  for name, run in report["measurements"].items()}
     return report

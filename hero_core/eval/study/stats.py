@@ -20,6 +20,7 @@ from hero_core.measures.metrics import (
     percentile_interval,
     pooled_perplexity_ratio,
     pooled_ratio_replicates,
+    retain_replicates,
 )
 
 BOOTSTRAP = 4000  # replicates of a difference: the 2.5 / 97.5 % quantiles move by < 0.001 between reruns
@@ -92,9 +93,7 @@ class Retained:
         return float(self.on(np.arange(self.n_items)[None])[0])
 
     def on(self, picks: np.ndarray) -> np.ndarray:
-        dense = self.dense[picks].mean(-1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(dense > 0, 100.0 * self.routed[picks].mean(-1) / dense, np.nan)
+        return retain_replicates([self.routed], [self.dense], [picks])  # Retain over this one task
 
 
 @dataclass
@@ -116,10 +115,7 @@ class TaskRetain:
         return float(self.on([np.arange(n)[None] for n in self.n_items])[0])
 
     def on(self, picks: list[np.ndarray]) -> np.ndarray:
-        ratios = [Retained(r, d).on(p) for r, d, p in zip(self.routed, self.dense, picks, strict=True)]
-        with warnings.catch_warnings():  # a replicate where no task has a dense answer right stays NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(np.stack(ratios), axis=0)
+        return retain_replicates(self.routed, self.dense, picks)
 
 
 def arm_spread(units: list) -> dict:

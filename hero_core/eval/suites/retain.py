@@ -7,7 +7,7 @@ Here the tasks are the BIG-bench main suite (``hero_core/eval_tasks.json``; a ta
 HumanEval (one more task; its score is pass@1), read from an :func:`hero_core.eval.evaluate` result that kept the
 per-example scores (``grades``).
 
-Intervals (both percentile bootstraps through :mod:`hero_core.analysis.analysis`'s resampler):
+Intervals (both percentile bootstraps on :mod:`hero_core.measures.metrics`' resamples and its resampled Retain):
 
 * **over examples** (the one the README shows): every task's examples are resampled with replacement, the
   routed method and dense on the *same* resampled examples (they answered the same ones), and Retain is
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from hero_core.measures.metrics import bootstrap_ci, bootstrap_picks, percentile_interval
+from hero_core.measures.metrics import bootstrap_ci, bootstrap_picks, percentile_interval, retain_replicates
 from hero_core.eval.scoring import retain
 
 RETAIN_SUITES = ("main", "humaneval")  # the suites whose tasks enter Retain
@@ -74,21 +74,9 @@ def draw_picks(dense: ScoreTable, tasks: Sequence[str], *, n_boot: int = N_BOOT,
     return {t: bootstrap_picks(len(dense[t]), n_boot=n_boot, rng=rng) for t in tasks}
 
 
-def retain_replicates(routed: ScoreTable, dense: ScoreTable, picks: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Retain (%) on each resample of ``picks``: per task the routed and dense means over the same resampled
-    examples; a task whose resampled dense mean is 0 drops out of that replicate (as :func:`retain` leaves it
-    out); NaN where every task dropped out."""
-    ratios, defined = [], []
-    for task, idx in picks.items():
-        num = np.asarray(routed[task], dtype=np.float64)[idx].mean(axis=1)
-        den = np.asarray(dense[task], dtype=np.float64)[idx].mean(axis=1)
-        ok = den > 0
-        ratios.append(np.where(ok, num / np.where(ok, den, 1.0), 0.0))
-        defined.append(ok)
-    if not ratios:
-        return np.full(1, np.nan)
-    total, count = np.sum(ratios, axis=0), np.sum(defined, axis=0)
-    return np.where(count > 0, 100.0 * total / np.maximum(count, 1), np.nan)
+def _replicates(routed: ScoreTable, dense: ScoreTable, picks: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Retain (%) on each resample of ``picks`` (:func:`hero_core.measures.metrics.retain_replicates`, per task)."""
+    return retain_replicates([routed[t] for t in picks], [dense[t] for t in picks], list(picks.values()))
 
 
 def _interval(replicates: np.ndarray, level: float) -> tuple[float | None, float | None]:
@@ -108,7 +96,7 @@ def retain_interval(routed: ScoreTable, dense: ScoreTable, *, n_boot: int = N_BO
                  float(np.mean(dense[t])) if len(dense[t]) else 0.0) for t in tasks}
     used = [t for t in tasks if means[t][1] > 0]
     point = retain({t: means[t][0] for t in tasks}, {t: means[t][1] for t in tasks})
-    low, high = _interval(retain_replicates(routed, dense, draw_picks(dense, used, n_boot=n_boot, seed=seed)),
+    low, high = _interval(_replicates(routed, dense, draw_picks(dense, used, n_boot=n_boot, seed=seed)),
                           level) if used else (None, None)
     ratios = [100.0 * means[t][0] / means[t][1] for t in used]
     task_low, task_high = bootstrap_ci(ratios, n_boot=n_boot, level=level, seed=seed) if used else (None, None)
@@ -128,7 +116,7 @@ def retain_difference(a: ScoreTable, b: ScoreTable, dense: ScoreTable, *, n_boot
     if ra is None or rb is None:
         return {"difference": None, "low": None, "high": None, "tasks": used}
     picks = draw_picks(dense, used, n_boot=n_boot, seed=seed)
-    low, high = _interval(retain_replicates(a, dense, picks) - retain_replicates(b, dense, picks), level)
+    low, high = _interval(_replicates(a, dense, picks) - _replicates(b, dense, picks), level)
     return {"difference": ra - rb, "low": low, "high": high, "tasks": used}
 
 
