@@ -20,7 +20,7 @@ from hero_core.method.call_state import RoutingCall
 from hero_core.method.model import DEFAULT_CHECKPOINT
 from hero_core.backbones.precision import check_dtype
 
-DEFAULT_BENCH_CHECKPOINTS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")
+DEFAULT_BENCH_CHECKPOINTS = (DEFAULT_CHECKPOINT, "hero-25-r7", "hero-40-r7")  # the budgets at the default's widths
 
 
 def parse_shape(text: str) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hero_core.bench.fresh_process import bench_main, child_result
 
-CHECKPOINTS = ("hero-10-r4", "local-10", "hero-25", "hero-40")
+CHECKPOINTS = ("hero-10-r7", "local-10", "hero-25-r7", "hero-40-r7")
 PROMPT = "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
 WAYS = ("one", "shared", "separate")
 TARGET = 1.25

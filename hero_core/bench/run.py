@@ -5,8 +5,8 @@ Every section but memory runs once per backbone precision (``--dtypes``, default
 backbone loaded in that dtype, routers in fp32), and the JSON keeps each precision's sections in
 ``result["precisions"][name]``; targets are evaluated in each precision and tagged with it. The sections:
 
-* **prefill**: dense vs each routed configuration (``hero-25``, ``hero-40``) on batches of prompts; the
-  achieved speed-up (dense time / routed time) next to the *ideal* one implied by the FLOPs the routed
+* **prefill**: dense vs each routed configuration (the default, ``hero-25-r7``, ``hero-40-r7``) on batches of
+  prompts; the achieved speed-up (dense time / routed time) next to the *ideal* one implied by the FLOPs the routed
   pass really skipped (its executed matrix through :mod:`hero_core.measures.accounting`):
   ``ideal = sum_t dense_flops_t / sum_t (dense_flops_t - saved_flops_t)``, router and adapter work charged.
 * **decode**: greedy KV-cache decoding of equal-length prompts at batch 1 and 8, tokens/s, same ideal.
@@ -251,7 +251,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up runs per configuration (default 1)")
     p.add_argument("--checkpoints", default=",".join(DEFAULT_BENCH_CHECKPOINTS),
                    help="routed configurations (bundled names or directories; default: the default checkpoint, "
-                        "then hero-25 and hero-40); a missing one is replaced by a synthetic router calibrated to "
+                        "then hero-25-r7 and hero-40-r7); a missing one is replaced by a synthetic router calibrated to "
                         "its name's param skip")
     p.add_argument("--decode-batches", default=None, help="comma-separated decode batch sizes (default 1,8)")
     p.add_argument("--decode-tokens", type=int, default=None, help="tokens decoded per row (default 32)")

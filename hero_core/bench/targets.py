@@ -25,8 +25,10 @@ TARGETS = {
     "wrapper_overhead": ("dense variant through the wrappers over the bare backbone", 0.05, "<=", "overhead"),
 }
 TARGET_PREFILL_SHAPE = (4, 512)
-# Budgets whose FLOP ideal leaves room for more than breaking even at one token a step.
-DECODE_SPEEDUP_BY_ROUTER = {"hero-25": 1.05}
+# Budgets whose FLOP ideal leaves room for more than breaking even at one token a step: the default (hero-10-r7, its
+# router sized to the backbone) must pay at decode, the 25 % budget (hero-25, and hero-25-r7 at the sized widths) by a
+# quarter. Other routers keep TARGETS' break-even.
+DECODE_SPEEDUP_BY_ROUTER = {"hero-10-r7": 1.05, "hero-25": 1.25, "hero-25-r7": 1.25}
 
 
 def target_unit(key: str) -> str:

@@ -37,6 +37,8 @@ TARGETS = {  # checkpoint: (min param skip, max perplexity ratio, min top-1 agre
     "hero-10": (0.10, 1.10, 0.85),
     "hero-25": (0.25, 2.0, None),
     "hero-40": (0.38, 6.0, None),
+    "hero-25-r7": (0.25, 2.0, None),
+    "hero-40-r7": (0.38, 6.0, None),
 }
 GREEDY_TARGET = ("hero-10", 12)  # greedy chat answers: median leading tokens (of PREFIX) equal to the dense answer
 

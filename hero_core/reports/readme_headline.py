@@ -17,7 +17,8 @@ from hero_core.eval.suites.headline import NOT_MEASURED, kept_figures, retain_fi
 from hero_core.eval.twins import twin_name
 
 ROOT = Path(__file__).resolve().parents[2]
-PAIRS = (DEFAULT_CHECKPOINT, "hero-25", "hero-40")  # each shown beside its local twin
+PAIRS = (DEFAULT_CHECKPOINT, "hero-25-r7", "hero-40-r7")  # each shown beside its local twin; the budgets at the
+# default's router widths (their paper-width predecessors hero-25 / hero-40 are in docs/results.md)
 DOMAINS = ("chat", "code", "reasoning")
 HEADER = ("run", "what it is", "param skip % (chat / code / reasoning)",
           "perplexity ratio (chat / code / reasoning)", "Retain % [95 % CI]")  # + the examples the rows were run on

@@ -45,7 +45,8 @@ ABLATIONS = ("no_memread-10", "no_aux-10", "no_pos-10",
              "hero-10-r3", "no_memread-10-r3",  # recipe 3 (answer-weighted) and its twin
              "hero-10-r4", "no_memread-10-r4",  # recipe 4, the default, and its twin
              "hero-10-r5", "hero-13-r5",  # recipe 5: hero-10-r4 continued on mixed-length blocks
-             "hero-10-r7")  # recipe 7, the default: recipe 4 with the router sized to the backbone
+             "hero-10-r7",  # recipe 7, the default: recipe 4 with the router sized to the backbone
+             "hero-25-r7", "hero-40-r7")  # the higher budgets at recipe 7's widths
 # First stages, measured beside the finished checkpoints (the ablations at equal training tokens).
 STAGE_ONE = ("hero-10-s1", "local-10-s1", "no_memread-10-s1", "no_aux-10-s1", "no_pos-10-s1", "hero-10-r2-s1",
              "no_memread-10-r2-s1")
