@@ -80,7 +80,7 @@ study: $(STAMP)
 #     (ANSWERS_LIMIT=120 halves it);
 #  4. the renderer (seconds): docs/bigbench.md and the README's headline block (Retain and answers kept beside
 #     param skip; "not measured" where a file or a checkpoint is missing).
-ANSWERS_CHECKPOINTS ?= hero-10-r4,hero-10-r5
+ANSWERS_CHECKPOINTS ?= hero-10-r7,hero-10-r4
 ANSWERS_LIMIT ?=
 results: $(STAMP)
 	$(MAKE) net-saving
