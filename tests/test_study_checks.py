@@ -165,3 +165,23 @@ def test_data_is_identified_by_its_content_not_its_path(study, inputs, tmp_path)
     assert outcome == "refused" and "settings differ: data (the files' content)" in message, message
     assert json.loads((tmp_path / "s1" / SPEC_FILE).read_text()) == first  # the folder's spec is as it was
     assert study(__data=str(moved))[0] == "taken"
+
+
+def test_a_study_grown_by_seeds_goes_on_and_any_other_change_is_refused(tmp_path):
+    """A third training seed landing after a two-seed report: the folder takes it (each run's measures are stored by
+    run) and keeps the grown settings; a changed skip, or a run of the old study swapped for another, is refused."""
+    from hero_core.eval.study.spec import SPEC_FILE, StudyError, StudySpec, load_or_write_spec
+
+    two = {"a/0": "run-a0", "a/1": "run-a1", "b/0": "run-b0", "b/1": "run-b1"}
+    load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b"), seeds=2, existing=two))
+    three = {**two, "a/2": "run-a2", "b/2": "run-b2"}
+    load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b"), seeds=3, existing=three))
+    assert json.loads((tmp_path / SPEC_FILE).read_text())["seeds"] == 3  # the grown study is the folder's now
+    with pytest.raises(StudyError, match=r"settings differ: .*skip\)"):
+        load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b"), seeds=4, skip=0.2,
+                                     existing={**three, "a/3": "x", "b/3": "y"}))
+    with pytest.raises(StudyError, match="settings differ"):  # a run it had, replaced
+        load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b"), seeds=4,
+                                     existing={**three, "a/0": "other", "a/3": "x", "b/3": "y"}))
+    with pytest.raises(StudyError, match=r"settings differ: .*seeds"):  # fewer seeds is another study
+        load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b"), seeds=2, existing=two))
