@@ -112,10 +112,6 @@ def test_generate_answers_at_its_defaults(server, browser, shots):
     tools.screenshot(shots / "generate-answer.png")
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug (2026-12-07): after other test files ran in the same process, switching Why's method to integrated "
-    "gradients reruns the page with an empty prompt ('the prompt is empty: type some text to route'); alone, or with "
-    "only this file, it passes. Reproduce: pytest -x tests/test_app_browser.py tests/test_app_browser_defaults.py"))
 def test_why_explains_at_its_defaults(server, browser):
     """Item 2: token ablation by default, with no failure message; integrated gradients, when chosen, fail with
     at most one message."""

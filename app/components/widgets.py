@@ -77,13 +77,22 @@ def prompt_input(prefix: str, *, label: str = "Prompt", height: int = 110,
     without its worked answer, so the model has something to answer)."""
     _seed_shared()
     key, chat_key, example_key = f"{prefix}_prompt", f"{prefix}_chat", f"{prefix}_example"
-    if key not in st.session_state:
+    if key in st.session_state:
+        text = st.session_state[key]
+    else:
         shared = st.session_state[SHARED_PROMPT]
         is_default = shared == EXAMPLES[DEFAULT_EXAMPLE]
-        st.session_state[key] = instead_of_default if instead_of_default and is_default else shared
+        text = instead_of_default if instead_of_default and is_default else shared
+    # Restated on every run, not only the first: the box's element then carries its text each time (set_value).
+    # Seeded once, the text lived only in the browser's widget state, and the browser drops a page's widget states
+    # when it clears the page for what it takes as a page change while the server keeps them (streamlit#8425,
+    # #8830); the box came back at its empty default and the next click sent "" as the prompt (Why's switch to
+    # integrated gradients: "the prompt is empty"). A text being typed is not overwritten: the browser keeps an
+    # edit in progress and sends it when the box loses focus.
+    st.session_state[key] = text
     shared_chat = chat_default is None
-    if shared_chat and chat_key not in st.session_state:
-        st.session_state[chat_key] = st.session_state[SHARED_CHAT]
+    if shared_chat:  # the shared toggle likewise (Generate's own is bound to the URL, which restores it)
+        st.session_state[chat_key] = st.session_state.get(chat_key, st.session_state[SHARED_CHAT])
     st.session_state.setdefault(example_key, "—")
     left, mid, right = st.columns([5, 2, 2], vertical_alignment="bottom")
     # No max_chars: its live counter sat over the last line of a long prompt; an over-long prompt is cut below.
