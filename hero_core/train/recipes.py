@@ -100,7 +100,7 @@ RUNS["no_memread-10-r3"] = Run("no_memread", 0.10, R2_STAGE_TWO, "no_memread-10-
 RUNS["hero-10-r4"] = Run("hero", 0.10, 1220, "hero-10-r2-s1", budget_scope="batch", lr=5e-5, levers=MEMORY_R2)
 RUNS["no_memread-10-r4"] = Run("no_memread", 0.10, 1220, "no_memread-10-r2-s1", budget_scope="batch", lr=5e-5,
                                levers=MEMORY_R2)
-# Recipe 5 (issue "Answers that survive routing"): a third stage of 300 steps on top of the default hero-10-r4 with
+# Recipe 5 (issue "Answers that survive routing"): a third stage of 300 steps on hero-10-r4 (then the default) with
 # mixed lengths, every fourth step one 1,024-token block instead of 4 x 128 (TrainConfig.long_seq_len), so the
 # routers train on the positions long prompts reach. hero-10-r5 keeps the 10 % budget; hero-13-r5 raises it to
 # 13 %, because the default's skip on answer tokens (6.8 %) falls short of its 10 % on text
