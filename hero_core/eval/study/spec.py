@@ -149,12 +149,12 @@ def load_or_write_spec(spec: StudySpec, *, write: bool = True) -> None:
             # a folder written before --data was identified by content, or --render without the data here: the
             # same path is all there is to compare
             kept["data_sha256"] = asked["data_sha256"]
-        if kept != asked and not _more_seeds(kept, asked):
+        if kept == asked:
+            return
+        if not _more_seeds(kept, asked):
             changed = sorted(DATA_CONTENT if k == "data_sha256" else k for k, v in asked.items() if kept.get(k) != v)
             raise StudyError(f"{path.parent} holds another study (settings differ: {', '.join(changed)}); pass "
                              "the same settings to continue it, or another --out")
-        if kept == asked or not write:
-            return
     if not write:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
