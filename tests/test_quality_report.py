@@ -99,3 +99,16 @@ def test_a_run_the_guard_rolled_back_is_named_under_its_table():
     assert len(notes) == 1
     assert "`no_pos-10`" in notes[0] and "at step 450 to step 175 (learning rate x0.5)" in notes[0]
     assert "1.740 against its best 1.680" in notes[0]
+
+
+def test_the_quality_page_gives_each_checkpoints_net_saving_beside_static_pruning():
+    """docs/results.md carries the net table (what each checkpoint saves with its router and adapters charged, static
+    pruning at the same net saving), linking the intervals from docs/, or says how to measure it."""
+    root = Path(__file__).resolve().parents[1]
+    report = json.loads((root / "docs" / "net_saving.json").read_text())
+    lines = quality_report.net_saving_lines(report)
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| checkpoint")]
+    assert [row.split(" | ")[0][2:] for row in rows] == [c["checkpoint"] for c in report["checkpoints"]]
+    assert "static pruning at the same net saving" in lines[3] and "(net_saving.md)" in "\n".join(lines)
+    assert "(docs/net_saving.md)" not in "\n".join(lines)  # the page sits in docs/: no docs/docs/ link
+    assert quality_report.net_saving_lines(None)[-1] == "Not measured yet: `make net-saving`."

@@ -23,9 +23,10 @@ def _mean(rows: dict, key: str) -> float:
     return float(np.mean([row[key] for row in rows.values()]))
 
 
-def readme_lines(report: dict) -> list[str]:
+def readme_lines(report: dict, intervals: str = "docs/net_saving.md") -> list[str]:
     """One row per checkpoint: router share, then per held-out set the net saving, the param skip and the perplexity
-    ratio per domain against static pruning's at the same net saving."""
+    ratio per domain against static pruning's at the same net saving. ``intervals``: the link to the page with the
+    intervals, as the page these lines go into reaches it."""
     sets = list(report["sets"])
     head = " | ".join(f"{name}: FLOPs saved net · param skip · perplexity ratio "
                       f"({', '.join(report['sets'][name]['domains'])}) · static pruning at the same net saving"
@@ -45,7 +46,7 @@ def readme_lines(report: dict) -> list[str]:
               "checkpoint at its own τ; held-out sets: " + "; ".join(f"*{n}* = {v['words']}" for n, v in
                                                                        report["sets"].items())
               + ". Perplexity ratio routed / dense (1 = unchanged), with intervals in "
-              "[docs/net_saving.md](docs/net_saving.md)."]
+              f"[net_saving.md]({intervals})."]
     return lines
 
 

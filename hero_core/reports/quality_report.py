@@ -312,7 +312,18 @@ def section(title: str, intro: str, body: list[str]) -> list[str]:
     return [f"## {title}", "", intro, "", *body]
 
 
-def render(result: dict, figure: Path) -> str:
+def net_saving_lines(report: dict | None) -> list[str]:
+    """Each checkpoint's FLOPs saved net beside its param skip, static pruning at the same net saving beside its
+    perplexity ratio (docs/net_saving.json, the README's net table), or what measures it where it is missing."""
+    from hero_core.reports.net_saving_report import readme_lines
+
+    head = ["", "## What each checkpoint saves, counted net", ""]
+    if report is None:
+        return head + ["Not measured yet: `make net-saving`."]
+    return head + readme_lines(report, intervals="net_saving.md") + ["", "Measured by `make net-saving`."]
+
+
+def render(result: dict, figure: Path, net_report: dict | None = None) -> str:
     fr = result["frontier"]
     names = [n for n in ("hero-10", "local-10", "hero-25", "local-25", "hero-40", "local-40") if n in fr["curves"]]
     out = ["# Quality of the bundled routers", "",
@@ -322,7 +333,7 @@ def render(result: dict, figure: Path) -> str:
            f"(disjoint from training by a hash of each text's key), {fr['max_tokens']} tokens each. Perplexity ratio = "
            "routed / dense perplexity of the same tokens, pooled over texts, with a 95 % bootstrap interval over "
            "texts; top-1 = share of positions where routed and dense predict the same next token.", "",
-           "## Targets", ""] + target_lines(fr, result.get("generations")) + [
+           "## Targets", ""] + target_lines(fr, result.get("generations")) + net_saving_lines(net_report) + [
            "", "## The bundled checkpoints at their own tau", ""] + own_tau_table(fr, names) + [
            "", f"![Skip–quality frontier]({os.path.relpath(figure, ROOT / 'docs')})", "",
            "The same runs against FLOPs saved net: each point moved to what its run saves once the router (at every "
@@ -446,7 +457,9 @@ def main() -> int:
     args = parser.parse_args()
     result = json.loads(args.quality.read_text())
     plot(result["frontier"], args.figure)
-    args.out.write_text(render(result, args.figure))
+    net_report = ROOT / "docs" / "net_saving.json"
+    args.out.write_text(render(result, args.figure,
+                               json.loads(net_report.read_text()) if net_report.is_file() else None))
     if args.readme.is_file():
         replace_block(args.readme, "quality", readme_lines(result))
     return say_wrote(args.out, args.figure, net_figure_path(args.figure))
