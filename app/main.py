@@ -12,9 +12,9 @@ from components import saved as saved_traces
 from components import settings as app_settings
 from components.error_guard import errors_shown
 from components.glossary import render_glossary
+from components.link_view import restore_from_url, write_to_url
 from components.rerun_timing import timed_rerun
 from components.runtime import load_model
-from components.link_view import restore_from_url, write_to_url
 from components.warmup import warm_defaults
 from components.widgets import show_callback_error
 

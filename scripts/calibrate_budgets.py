@@ -11,12 +11,12 @@ import json
 import sys
 from pathlib import Path
 
-from hero_core.method import checkpoint as ckpt
 from hero_core.backbones.loading import load_backbone
+from hero_core.eval.calibration import calibration_blocks
 from hero_core.files import atomic_write_text
+from hero_core.method import checkpoint as ckpt
 from hero_core.method.model import load_checkpoint
 from hero_core.method.tau_search import realised_skip
-from hero_core.eval.calibration import calibration_blocks
 
 TARGETS = {"hero-25": 0.25, "local-25": 0.25, "hero-40": 0.40, "local-40": 0.40}
 

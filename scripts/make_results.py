@@ -31,11 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.method import checkpoint as ckpt
 from hero_core.backbones.loading import load_backbone
 from hero_core.data.texts import domain_texts
-from hero_core.method.model import HeroModel, load_checkpoints
-from hero_core.method.tau_search import realised_skip
 from hero_core.eval import baselines
 from hero_core.eval.calibration import calibration_blocks
 from hero_core.eval.methods import HeroMethod
@@ -43,6 +40,9 @@ from hero_core.eval.suites.retain import retain_summary
 from hero_core.eval.suites.runner import evaluate
 from hero_core.eval.sweep.run import with_checkpoint
 from hero_core.eval.twins import headline_checkpoints, match_twins
+from hero_core.method import checkpoint as ckpt
+from hero_core.method.model import HeroModel, load_checkpoints
+from hero_core.method.tau_search import realised_skip
 
 ROOT = Path(__file__).resolve().parents[1]
 

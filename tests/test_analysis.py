@@ -11,10 +11,10 @@ import torch
 from hero_core.analysis import analysis as A
 from hero_core.analysis import memory_stats as MS
 from hero_core.analysis import token_categories as TC
+from hero_core.eval.sweep.item_runs import run_items
 from hero_core.measures.accounting import ComputeProfile
 from hero_core.measures.metrics import bootstrap_ci
 from hero_core.method.trace import RoutingTrace
-from hero_core.eval.sweep.item_runs import run_items
 
 PROFILE = ComputeProfile(total_params=1000, ffn_params=100, adapter_params=10, router_params=5, linear_params=800,
                          n_layers=4, attention_width=8, d_memory=4)

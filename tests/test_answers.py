@@ -58,8 +58,8 @@ def test_code_rows_are_humaneval_tasks_in_the_chat_style(rows):
 
 
 def test_no_prompt_is_training_data(rows):
-    from hero_core.data.texts import chat_prompts, code_texts
     from hero_core.data.reasoning import reasoning_problems
+    from hero_core.data.texts import chat_prompts, code_texts
 
     chat = chat_prompts("train") + chat_prompts("eval")
     for row in rows:
@@ -351,8 +351,8 @@ def test_random_reference_rate_matches_the_param_skip(tiny):
 
 
 def test_the_oracle_reference_skips_by_its_threshold_and_is_matched_to_a_skip(tiny, rows, tmp_path):
-    from hero_core.measures.accounting import token_compute
     from hero_core.eval.calibration import calibration_blocks
+    from hero_core.measures.accounting import token_compute
 
     picked = answers.select_rows(rows, 2)
     keeps_all = references.oracle_at(tiny, 0.0, "oracle@none")  # no error is below 0: dense's answers

@@ -328,10 +328,10 @@ def test_compare_gives_the_held_out_verdict_with_intervals(embedded_server, tab)
     default is the Checkpoints preset since the newcomer issue): beside the one prompt, the held-out verdict at
     matched compute with 95 % intervals, read through the routers trained without each part (with the warning where
     that control is not a fair one), and labels that say which run is an ablation."""
-    from hero_core.method.model import DEFAULT_CHECKPOINT as default
     from hero_core.eval.frontier import measured
     from hero_core.eval.twins import bundled_control_caveat, counterpart
     from hero_core.method.checkpoint import bundled_names
+    from hero_core.method.model import DEFAULT_CHECKPOINT as default
 
     local, no_memread = counterpart(default, "local"), counterpart(default, "no_memread")
     tab.goto(f"{embedded_server}/compare?compare_preset=Variants")

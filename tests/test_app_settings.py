@@ -13,9 +13,9 @@ from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 APP = Path(__file__).resolve().parents[1] / "app"
 sys.path.insert(0, str(APP))  # the app's own helpers (components.*), the very modules the app's run imports
 
+import components.link_view as link_view  # noqa: E402
 import components.runtime as runtime  # noqa: E402
 import components.settings as app_settings  # noqa: E402
-import components.link_view as link_view  # noqa: E402
 from apptest_helpers import private_cache, starter  # noqa: E402
 from components import sidebar_keys  # noqa: E402
 from components.runtime import RunSpec  # noqa: E402

@@ -6,8 +6,8 @@ import shutil
 import pytest
 import torch
 
-from hero_core.method import checkpoint as ckpt
 from hero_core.backbones.loading import BackboneError, Fingerprint, load_backbone, resolve_device
+from hero_core.method import checkpoint as ckpt
 from hero_core.method.model import HeroModel
 
 

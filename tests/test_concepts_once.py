@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from hero_core.method import checkpoint as ckpt
 from hero_core.measures.accounting import mean_param_skip
+from hero_core.method import checkpoint as ckpt
 from hero_core.method.model import UNTRAINED, fresh_router, hero_on_backbone, load_checkpoint
 from hero_core.method.tau_search import TAU_RANGE, realised_skip
 from hero_core.method.tiny import tiny_backbone

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.measures.metrics import kl_divergence, log_probs, next_token_nll, top1_agreement
-from hero_core.method.trace import quality_fields
 from hero_core.eval.engine import run_texts
 from hero_core.eval.methods import HeroMethod
+from hero_core.measures.metrics import kl_divergence, log_probs, next_token_nll, top1_agreement
+from hero_core.method.trace import quality_fields
 
 TEXTS = ["Compute 3 + 4 * 2. The answer is 11.", "def f(x):\n    return x * 2\n", "Ana has 5 apples."]
 

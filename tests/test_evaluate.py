@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.measures.accounting import ComputeTally
 from hero_core.eval import methods, scoring
 from hero_core.eval.benchmarks import bigbench, humaneval
 from hero_core.eval.benchmarks.bigbench import MCExample
 from hero_core.eval.suites import harness, runner
 from hero_core.eval.suites import registry as suites
+from hero_core.measures.accounting import ComputeTally
 
 # -- fixtures ------------------------------------------------------------------------------------
 

@@ -8,8 +8,14 @@ import random
 import pytest
 import torch
 
+from hero_core.backbones.families import (
+    FAMILIES,
+    SUPPORTED_MODEL_TYPES,
+    UnsupportedFamily,
+    family_of,
+    is_parallel_residual,
+)
 from hero_core.backbones.loading import load_backbone
-from hero_core.backbones.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnsupportedFamily, family_of, is_parallel_residual
 from hero_core.method.model import HeroModel, fresh_router, load_hero, spread_gates
 from hero_core.method.tiny import tiny_model_dir
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.words import labels as L
 from hero_core.viz import decision_figures as D
 from hero_core.viz import figures as F
 from hero_core.viz import memory_figures as M
 from hero_core.viz.palette import MARK_COLOUR
+from hero_core.words import labels as L
 
 PROMPT = "The cat sat on the mat because it was tired. <b>Tags</b> & \"quotes\"\n\tand a tab."
 

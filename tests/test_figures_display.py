@@ -6,12 +6,12 @@ import json
 import numpy as np
 import pytest
 
-from hero_core.words import labels as L
 from hero_core.viz import axes as AX
 from hero_core.viz import decision_figures as D
 from hero_core.viz import figures as F
 from hero_core.viz import memory_figures as M
 from hero_core.viz import palette
+from hero_core.words import labels as L
 
 PROMPT = "The cat sat on the mat because it was tired. \"\"\"quoted\"\"\" & <b>tags</b> 東京 🚀"
 LONG = " ".join(f"word{i % 37}" for i in range(400))

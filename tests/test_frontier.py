@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.method.model import PromptError
-from hero_core.method.trace import RoutingTrace
 from hero_core.eval.baselines import oracle_skipping
 from hero_core.eval.frontier.curves import at_skip, evaluate_points, ratio_interval
 from hero_core.eval.methods import HeroMethod
+from hero_core.method.model import PromptError
+from hero_core.method.trace import RoutingTrace
 
 PROMPT = "The quick brown fox jumps over the lazy dog because it wants to reach the river before dark."
 

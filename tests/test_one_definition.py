@@ -1,6 +1,7 @@
 """The shared functions behind concepts that each exist once: the KL of a routed run from dense
-(hero_core.measures.metrics.kl_divergence), a perplexity ratio written with its interval (hero_core.words.ratio_text), the
-words for the references (hero_core.words.reference_labels) and the frontier figure (hero_core.viz.frontier_figure)."""
+(hero_core.measures.metrics.kl_divergence), a perplexity ratio written with its interval (hero_core.words.ratio_text),
+the words for the references (hero_core.words.reference_labels) and the frontier figure
+(hero_core.viz.frontier_figure)."""
 
 import json
 import math
@@ -10,9 +11,9 @@ import pytest
 import torch
 
 from hero_core.measures.metrics import kl_divergence, log_probs
+from hero_core.viz.frontier_figure import DOCS_TOP, REFERENCE_STYLE, bundled_frontier_chart
 from hero_core.words.ratio_text import interval_text, ratio_text
 from hero_core.words.reference_labels import PAPER_BUDGETS, PAPER_BUDGETS_LABEL, REFERENCE_LABELS, reference_run_label
-from hero_core.viz.frontier_figure import DOCS_TOP, REFERENCE_STYLE, bundled_frontier_chart
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results.json"
 

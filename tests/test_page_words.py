@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 
-from hero_core.data import prompt_store
 from hero_core.analysis.spans import (
     answer_and_prompt,
     first_token_lift,
@@ -14,6 +13,7 @@ from hero_core.analysis.spans import (
     net_cost_words,
     span_figures,
 )
+from hero_core.data import prompt_store
 from hero_core.eval.frontier import measured
 from hero_core.viz.tau_words import rises, tau_sweep_words
 

@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hero_core.measures.accounting import ComputeProfile
-from hero_core.words.labels import display_tokens, plotly_text, token_label
 from hero_core.method.trace import RoutingTrace
 from hero_core.viz.figures import (
     CELLS_NAME,
@@ -25,6 +24,7 @@ from hero_core.viz.figures import (
     trajectories,
 )
 from hero_core.viz.memory_figures import memory_map
+from hero_core.words.labels import display_tokens, plotly_text, token_label
 
 PROFILE = ComputeProfile(total_params=10_000, ffn_params=300, adapter_params=20, router_params=15,
                          linear_params=8_000, n_layers=6, attention_width=16, d_memory=8)

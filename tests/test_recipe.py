@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.method import checkpoint as ckpt
-from hero_core.method.config import HeroConfig
-from hero_core.data.texts import chat_prompts
 from hero_core.backbones.precision import resolve_dtype
 from hero_core.data.splits import split_of
+from hero_core.data.texts import chat_prompts
+from hero_core.method import checkpoint as ckpt
+from hero_core.method.config import HeroConfig
 from hero_core.train.losses import near_tau_share, separation_penalty
 from hero_core.train.train import train
 from hero_core.train.train_config import TrainConfig, target_skip_at

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from hero_core.method.tau_search import realised_skip
 from hero_core.eval import twins
 from hero_core.eval.suites import retain as R
+from hero_core.method.tau_search import realised_skip
 
 # Two tasks of 10 examples, paired (the same examples for both methods): dense 0.5 / 0.8, routed 0.5 / 0.4.
 DENSE = {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0, 0], "b": [1, 1, 1, 1, 1, 1, 1, 1, 0, 0]}

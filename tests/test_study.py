@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 
-from hero_core.method.tiny import tiny_model_dir
+from hero_core.cli.study import draw_study_figures, train_study_run
 from hero_core.eval.study import StudyError, StudySpec, run_study
 from hero_core.eval.study.measures import store_file
 from hero_core.eval.study.stats import TextSums
 from hero_core.eval.suites.registry import load_eval_tasks
-from hero_core.cli.study import draw_study_figures, train_study_run
+from hero_core.method.tiny import tiny_model_dir
 
 WORDS = "the a memory router layer token skip gate block model text value sum code data chat".split()
 # A few steps of small blocks, the guard on every second step: seconds per run on the tiny model

@@ -14,10 +14,10 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from hero_core.method.checkpoint import bundled_names
-from hero_core.method.config import INFERENCE_VARIANTS
 from hero_core.eval.sweep.prompt_sets import Item, bundled_items, read_prompts
 from hero_core.eval.sweep.run import SweepResult, SweepRun, run_item
+from hero_core.method.checkpoint import bundled_names
+from hero_core.method.config import INFERENCE_VARIANTS
 
 from . import sidebar_keys
 from .columns import FRACTION_AS_PERCENT, number_column, number_columns

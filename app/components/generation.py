@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from hero_core.analysis.spans import SpanFigures
-from hero_core.words.labels import token_label
 from hero_core.method.model import HeroModel
 from hero_core.viz.figures import token_compute_html
+from hero_core.words.labels import token_label
 
 
 @dataclass

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from hero_core.analysis.attribution import BASELINES
-from hero_core.method.config import INFERENCE_VARIANTS
 from hero_core.eval.sweep.prompt_sets import BUNDLED_SETS
+from hero_core.method.config import INFERENCE_VARIANTS
 from hero_core.viz.memory_figures import MEMORY_MODE_LABELS
 
 from . import sidebar_keys

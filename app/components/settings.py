@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 import streamlit as st
 
+from hero_core.backbones.families import FAMILIES
 from hero_core.method.checkpoint import CONFIG_FILE as CHECKPOINT_CONFIG
 from hero_core.method.checkpoint import bundled_names, seed_names
 from hero_core.method.checkpoint import resolve as resolve_checkpoint
@@ -22,7 +23,6 @@ from hero_core.method.checkpoint_info import GROUPS as CHECKPOINT_GROUPS
 from hero_core.method.checkpoint_info import CheckpointInfo
 from hero_core.method.checkpoint_info import describe as describe_checkpoint
 from hero_core.method.config import INFERENCE_VARIANTS, VARIANTS
-from hero_core.backbones.families import FAMILIES
 from hero_core.method.model import DEFAULT_CHECKPOINT as BUNDLED_DEFAULT
 
 from . import sidebar_keys as keys

@@ -6,7 +6,6 @@ from components import settings as app_settings
 from components.charts import show_chart
 from components.exports import export_panel, safe_filename
 
-from hero_core.words.ratio_text import interval_text
 from hero_core.eval.sweep.prompt_sets import BUNDLED_SETS
 from hero_core.eval.sweep.run import table_bytes
 from hero_core.viz.sweep_figures import (
@@ -16,6 +15,7 @@ from hero_core.viz.sweep_figures import (
     sweep_matched_bars,
     sweep_position_skip,
 )
+from hero_core.words.ratio_text import interval_text
 
 P = "dataset"
 SOURCES = ("bundled", "upload")

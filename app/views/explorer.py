@@ -7,17 +7,17 @@ from components import settings as app_settings
 from components import widgets
 from components.columns import number_columns
 from components.exports import export_panel, show_figure
+from components.link_view import write_to_url
 from components.positions import show_position_skip
 from components.prefetch import prefetch_tau_steps
 from components.rerun_timing import timed_fragment
 from components.runtime import RunSpec
 from components.saved import trace_for
-from components.link_view import write_to_url
 
 from hero_core.analysis.token_table import token_summary
-from hero_core.words.labels import token_label
 from hero_core.viz.decision_figures import decision_split
 from hero_core.viz.figures import executed_counts, layer_skip_bars, token_quality_bars
+from hero_core.words.labels import token_label
 
 TOKEN_COLUMNS = {"token_index": "#", **number_columns({
     "ffn_executed": ("FFNs run",), "mean_gate": ("mean g", "%.3f"), "min_margin": ("smallest margin to τ", "%+.4f"),

@@ -13,7 +13,6 @@ from components.widgets import BIND, clickable_skip_map, current_cell, prompt_in
 
 from hero_core import RoutingTrace
 from hero_core.method.config import VARIANTS
-from hero_core.words.labels import token_label
 from hero_core.viz.figures import trajectories
 from hero_core.viz.memory_figures import (
     COLOUR_FLOOR_TEXT,
@@ -31,6 +30,7 @@ from hero_core.viz.memory_words import (
     read_at,
     summarise,
 )
+from hero_core.words.labels import token_label
 
 P = "memory"
 MEMORY_VARIANTS = tuple(v for v, spec in VARIANTS.items() if spec.memory_read)  # variants that read a memory

@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 from components.charts import show_chart
 
-from hero_core.method.checkpoint import bundled_names, seed_names
 from hero_core.eval.study import StudyError
 from hero_core.eval.study.bundled import STORE
 from hero_core.eval.study.report import measure_name, read_report
+from hero_core.method.checkpoint import bundled_names, seed_names
 from hero_core.viz.study_figures import differences_chart, study_frontier_chart
 
 P = "study"

@@ -21,9 +21,9 @@ from components.widgets import (
 )
 
 from hero_core.analysis.attribution import BASELINES
-from hero_core.words.labels import token_label
 from hero_core.viz.axes import MAX_WINDOW
 from hero_core.viz.decision_figures import attribution_bars, attribution_html, decision_bars, decision_split
+from hero_core.words.labels import token_label
 
 P = "why"
 # Token ablation first, the default: it always gives an exact answer (~4 s), where integrated gradients failed their

@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hero_core.measures.metrics import bootstrap_ci, compare_to_dense, next_token_nll
-from hero_core.method.trace import RoutingTrace
 from hero_core.analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
 from hero_core.analysis.trace_sets import TracesByDomain, check_domains, check_same_tokens, domains_with_traces
+from hero_core.measures.metrics import bootstrap_ci, compare_to_dense, next_token_nll
+from hero_core.method.trace import RoutingTrace
 
 
 # -- skipping by token category and by depth -----------------------------------------------------

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hero_core.method.trace import RoutingTrace
 from hero_core.analysis.token_categories import token_categories
 from hero_core.analysis.trace_sets import TracesByDomain, check_domains, domains_with_traces
+from hero_core.method.trace import RoutingTrace
 
 MEMORY_STATS = ("entropy", "normalised_entropy", "lookback", "previous_share")
 

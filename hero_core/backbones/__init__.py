@@ -1,1 +1,2 @@
-"""Backbones, before any router: the families HeRo wraps, loading (embedded default, local directories, NF4), precision, the shared pool."""
+"""Backbones, before any router: the families HeRo wraps, loading (embedded default, local directories, NF4),
+precision, the shared pool."""

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from hero_core.measures.dense_reference import DenseReference
 from hero_core.backbones.families import ffn_width
+from hero_core.measures.dense_reference import DenseReference
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
+from hero_core.backbones.precision import check_dtype
 from hero_core.measures.accounting import ffn_share_for_param_skip
 from hero_core.method.call_state import RoutingCall
 from hero_core.method.model import DEFAULT_CHECKPOINT
-from hero_core.backbones.precision import check_dtype
 
 DEFAULT_BENCH_CHECKPOINTS = (DEFAULT_CHECKPOINT, "hero-25-r7", "hero-40-r7")  # the budgets at the default's widths
 

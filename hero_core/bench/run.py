@@ -251,8 +251,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up runs per configuration (default 1)")
     p.add_argument("--checkpoints", default=",".join(DEFAULT_BENCH_CHECKPOINTS),
                    help="routed configurations (bundled names or directories; default: the default checkpoint, "
-                        "then hero-25-r7 and hero-40-r7); a missing one is replaced by a synthetic router calibrated to "
-                        "its name's param skip")
+                        "then hero-25-r7 and hero-40-r7); a missing one is replaced by a synthetic router calibrated "
+                        "to its name's param skip")
     p.add_argument("--decode-batches", default=None, help="comma-separated decode batch sizes (default 1,8)")
     p.add_argument("--decode-tokens", type=int, default=None, help="tokens decoded per row (default 32)")
     p.add_argument("--decode-prompt", type=int, default=None, help="prompt tokens before decoding (default 64)")

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hero_core.measures.accounting import ComputeProfile, flop_ideal
-from hero_core.method.call_state import RoutingCall, routing_call
 from hero_core.bench.inputs import BenchConfig, RoutedConfig, batch_of, recorded_pass
 from hero_core.bench.timing import measure, paired_ratio, paired_ratios, start_timer, stats, time_stats
+from hero_core.measures.accounting import ComputeProfile, flop_ideal
+from hero_core.method.call_state import RoutingCall, routing_call
 
 PROBE_MODULE = "hero_core.bench.memory_probe"  # run with -m: one fresh process per configuration
 PROBE_MARKER = "HERO_BENCH_MEMORY"  # prefixes the one line of JSON the probe prints

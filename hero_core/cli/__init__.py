@@ -1,1 +1,2 @@
-"""Every command line: ``python -m hero_core trace|generate|train|eval|study|…`` (main), and the model options they share."""
+"""Every command line: ``python -m hero_core trace|generate|train|eval|study|…`` (main), and the model options they
+share."""

@@ -13,8 +13,8 @@ from hero_core.method.model_args import add_backbone_arguments, load_from_args
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default=None,
-                   help="bundled name (default hero-10-r7; also hero-10-r4, hero-10, local-10, hero-25, local-25, hero-40, "
-                        "local-40, no_memread-10, no_aux-10, no_pos-10, …) or a checkpoint directory")
+                   help="bundled name (default hero-10-r7; also hero-10-r4, hero-10, local-10, hero-25, local-25, "
+                        "hero-40, local-40, no_memread-10, no_aux-10, no_pos-10, …) or a checkpoint directory")
     add_backbone_arguments(p)
     p.add_argument("--variant", default="hero", choices=INFERENCE_VARIANTS,
                    help="router variant at inference (dense: every FFN, routers bypassed)")

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hero_core.data.blocks import token_blocks
-from hero_core.files import json_lines
 from hero_core.data.splits import EVAL_SHARE, split_of
+from hero_core.files import json_lines
 
 FORMATS = (".txt", ".jsonl", ".parquet")
 ITEM_CHARS = 1000  # a .txt item: paragraphs joined up to this size, so a short line is not an item of its own

@@ -16,8 +16,8 @@ from hero_core.method.model import HeroModel
 def calibration_blocks(hero: HeroModel, n_blocks: int = 8, seq_len: int = 128, seed: int = 1) -> torch.Tensor:
     """A few train-split blocks from every domain (never evaluation data) for calibrating tau."""
     from hero_core.data.blocks import token_blocks
-    from hero_core.data.texts import chat_texts, code_texts
     from hero_core.data.reasoning import reasoning_problems
+    from hero_core.data.texts import chat_texts, code_texts
 
     texts = [p.text for p in reasoning_problems(24, "train", seed=seed)]
     texts += code_texts("train", limit=8)

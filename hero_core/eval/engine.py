@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from hero_core.choices import check_distinct
+from hero_core.eval.methods import Forward, HeroMethod, Method
 from hero_core.measures.metrics import log_probs, quality_of_log_probs
 from hero_core.method.trace import RoutingTrace
-from hero_core.eval.methods import Forward, HeroMethod, Method
 
 KEEP = ("logits", "tokens")  # what a run may keep beyond its sums
 MAX_MATCHED_SKIP = 0.999  # a matched run's target param skip is capped below 1 (param_skip must be < 1)

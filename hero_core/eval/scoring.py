@@ -16,9 +16,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hero_core.measures.accounting import ComputeTally
 from hero_core.eval.benchmarks import bigbench
 from hero_core.eval.methods import Method
+from hero_core.measures.accounting import ComputeTally
 
 DEFAULT_BATCH_TOKENS = 2048  # tokens per forward batch: logits are B*T*V floats (~400 MB at V = 49k)
 

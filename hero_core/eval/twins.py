@@ -89,8 +89,8 @@ def control_caveat(name: str, training: Mapping[str, Any] | None, seeds: Mapping
 
 def bundled_control_caveat(name: str) -> str | None:
     """:func:`control_caveat` of a bundled checkpoint, from its own hero_config.json and the shipped seed summary."""
-    from hero_core.method.checkpoint import BUNDLED_DIR, CONFIG_FILE
     from hero_core.eval.study.bundled import load_shipped
+    from hero_core.method.checkpoint import BUNDLED_DIR, CONFIG_FILE
 
     config = BUNDLED_DIR / name / CONFIG_FILE
     if name not in UNSTEADY_CONTROLS or not config.is_file():

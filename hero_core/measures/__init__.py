@@ -1,1 +1,2 @@
-"""What a token costs and how a routed run compares: the compute accounting, the metrics against a reference, the dense reference."""
+"""What a token costs and how a routed run compares: the compute accounting, the metrics against a reference, the
+dense reference."""

@@ -108,7 +108,8 @@ class RoutingCall:
     # Baselines override the router's hard decision: policy(block, gate (N,), pass) -> (executed (N,), gate (N,)).
     # The returned gate scales the branches as usual (g * FFN, (1 - g) * Adapter).
     policy: Callable[[int, torch.Tensor, ForwardPass], tuple[torch.Tensor, torch.Tensor]] | None = None
-    # "uniform" replaces every memory read by the plain mean of the stored values (hero_core.method.memory.MEMORY_READS).
+    # "uniform" replaces every memory read by the plain mean of the stored values
+    # (hero_core.method.memory.MEMORY_READS).
     memory_read: str = "learned"
     passes: list[ForwardPass] = field(default_factory=list)
 

@@ -19,8 +19,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from hero_core.backbones.loading import Fingerprint
-from hero_core.method.config import HeroConfig
 from hero_core.files import atomic_write, atomic_write_text
+from hero_core.method.config import HeroConfig
 from hero_core.method.router import HeroRouter
 
 WEIGHTS_FILE = "hero_adapter.safetensors"

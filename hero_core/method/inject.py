@@ -23,8 +23,8 @@ from collections.abc import Iterator
 import torch
 import torch.nn as nn
 
-from hero_core.method.call_state import current_call
 from hero_core.backbones.families import Family, family_of
+from hero_core.method.call_state import current_call
 from hero_core.method.packed_router import PackedPath, run_block_fused
 
 

@@ -448,10 +448,10 @@ def load_hero(checkpoint: str | os.PathLike | None = None, *, backbone: str | os
               dtype: str = "fp32", shared: bool = False) -> HeroModel:
     """Load a backbone (embedded SmolLM2-135M-Instruct by default) with a router checkpoint.
 
-    ``checkpoint`` is a bundled name (``hero-10-r7`` (the default), ``hero-10-r4``, ``hero-10``, ``local-10``, ``hero-25``,
-    ``local-25``, ``hero-40``, ``local-40``, ``no_memread-10``, ``no_aux-10``, ``no_pos-10``, …), a checkpoint
-    directory, or None for the bundled default; when no trained checkpoint fits, fresh (untrained) routers are used
-    and a warning says so.
+    ``checkpoint`` is a bundled name (``hero-10-r7`` (the default), ``hero-10-r4``, ``hero-10``, ``local-10``,
+    ``hero-25``, ``local-25``, ``hero-40``, ``local-40``, ``no_memread-10``, ``no_aux-10``, ``no_pos-10``, …), a
+    checkpoint directory, or None for the bundled default; when no trained checkpoint fits, fresh (untrained) routers
+    are used and a warning says so.
 
     ``dtype`` is the backbone's precision in full-precision mode: ``fp32`` (default, the reference), ``bf16``,
     or ``auto`` (bf16 where a probe shows it faster, hero_core.backbones.precision). Routers keep fp32

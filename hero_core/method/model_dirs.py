@@ -14,8 +14,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from hero_core.backbones.loading import BackboneError, Fingerprint, check_model_dir
 from hero_core.backbones.families import UnsupportedFamily, family_of, ffn_width
+from hero_core.backbones.loading import BackboneError, Fingerprint, check_model_dir
 
 HEADER_LIMIT = 100 * 1024 * 1024  # a safetensors header larger than this is not one
 

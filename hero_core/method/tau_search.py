@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from hero_core.measures.accounting import mean_param_skip, search_increasing
+from hero_core.measures.metrics import kept_rows, log_probs, quality_of_log_probs
 from hero_core.method.call_state import routing_call
 from hero_core.method.config import check_tau
-from hero_core.measures.metrics import kept_rows, log_probs, quality_of_log_probs
 from hero_core.method.trace import RoutingTrace, quality_fields
 
 # Tokens of one batched forward pass up to which several thresholds run side by side (the tau search, a tau sweep).

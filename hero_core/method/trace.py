@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hero_core.measures.accounting import ComputeProfile, token_compute
 from hero_core.files import atomic_write_text
+from hero_core.measures.accounting import ComputeProfile, token_compute
 from hero_core.measures.metrics import perplexity_ratio
 
 SCHEMA_VERSION = 1
@@ -200,8 +200,9 @@ class RoutingTrace:
                   notices: list[str] | None = None, n_prompt_tokens: int | None = None,
                   tau_rule: str = "checkpoint", forgetting_init: float | None = None,
                   memory_kernel: str | None = None) -> RoutingTrace:
-        """The trace of batch row ``batch_index`` of a finished call (a :class:`~hero_core.method.call_state.RoutingCall`,
-        whose passes turn their records into arrays): its passes concatenated over tokens, cut to ``token_ids``."""
+        """The trace of batch row ``batch_index`` of a finished call
+        (a :class:`~hero_core.method.call_state.RoutingCall`, whose passes turn their records into arrays): its passes
+        concatenated over tokens, cut to ``token_ids``."""
         R, T = len(routed_layers), len(token_ids)
         per_pass = [p.arrays(batch_index, R, call.variant, call.record_states) for p in call.passes]
         arrays = {k: np.concatenate([p[k] for p in per_pass], axis=-1)[:, :T] for k in BLOCK_TOKEN_FIELDS}

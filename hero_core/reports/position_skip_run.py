@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.files import say_wrote
 from hero_core.data.results_json import command_line, measured_or_saved
 from hero_core.eval.frontier import position_skip as ps
+from hero_core.files import say_wrote
 
 # This module measures, renders and is the command line of scripts/position_skip.py (its docstring's first
 # paragraph is --help); the numbers, tables and figure are hero_core.eval.frontier.position_skip.

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hero_core.method.checkpoint import BUNDLED_DIR, CONFIG_FILE
-from hero_core.method.model import DEFAULT_CHECKPOINT
 from hero_core.eval.suites.headline import NOT_MEASURED, kept_figures, retain_figures
 from hero_core.eval.twins import twin_name
+from hero_core.method.checkpoint import BUNDLED_DIR, CONFIG_FILE
+from hero_core.method.model import DEFAULT_CHECKPOINT
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = (DEFAULT_CHECKPOINT, "hero-25-r7", "hero-40-r7")  # each shown beside its local twin; the budgets at the
@@ -130,8 +130,8 @@ def _answers_sentence(answers: Mapping[str, Any] | None, noise_floor: Mapping[st
 
 def baselines_sentence(results: Mapping[str, Any] | None) -> str | None:
     """The default against the baselines at its own param skip, per domain, from docs/results.json's frontier."""
-    from hero_core.words.reference_labels import REFERENCE_LABELS
     from hero_core.eval.frontier.curves import at_skip
+    from hero_core.words.reference_labels import REFERENCE_LABELS
 
     curves = ((results or {}).get("frontier") or {}).get("curves", {})
     default = curves.get(DEFAULT_CHECKPOINT)

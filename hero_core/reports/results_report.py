@@ -12,13 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from hero_core.files import say_wrote
-from hero_core.words.reference_labels import PAPER_BUDGETS
 from hero_core.eval.answers.figure import plot_answers_kept
 from hero_core.eval.suites.headline import headline_lines, load_json
 from hero_core.eval.twins import is_headline
+from hero_core.files import say_wrote
 from hero_core.reports.pages import add_path_arguments, save_figure, table_row
 from hero_core.reports.readme_headline import write_readme_headline
+from hero_core.words.reference_labels import PAPER_BUDGETS
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ROOT / "hero_core" / "checkpoints" / "measured.json"

@@ -29,8 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hero_core.method.memory import feature_map
 from hero_core.measures.metrics import kl_divergence, log_probs
+from hero_core.method.memory import feature_map
 
 # Parameter groups of a HeroRouter, by the first part of the parameter's name; memory_log_scale exists only for
 # the softmax kernel. "adapters" sums the per-block adapters.

@@ -13,10 +13,10 @@ import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from hero_core.backbones.precision import DTYPES
 from hero_core.choices import check_choice
 from hero_core.method.config import BRANCH_SCALINGS, TRAINABLE_VARIANTS, HeroConfig
 from hero_core.method.memory import MEMORY_KERNELS
-from hero_core.backbones.precision import DTYPES
 from hero_core.train.health import ON_DEGRADE
 
 BUDGETS = ("hinge", "hard", "controller")

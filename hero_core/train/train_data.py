@@ -92,8 +92,8 @@ def validation_blocks(hero: HeroModel, cfg: TrainConfig) -> torch.Tensor | None:
         rows = load_corpus(cfg.data, hero.tokenizer, cfg.seq_len).held_out_blocks[:cfg.eval_blocks]
         return torch.tensor(rows, dtype=torch.long) if rows else None
     from hero_core.data.blocks import token_blocks
-    from hero_core.data.texts import chat_cache_path, chat_prompts, code_texts, self_distilled
     from hero_core.data.reasoning import reasoning_problems
+    from hero_core.data.texts import chat_cache_path, chat_prompts, code_texts, self_distilled
 
     weights = {d: w for d, w in builtin_mix(hero, cfg).items() if w > 0 and d in VALIDATION_TEXTS}
     total = sum(weights.values())

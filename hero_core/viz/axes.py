@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from hero_core.words.labels import continued_from, display_tokens, plotly_text
 from hero_core.method.trace import RoutingTrace
+from hero_core.words.labels import continued_from, display_tokens, plotly_text
 
 # The plot area cell sizes and label spacing are planned for: Streamlit's wide layout minus the sidebar, the margins
 # and the colour bar. Measured in headless Chromium: 787 px in a 1400-px window with the sidebar open; 720 leaves

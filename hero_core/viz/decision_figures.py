@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from hero_core.words.labels import plotly_text
 from hero_core.method.trace import RoutingTrace
 from hero_core.viz.axes import indexed_hover, token_axis
 from hero_core.viz.memory_figures import check_token
@@ -25,6 +24,7 @@ from hero_core.viz.palette import (
     SKIPPED_COLOUR,
     titled,
 )
+from hero_core.words.labels import plotly_text
 
 
 # -- one decision ------------------------------------------------------------------------------------

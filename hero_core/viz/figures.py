@@ -37,7 +37,6 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from hero_core.words.labels import plotly_text
 from hero_core.method.trace import RoutingTrace
 from hero_core.viz.axes import (
     block_axis,
@@ -60,6 +59,7 @@ from hero_core.viz.palette import (
     title_room,
     titled,
 )
+from hero_core.words.labels import plotly_text
 
 EXECUTED_SYMBOL = "square"  # every cell: a square coloured by g
 SKIP_MARK = "x"  # drawn over the cells whose FFN did not run: white fill, black outline, legible on any g

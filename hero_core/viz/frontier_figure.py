@@ -24,8 +24,9 @@ REFERENCE_STYLE = {"static": ("#B2182B", "dot"), "random": (DENSE_COLOUR, "dashd
                    "expert_choice": ("#8C6D31", "dash"), "oracle": ("#666666", "longdash")}
 ROUTER_DASHES = ("solid", "dash", "dashdot")  # routers' line styles, one per pass through the run colours
 VIEW_TOP = 4.0  # the opening view's highest ratio: a reference 4x worse than dense is out of the comparison's range
-DOCS_ROUTERS = ("hero-10-r7", "hero-10-r4", "hero-25-r7", "hero-25", "hero-40-r7", "hero-40")  # the docs' figure: the default,
-# the paper-width recipe it resizes and the larger budgets at both widths, with twins (a router not measured is left out)
+# The docs' figure: the default, the paper-width recipe it resizes and the larger budgets at both widths, with twins
+# (a router not measured is left out).
+DOCS_ROUTERS = ("hero-10-r7", "hero-10-r4", "hero-25-r7", "hero-25", "hero-40-r7", "hero-40")
 DOCS_TOP = 100.0  # the docs' figure's highest ratio: above it only the far end of random skipping (its numbers are in
 # the tables); the log axis would otherwise spend half its height on ratios of 10^2 to 10^4
 AXIS_WORDS = {"param": "param skip", "net": "FLOPs saved net"}  # the x axis: the paper's metric, or net of the router

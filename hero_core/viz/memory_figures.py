@@ -19,9 +19,9 @@ from types import MappingProxyType
 import numpy as np
 import plotly.graph_objects as go
 
-from hero_core.words.labels import plotly_text, token_label
 from hero_core.method.trace import RoutingTrace
 from hero_core.viz.palette import DIVERGING_SCALE, MARK_COLOUR, RUN_COLOURS, titled
+from hero_core.words.labels import plotly_text, token_label
 
 MEMORY_MODES = ("weights", "ratio", "difference")
 MEMORY_MODE_LABELS = {"weights": "weights α", "ratio": "ratio to uniform", "difference": "difference from the mean"}

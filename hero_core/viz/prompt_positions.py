@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from hero_core.method.trace import RoutingTrace
 from hero_core.eval.frontier.position_skip import POSITION_EDGES, bin_label, position_bins
+from hero_core.method.trace import RoutingTrace
 from hero_core.viz.palette import EXECUTED_COLOUR, MARK_COLOUR
 
 TRAINED_SPAN = 128  # the routers were trained on 128-token blocks: positions past it are outside training

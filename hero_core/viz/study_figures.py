@@ -10,10 +10,10 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hero_core.words.reference_labels import REFERENCE_LABELS
 from hero_core.eval.study.report import interval, measure_name
 from hero_core.viz.frontier_figure import REFERENCE_STYLE
 from hero_core.viz.palette import DENSE_COLOUR, run_colour
+from hero_core.words.reference_labels import REFERENCE_LABELS
 
 REFERENCE_SYMBOLS = {"static": "square-open", "random": "diamond-open", "oracle": "star-open"}
 FIGURE_FILES = {"differences": "figures/differences.png", "frontier": "figures/frontier.png"}

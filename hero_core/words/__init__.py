@@ -1,1 +1,2 @@
-"""Display words shared by every table, page and figure: token and block labels, reference names, ratios with intervals."""
+"""Display words shared by every table, page and figure: token and block labels, reference names, ratios with
+intervals."""

@@ -18,8 +18,8 @@ sys.path.insert(0, str(ROOT / "app"))
 
 from components.widgets import DEFAULT_EXAMPLE, EXAMPLES  # noqa: E402
 
-from hero_core.method import tau_search # noqa: E402
 from hero_core.backbones.loading import load_backbone  # noqa: E402
+from hero_core.method import tau_search  # noqa: E402
 from hero_core.method.model import load_checkpoint  # noqa: E402
 
 

@@ -20,8 +20,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from hero_core.bench.inputs import batch_of, token_pool  # noqa: E402
-from hero_core.measures.accounting import flop_ideal  # noqa: E402
 from hero_core.data.texts import domain_texts  # noqa: E402
+from hero_core.measures.accounting import flop_ideal  # noqa: E402
 
 Runs = dict[str, Callable[[], None] | None]  # "dense" first, then two routed runs
 

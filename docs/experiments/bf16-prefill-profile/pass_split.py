@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from hero_core import load_hero  # noqa: E402
 from hero_core.bench.inputs import batch_of, token_pool  # noqa: E402
-from hero_core.method import inject # noqa: E402
-from hero_core.method import router as router_module # noqa: E402
 from hero_core.measures.accounting import flop_ideal  # noqa: E402
+from hero_core.method import inject  # noqa: E402
+from hero_core.method import router as router_module  # noqa: E402
 
 
 def timed(totals: dict, name: str, fn):

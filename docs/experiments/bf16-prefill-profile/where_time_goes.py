@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from hero_core import load_hero  # noqa: E402
 from hero_core.bench.inputs import batch_of, token_pool  # noqa: E402
-from hero_core.method import inject, router # noqa: E402
 from hero_core.measures.accounting import flop_ideal  # noqa: E402
+from hero_core.method import inject, router  # noqa: E402
 
 FIRST_LAYER = "hidden = F.linear(unit_rms(hbar, self.state_encoder.norm), first.weight, first.bias)"
 

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from hero_core.eval.frontier.results_sections import PREFIX_TOKENS, common_prefix
 from hero_core.eval.frontier.results import load_models
+from hero_core.eval.frontier.results_sections import PREFIX_TOKENS, common_prefix
 
 
 def main() -> int:
@@ -33,8 +33,8 @@ def main() -> int:
     import numpy as np
     import torch
 
-    from hero_core.measures.accounting import token_compute
     from hero_core.data.texts import chat_prompts
+    from hero_core.measures.accounting import token_compute
 
     torch.set_num_threads(1)
     start = time.perf_counter()

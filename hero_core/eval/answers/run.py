@@ -43,12 +43,12 @@ import numpy as np
 import pandas as pd
 
 from hero_core.choices import check_distinct
-from hero_core.method.config import check_variant
-from hero_core.measures.metrics import bootstrap_ci
-from hero_core.method.trace import RoutingTrace
+from hero_core.eval.answers.references import ReferencePolicy
 from hero_core.eval.benchmarks import humaneval
 from hero_core.eval.suites.registry import answers_match, parse_answer
-from hero_core.eval.answers.references import ReferencePolicy
+from hero_core.measures.metrics import bootstrap_ci
+from hero_core.method.config import check_variant
+from hero_core.method.trace import RoutingTrace
 
 ANSWERS_FILE = Path(__file__).with_name("answers.jsonl")
 CHECK_TYPES = ("contains_any", "integer", "humaneval", "one_word", "uppercase", "lowercase", "yes_no", "comma_list")

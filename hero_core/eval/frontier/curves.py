@@ -30,8 +30,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hero_core.measures.accounting import token_compute
-from hero_core.measures.metrics import ratio_interval
 from hero_core.eval.baselines import (
     block_influence,
     expert_choice,
@@ -41,6 +39,8 @@ from hero_core.eval.baselines import (
     random_skipping,
     static_pruning,
 )
+from hero_core.measures.accounting import token_compute
+from hero_core.measures.metrics import ratio_interval
 
 DEFAULT_TAUS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 DEFAULT_ORACLE_THRESHOLDS = (0.04, 0.08, 0.14, 0.25, 0.4, 0.6)

@@ -19,12 +19,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from hero_core.method.checkpoint import BUNDLED_DIR
+from hero_core.eval.frontier.curves import at_skip
+from hero_core.eval.twins import counterparts, parse_name
 from hero_core.files import atomic_write_text, say_wrote
+from hero_core.method.checkpoint import BUNDLED_DIR
 from hero_core.method.model import DEFAULT_CHECKPOINT
 from hero_core.words.reference_labels import REFERENCE_LABELS
-from hero_core.eval.twins import counterparts, parse_name
-from hero_core.eval.frontier.curves import at_skip
 
 MEASURED_FILE = BUNDLED_DIR / "measured.json"
 RESULTS_FILE = Path(__file__).resolve().parents[3] / "docs" / "results.json"

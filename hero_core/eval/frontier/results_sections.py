@@ -119,10 +119,10 @@ def bf16_check(models: dict, limit: int, name: str = DEFAULT_CHECKPOINT) -> dict
     """Checkpoint ``name`` (the default one unless told) on a bf16 backbone against the same router on fp32: decision
     flips and perplexity ratios, both against the fp32 dense model, on held-out text; each domain's entry names the
     checkpoint. Empty when ``name`` is not among ``models``."""
-    from hero_core.measures.metrics import pooled_perplexity_ratio
-    from hero_core.method.model import load_hero
     from hero_core.eval.engine import run_texts
     from hero_core.eval.methods import HeroMethod
+    from hero_core.measures.metrics import pooled_perplexity_ratio
+    from hero_core.method.model import load_hero
 
     if name not in models:
         return {}

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from hero_core.measures.accounting import ComputeTally, compact
 from hero_core.eval.benchmarks import bigbench
 from hero_core.eval.methods import HeroMethod
+from hero_core.measures.accounting import ComputeTally, compact
 
 LM_EVAL_TASKS_DIR = Path(__file__).parents[2] / "lm_eval_tasks"
 

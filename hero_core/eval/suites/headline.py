@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hero_core.eval.twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, parse_name, twin_name
 from hero_core.eval.suites.retain import REFERENCE, retain_summary
+from hero_core.eval.twins import ALWAYS_SHOWN, headline_checkpoints, headline_order, is_headline, parse_name, twin_name
 
 NOT_MEASURED = "not measured"
 HEADER = ["checkpoint", "param skip % (tasks)", "Retain % [95 % CI]", "param skip % (answers)",

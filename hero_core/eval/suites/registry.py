@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from hero_core.measures.accounting import ComputeTally, compact
-from hero_core.measures.metrics import pooled_perplexity_ratio
 from hero_core.eval.benchmarks import bigbench, humaneval
 from hero_core.eval.engine import run_texts
 from hero_core.eval.methods import Method
 from hero_core.eval.scoring import DEFAULT_BATCH_TOKENS, score_multiple_choice
+from hero_core.measures.accounting import ComputeTally, compact
+from hero_core.measures.metrics import pooled_perplexity_ratio
 
 EVAL_TASKS_FILE = Path(__file__).parents[2] / "eval_tasks.json"
 DEFAULT_DOMAIN_TOKENS = 512  # domain texts are cut here

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from hero_core.measures.metrics import bootstrap_ci, bootstrap_picks, percentile_interval, retain_replicates
 from hero_core.eval.scoring import retain
+from hero_core.measures.metrics import bootstrap_ci, bootstrap_picks, percentile_interval, retain_replicates
 
 RETAIN_SUITES = ("main", "humaneval")  # the suites whose tasks enter Retain
 REFERENCE = "dense"

@@ -30,11 +30,11 @@ import pandas as pd
 from hero_core.analysis.token_categories import CATEGORIES, CATEGORY_LABELS, token_categories
 from hero_core.analysis.token_table import token_summary
 from hero_core.choices import check_distinct
-from hero_core.measures.metrics import perplexity_ratio, ratio_interval
-from hero_core.method.trace import RoutingTrace, quality_fields
 from hero_core.eval.frontier.position_skip import POSITION_EDGES, bin_table, param_skip_excluding_first
 from hero_core.eval.sweep.prompt_sets import BUNDLED_SETS, Item, bundled_items, load_prompts
 from hero_core.eval.sweep.shards import SHARD_DIR, ShardWriter, finished_items, merged_parts
+from hero_core.measures.metrics import perplexity_ratio, ratio_interval
+from hero_core.method.trace import RoutingTrace, quality_fields
 
 TABLES = ("items", "tokens", "layers")
 
