@@ -185,3 +185,23 @@ def test_a_study_grown_by_seeds_goes_on_and_any_other_change_is_refused(tmp_path
                                      existing={**three, "a/0": "other", "a/3": "x", "b/3": "y"}))
     with pytest.raises(StudyError, match=r"settings differ: .*seeds"):  # fewer seeds is another study
         load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b"), seeds=2, existing=two))
+
+
+def test_a_study_grown_by_an_arm_goes_on_and_a_reordered_or_dropped_arm_is_refused(tmp_path):
+    """The width study's third arm landing after two arms were reported: the folder takes it with the runs it had;
+    arms dropped or put in another order are another study."""
+    from hero_core.eval.study.spec import SPEC_FILE, StudyError, StudySpec, load_or_write_spec
+
+    two = {"a/0": "run-a0", "a/1": "run-a1", "b/0": "run-b0", "b/1": "run-b1"}
+    load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b"), seeds=2, existing=two))
+    with_c = {**two, "c/0": "run-c0", "c/1": "run-c1"}
+    load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b", "c"), seeds=2, existing=with_c))
+    assert json.loads((tmp_path / SPEC_FILE).read_text())["arms"] == ["a", "b", "c"]
+    with pytest.raises(StudyError, match=r"settings differ: .*arms"):  # an arm dropped
+        load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "c"), seeds=2, existing=with_c))
+    with pytest.raises(StudyError, match=r"settings differ: .*arms"):  # the same arms in another order
+        load_or_write_spec(StudySpec(out=str(tmp_path), arms=("b", "a", "c", "d"), seeds=2,
+                                     existing={**with_c, "d/0": "x", "d/1": "y"}))
+    with pytest.raises(StudyError, match="settings differ"):  # a run it had, replaced, while an arm is added
+        load_or_write_spec(StudySpec(out=str(tmp_path), arms=("a", "b", "c", "d"), seeds=2,
+                                     existing={**with_c, "a/0": "other", "d/0": "x", "d/1": "y"}))

@@ -139,8 +139,8 @@ def resolve_given(name_or_path: str) -> Path:
 
 
 def load_or_write_spec(spec: StudySpec, *, write: bool = True) -> None:
-    """Check that the spec in OUT asks for the same study (lanes may differ) or that study grown by seeds, and write
-    it there (``write``): the first time, or grown."""
+    """Check that the spec in OUT asks for the same study (lanes may differ) or that study grown by seeds or arms,
+    and write it there (``write``): the first time, or grown."""
     path = Path(spec.out) / SPEC_FILE
     if path.is_file():
         stored = StudySpec.from_json(json.loads(path.read_text(encoding="utf-8")))
@@ -151,7 +151,7 @@ def load_or_write_spec(spec: StudySpec, *, write: bool = True) -> None:
             kept["data_sha256"] = asked["data_sha256"]
         if kept == asked:
             return
-        if not _more_seeds(kept, asked):
+        if not _grown(kept, asked):
             changed = sorted(DATA_CONTENT if k == "data_sha256" else k for k, v in asked.items() if kept.get(k) != v)
             raise StudyError(f"{path.parent} holds another study (settings differ: {', '.join(changed)}); pass "
                              "the same settings to continue it, or another --out")
@@ -161,12 +161,15 @@ def load_or_write_spec(spec: StudySpec, *, write: bool = True) -> None:
     path.write_text(json.dumps(spec.record(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _more_seeds(kept: dict, asked: dict) -> bool:
-    """Whether ``asked`` is the stored study grown by seeds: more seeds per arm, every run it had still its own, and
-    nothing else changed. Each run's measures are stored by run, so the study goes on from them."""
-    if asked["seeds"] <= kept["seeds"]:
+def _grown(kept: dict, asked: dict) -> bool:
+    """Whether ``asked`` is the stored study grown: more seeds per arm, or more arms (the stored ones first, in their
+    order), or both; every run it had still its own, and nothing else changed. Each run's measures are stored by
+    run, so the study goes on from them."""
+    old_arms, new_arms = list(kept["arms"]), list(asked["arms"])
+    more_seeds, more_arms = asked["seeds"] > kept["seeds"], len(new_arms) > len(old_arms)
+    if asked["seeds"] < kept["seeds"] or new_arms[:len(old_arms)] != old_arms or not (more_seeds or more_arms):
         return False
-    others = [k for k in asked if k not in ("seeds", "existing") and kept.get(k) != asked[k]]
+    others = [k for k in asked if k not in ("seeds", "arms", "existing") and kept.get(k) != asked[k]]
     had, has = kept.get("existing") or {}, asked.get("existing") or {}
     return not others and all(has.get(run) == given for run, given in had.items())
 
