@@ -21,6 +21,7 @@ from hero_core.eval.study.bundled import load_shipped as load_seeds
 from hero_core.eval.twins import control_caveat
 from hero_core.files import say_wrote
 from hero_core.method.model import DEFAULT_CHECKPOINT
+from hero_core.reports import net_saving_report
 from hero_core.reports.pages import add_path_arguments, table_head, table_row
 from hero_core.reports.readme_block import replace_block
 from hero_core.viz.figure_export import figure_image
@@ -315,12 +316,11 @@ def section(title: str, intro: str, body: list[str]) -> list[str]:
 def net_saving_lines(report: dict | None) -> list[str]:
     """Each checkpoint's FLOPs saved net beside its param skip, static pruning at the same net saving beside its
     perplexity ratio (docs/net_saving.json, the README's net table), or what measures it where it is missing."""
-    from hero_core.reports.net_saving_report import readme_lines
-
     head = ["", "## What each checkpoint saves, counted net", ""]
     if report is None:
         return head + ["Not measured yet: `make net-saving`."]
-    return head + readme_lines(report, intervals="net_saving.md") + ["", "Measured by `make net-saving`."]
+    table = net_saving_report.readme_lines(report, intervals="net_saving.md")
+    return head + table + ["", "Measured by `make net-saving`."]
 
 
 def render(result: dict, figure: Path, net_report: dict | None = None) -> str:
@@ -457,7 +457,7 @@ def main() -> int:
     args = parser.parse_args()
     result = json.loads(args.quality.read_text())
     plot(result["frontier"], args.figure)
-    net_report = ROOT / "docs" / "net_saving.json"
+    net_report = net_saving_report.REPORT
     args.out.write_text(render(result, args.figure,
                                json.loads(net_report.read_text()) if net_report.is_file() else None))
     if args.readme.is_file():
